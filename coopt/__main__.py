@@ -1,0 +1,5 @@
+import sys
+
+from coopt.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Closed-form bounds (:mod:`coopt.analysis.bounds`) and the benchmark."""

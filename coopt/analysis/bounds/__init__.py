@@ -1,0 +1,177 @@
+"""Closed-form bounds: named SymPy derivations with a numeric evaluator.
+
+A topic module in this package defines ``BOUNDS``, a list of :class:`Bound`. Each bound is one
+equation ``output = expr(inputs)`` with its symbols (unit, physical range, default value), the
+assumptions it rests on and the source it comes from. From that one statement we get the LaTeX
+form, the equation solved for any input (SymPy), and a numpy-vectorized evaluator (lambdify).
+
+Where SymPy cannot do the derivation itself (an infinite sum it leaves unevaluated, say), the
+module states the identity in the bound's ``notes`` and its tests check it independently.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from coopt.errors import UsageError
+
+#: Physical ranges a symbol may declare, with their checks and how to say them.
+DOMAINS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "real": (lambda v: math.isfinite(v), "a finite number"),
+    "positive": (lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+    "nonnegative": (lambda v: v >= 0 and math.isfinite(v), "a number >= 0"),
+    "unit": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "open_unit": (lambda v: 0 < v < 1, "a number in (0, 1)"),
+    "positive_integer": (lambda v: v >= 1 and float(v).is_integer(), "an integer >= 1"),
+    "nonnegative_integer": (lambda v: v >= 0 and float(v).is_integer(), "an integer >= 0"),
+}
+
+_ASSUMPTIONS = {
+    "real": {"real": True},
+    "positive": {"positive": True},
+    "nonnegative": {"nonnegative": True},
+    "unit": {"nonnegative": True},
+    "open_unit": {"positive": True},
+    "positive_integer": {"positive": True, "integer": True},
+    "nonnegative_integer": {"nonnegative": True, "integer": True},
+}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A named symbol with its unit, physical domain and (optional) default value."""
+
+    name: str
+    description: str
+    unit: str = "1"
+    domain: str = "positive"
+    default: float | None = None
+    latex: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r} for {self.name}")
+
+    @cached_property
+    def symbol(self) -> sp.Symbol:
+        return sp.Symbol(self.name, **_ASSUMPTIONS[self.domain])
+
+    def validate(self, value: Any, where: str) -> None:
+        ok, expected = DOMAINS[self.domain]
+        values = np.atleast_1d(np.asarray(value, dtype=float))
+        bad = [v for v in values if not ok(float(v))]
+        if bad:
+            raise UsageError(f"{where}: {self.name} ({self.description}) must be {expected}, got {bad[0]:g}")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``output = expr(inputs)``: one closed form with everything needed to trust and use it."""
+
+    name: str
+    summary: str
+    source: str
+    output: Quantity
+    inputs: tuple[Quantity, ...]
+    expr: sp.Expr
+    assumptions: tuple[str, ...] = ()
+    notes: str = ""
+    #: Solved forms SymPy cannot find on its own (symbol name -> expression for that symbol).
+    solved: Mapping[str, sp.Expr] = field(default_factory=dict)
+
+    @property
+    def symbols(self) -> dict[str, Quantity]:
+        return {q.name: q for q in (self.output, *self.inputs)}
+
+    def quantity(self, name: str) -> Quantity:
+        try:
+            return self.symbols[name]
+        except KeyError:
+            raise UsageError(
+                f"bound {self.name!r} has no symbol {name!r}; it has {', '.join(self.symbols)}"
+            ) from None
+
+    def equation(self) -> sp.Eq:
+        return sp.Eq(self.output.symbol, self.expr)
+
+    def latex(self) -> str:
+        return sp.latex(self.equation())
+
+    def solve_for(self, name: str) -> sp.Expr:
+        """The bound rearranged to give ``name`` in terms of the others (and the output)."""
+        if name == self.output.name:
+            return self.expr
+        target = self.quantity(name).symbol
+        if name in self.solved:
+            return self.solved[name]
+        roots = sp.solve(self.equation(), target, dict=False)
+        roots = [r for r in roots if r.is_real is not False]
+        if not roots:
+            raise UsageError(f"bound {self.name!r}: SymPy finds no closed form for {name}")
+        return roots[-1] if len(roots) > 1 else roots[0]
+
+    def evaluator(self, name: str | None = None) -> tuple[Callable[..., Any], list[Quantity]]:
+        """A numpy function for the output (or the solved form for ``name``) and its arguments."""
+        expr = self.expr if name is None else self.solve_for(name)
+        args = sorted(
+            (self.symbols[str(s)] for s in expr.free_symbols), key=lambda q: list(self.symbols).index(q.name)
+        )
+        return _lambdify(expr, tuple(q.symbol for q in args)), args
+
+    def evaluate(self, values: Mapping[str, Any], solve_for: str | None = None) -> Any:
+        """Evaluate the bound (or the solved form) at ``values``; defaults fill the rest."""
+        fn, args = self.evaluator(solve_for)
+        for key in values:
+            self.quantity(key)
+        arguments = []
+        for q in args:
+            value = values.get(q.name, q.default)
+            if value is None:
+                raise UsageError(f"bound {self.name!r}: give a value for {q.name} ({q.description})")
+            q.validate(value, f"bound {self.name!r}")
+            arguments.append(np.asarray(value, dtype=float))
+        return fn(*arguments)
+
+
+def _lambdify(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> Callable[..., Any]:
+    return sp.lambdify(args, expr, modules=["numpy", "scipy"] if _has_scipy() else ["numpy"])
+
+
+@cache
+def _has_scipy() -> bool:
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@cache
+def registry() -> dict[str, Bound]:
+    """Every bound of every topic module in this package, by name."""
+    found: dict[str, Bound] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for bound in getattr(module, "BOUNDS", ()):
+            if bound.name in found:
+                raise RuntimeError(f"two bounds named {bound.name!r}")
+            found[bound.name] = bound
+    return dict(sorted(found.items()))
+
+
+def get(name: str) -> Bound:
+    try:
+        return registry()[name]
+    except KeyError:
+        raise UsageError(f"unknown bound {name!r}; `coopt bound list` shows them") from None

@@ -1,0 +1,119 @@
+"""The one contract every problem follows.
+
+A problem module in :mod:`coopt.formulations` defines a module-level ``PROBLEM = Problem(...)``;
+the registry finds it, and from then on the CLI (solve, check, export, validate, generate,
+showcase), the benchmark and the contract test suite work for it with no further code.
+
+Conventions:
+
+* ``Instance`` is a frozen dataclass built by ``load(fields)`` from a validated TOML table and
+  turned back into a TOML-ready dict by ``dump``. Units inside are SI; the loader converts.
+* A ``Solution`` is a plain JSON-compatible ``dict``. It always has the key ``"objective"``: the
+  value the method that produced it claims. The checker recomputes it from the instance alone.
+* ``check(instance, solution)`` returns the violated constraints (empty list = feasible). It must
+  not trust anything in the solution but the decisions, and must not raise on a malformed
+  solution: a missing key is a violation.
+* ``objective(instance, solution)`` recomputes the objective from the decisions.
+* ``build(instance)`` returns the exact Pyomo model; ``extract(model, instance)`` reads a
+  solution out of a solved model. A model whose objective was scaled to O(1) sets
+  ``model.objective_unit`` to the factor that turns model units back into problem units.
+* ``exact`` (optional) is the natural exact method when that is a DP or an enumeration; it then
+  runs as method ``exact`` and the MILP as ``milp``. Without it, the MILP is ``exact``.
+* ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
+  bounded-time) methods, one function each, deterministic for a given seed.
+* ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
+  ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Solution = dict[str, Any]
+Sense = Literal["min", "max"]
+
+#: Relative tolerance used by checkers and by optimum comparisons (HiGHS' MIP feasibility
+#: tolerance is 1e-6; we compare objectives to the same order).
+TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violated constraint: which family, and the numbers that show it."""
+
+    constraint: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.constraint}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class ExactOutcome:
+    """What a non-MILP exact method (DP, enumeration) returns."""
+
+    solution: Solution | None
+    status: str  # optimal | infeasible | time_limit | feasible
+    bound: float | None = None
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Options shared by every method; exact routes honour all of them, heuristics the seed."""
+
+    time_limit: float | None = None
+    gap: float = 1e-6
+    threads: int = 1
+    seed: int = 0
+
+
+Heuristic = Callable[..., Solution]
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    summary: str
+    source: str
+    sense: Sense
+    load: Callable[[Any], Any]
+    dump: Callable[[Any], dict[str, Any]]
+    check: Callable[[Any, Solution], list[Violation]]
+    objective: Callable[[Any, Solution], float]
+    generate: Callable[[int, int], Any]
+    build: Callable[[Any], Any] | None = None
+    extract: Callable[[Any, Any], Solution] | None = None
+    heuristics: Mapping[str, Heuristic] = field(default_factory=dict)
+    exact: Callable[[Any, SolveOptions], ExactOutcome] | None = None
+    sizes: tuple[int, ...] = (1, 2, 3)
+    size_doc: str = "scale"
+
+    @property
+    def methods(self) -> list[str]:
+        """Every method name, exact ones first."""
+        exact = ["exact", "milp"] if self.exact is not None else ["exact"]
+        if self.build is None:
+            exact = ["exact"] if self.exact is not None else []
+        return exact + sorted(self.heuristics)
+
+    @property
+    def exact_methods(self) -> list[str]:
+        return [m for m in self.methods if m not in self.heuristics]
+
+    def better(self, a: float, b: float) -> bool:
+        """True when objective ``a`` is strictly better than ``b`` beyond tolerance."""
+        slack = TOL * max(1.0, abs(a), abs(b))
+        return a < b - slack if self.sense == "min" else a > b + slack
+
+
+def close(a: float, b: float, rel: float = TOL) -> bool:
+    """Objective equality at the suite's tolerance."""
+    return math.isclose(a, b, rel_tol=rel, abs_tol=rel)
+
+
+def relative_gap(value: float, reference: float) -> float:
+    """|value - reference| / max(|reference|, 1e-12): the gap used in every report."""
+    return abs(value - reference) / max(abs(reference), 1e-12)
