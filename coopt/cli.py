@@ -223,11 +223,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
+def registry_get(name: str):
+    """The registered problem ``name``, or a UsageError listing the known ones."""
     try:
-        problem = registry.get(args.problem)
+        return registry.get(name)
     except KeyError:
-        raise UsageError(f"unknown problem {args.problem!r}; known: {', '.join(registry.names())}") from None
+        raise UsageError(f"unknown problem {name!r}; known: {', '.join(registry.names())}") from None
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    problem = registry_get(args.problem)
     if args.size < 1:
         raise UsageError(f"--size must be >= 1, got {args.size}")
     instance = problem.generate(args.seed, args.size)
@@ -248,7 +253,11 @@ def cmd_showcase(args: argparse.Namespace) -> int:
     for col in ("problem", "instance", "method", "objective", "gap to exact", "seconds", "feasible"):
         table.add_column(col, justify="right" if col in ("objective", "gap to exact", "seconds") else "left")
     reports = []
+    for name in args.problems:
+        registry_get(name)
     for name, problem in registry.problems().items():
+        if args.problems and name not in args.problems:
+            continue
         files = small_shipped(name) or shipped(name)
         if not files:
             continue
@@ -326,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("showcase", help="every problem, every method, one small shipped instance")
+    p.add_argument("problems", nargs="*", metavar="PROBLEM", help="only these problems (default: all)")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     p.set_defaults(func=cmd_showcase)
 

@@ -1,0 +1,139 @@
+"""The contract suite: every registered problem x every method x every small shipped instance
+(``instances/<problem>/0-*.toml``). Nothing here knows any problem by name."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from coopt import registry
+from coopt.cli import small_shipped
+from coopt.instance import load, to_toml
+from coopt.problem import SolveOptions, close
+from coopt.solvers.exact import export, lp_relaxation, objective_unit, run, solve_file
+
+OPTIONS = SolveOptions(time_limit=120, gap=1e-9, threads=1, seed=0)
+
+INSTANCES = [(name, path) for name in registry.names() for path in small_shipped(name)]
+RUNS = [(name, path, m) for name, path in INSTANCES for m in registry.get(name).methods]
+HEURISTIC_RUNS = [(n, p, m) for n, p, m in RUNS if m in registry.get(n).heuristics]
+MILP_INSTANCES = [(n, p) for n, p in INSTANCES if registry.get(n).build is not None]
+
+
+def ids(case) -> str:
+    return "-".join(Path(str(c)).stem for c in case)
+
+
+@cache
+def solved(path: Path, method: str, seed: int = 0):
+    item = load(path)
+    options = SolveOptions(OPTIONS.time_limit, OPTIONS.gap, OPTIONS.threads, seed)
+    return run(item.problem, item.instance, method, options, path=str(path), sha256=item.sha256)
+
+
+def optimum(name: str, path: Path) -> float | None:
+    report = solved(path, "exact")
+    return report.objective if report.status == "optimal" else None
+
+
+def test_every_problem_ships_a_small_instance():
+    assert registry.names(), "no problem is registered"
+    for name in registry.names():
+        assert small_shipped(name), f"{name} ships no small (0-*) instance"
+
+
+@pytest.mark.parametrize("case", RUNS, ids=ids)
+def test_checker_accepts_and_recomputes_the_objective(case):
+    name, path, method = case
+    report = solved(path, method)
+    assert report.status in ("optimal", "feasible"), report.check["violations"]
+    assert report.check["feasible"], report.check["violations"]
+    assert close(report.check["objective_recomputed"], report.objective), (
+        report.check["objective_recomputed"],
+        report.objective,
+    )
+
+
+@pytest.mark.parametrize("case", INSTANCES, ids=ids)
+def test_exact_route_proves_optimality(case):
+    name, path = case
+    assert solved(path, "exact").status == "optimal"
+
+
+@pytest.mark.parametrize("case", HEURISTIC_RUNS, ids=ids)
+def test_no_heuristic_beats_the_optimum(case):
+    name, path, method = case
+    problem = registry.get(name)
+    best = optimum(name, path)
+    if best is None:
+        pytest.skip("exact route did not prove optimality")
+    value = solved(path, method).objective
+    assert not problem.better(value, best), f"{method} claims {value}, proven optimum {best}"
+
+
+@pytest.mark.parametrize("case", [(n, p) for n, p in MILP_INSTANCES if registry.get(n).exact], ids=ids)
+def test_milp_agrees_with_the_natural_exact_method(case):
+    name, path = case
+    milp, exact = solved(path, "milp"), solved(path, "exact")
+    assert milp.status == exact.status == "optimal"
+    assert close(milp.objective, exact.objective), (milp.objective, exact.objective)
+
+
+@pytest.mark.parametrize("case", MILP_INSTANCES, ids=ids)
+def test_lp_relaxation_lies_on_the_right_side(case):
+    name, path = case
+    problem = registry.get(name)
+    best = optimum(name, path)
+    relaxed = lp_relaxation(problem, load(path).instance, OPTIONS)
+    assert relaxed is not None
+    assert not problem.better(best, relaxed), f"LP relaxation {relaxed} is worse than the optimum {best}"
+
+
+@pytest.mark.parametrize("case", RUNS, ids=ids)
+def test_same_seed_same_output(case):
+    name, path, method = case
+    first, again = solved(path, method, 7), solved.__wrapped__(path, method, 7)
+    assert first.status == again.status
+    assert json.dumps(first.solution, sort_keys=True) == json.dumps(again.solution, sort_keys=True)
+
+
+@pytest.mark.parametrize("fmt", ["lp", "mps"])
+@pytest.mark.parametrize("case", MILP_INSTANCES, ids=ids)
+def test_exported_model_resolves_to_the_same_optimum(case, fmt, tmp_path):
+    name, path = case
+    problem = registry.get(name)
+    model = problem.build(load(path).instance)
+    target = tmp_path / f"model.{fmt}"
+    export(model, target)
+    reference = solved(path, "milp" if problem.exact else "exact")
+    value = solve_file(target)
+    assert value is not None
+    assert close(value * objective_unit(model), reference.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("case", INSTANCES, ids=ids)
+def test_dump_then_load_gives_the_same_instance(case, tmp_path):
+    name, path = case
+    item = load(path)
+    copy = tmp_path / "copy.toml"
+    copy.write_text(to_toml(item.problem, item.instance))
+    assert load(copy).instance == item.instance
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_generator_is_seeded_and_its_instances_are_valid(name, tmp_path):
+    problem = registry.get(name)
+    size = problem.sizes[0]
+    a, b = problem.generate(11, size), problem.generate(11, size)
+    assert a == b
+    path = tmp_path / "gen.toml"
+    path.write_text(to_toml(problem, a))
+    instance = load(path).instance
+    assert instance == a
+    for method in sorted(problem.heuristics):
+        report = run(problem, instance, method, SolveOptions(seed=0))
+        if report.status != "no_solution":
+            assert report.check["feasible"], (method, report.check["violations"])
