@@ -87,6 +87,23 @@ def objective_unit(model: pyo.ConcreteModel) -> float:
     return float(getattr(model, "objective_unit", 1.0))
 
 
+def report_status(termination: TerminationCondition, has_incumbent: bool) -> str:
+    """Why HiGHS stopped (termination) and what it found (incumbent) -> one report status."""
+    if termination == TerminationCondition.convergenceCriteriaSatisfied and has_incumbent:
+        return "optimal"
+    if termination in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
+        return "infeasible"
+    if termination == TerminationCondition.unbounded:
+        return "unbounded"
+    if termination in (
+        TerminationCondition.maxTimeLimit,
+        TerminationCondition.iterationLimit,
+        TerminationCondition.interrupted,
+    ):
+        return "feasible" if has_incumbent else "time_limit"
+    return "feasible" if has_incumbent else "error"
+
+
 def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
     """Hand ``model`` to HiGHS, solve it and load the incumbent (if any) into the model."""
     solver = Highs()
@@ -104,18 +121,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
     )
     solve = float(getattr(results.timing_info, "highs_time", results.timing_info.wall_time))
     has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    tc = results.termination_condition
-    if tc == TerminationCondition.convergenceCriteriaSatisfied and has_incumbent:
-        status = "optimal"
-    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        status = "infeasible"
-    elif tc == TerminationCondition.unbounded:
-        status = "unbounded"
-    elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit,
-                TerminationCondition.interrupted):
-        status = "feasible" if has_incumbent else "time_limit"
-    else:
-        status = "feasible" if has_incumbent else "error"
+    status = report_status(results.termination_condition, has_incumbent)
     if has_incumbent:
         results.solution_loader.load_vars()
     unit = objective_unit(model)
