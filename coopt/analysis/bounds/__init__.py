@@ -7,6 +7,12 @@ form, the equation solved for any input (SymPy), and a numpy-vectorized evaluato
 
 Where SymPy cannot do the derivation itself (an infinite sum it leaves unevaluated, say), the
 module states the identity in the bound's ``notes`` and its tests check it independently.
+
+Some quantities are not one equation but a procedure: an enumeration (the best draft length), a
+table lookup (a network's measured noise tolerance), a root or a fit. A topic module states those
+as :class:`Curve` entries: the same symbols, ranges and defaults, a ``method`` line saying how the
+number is computed, and a Python function in place of the expression. The registry and the
+``coopt bound`` command treat both alike; a curve cannot be printed as LaTeX or solved for an input.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ DOMAINS: dict[str, tuple[Callable[[float], bool], str]] = {
     "nonnegative": (lambda v: v >= 0 and math.isfinite(v), "a number >= 0"),
     "unit": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     "open_unit": (lambda v: 0 < v < 1, "a number in (0, 1)"),
+    "efficiency": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
     "positive_integer": (lambda v: v >= 1 and float(v).is_integer(), "an integer >= 1"),
     "nonnegative_integer": (lambda v: v >= 0 and float(v).is_integer(), "an integer >= 0"),
 }
@@ -41,6 +48,7 @@ _ASSUMPTIONS = {
     "nonnegative": {"nonnegative": True},
     "unit": {"nonnegative": True},
     "open_unit": {"positive": True},
+    "efficiency": {"positive": True},
     "positive_integer": {"positive": True, "integer": True},
     "nonnegative_integer": {"nonnegative": True, "integer": True},
 }
@@ -73,20 +81,12 @@ class Quantity:
             raise UsageError(f"{where}: {self.name} ({self.description}) must be {expected}, got {bad[0]:g}")
 
 
-@dataclass(frozen=True)
-class Bound:
-    """``output = expr(inputs)``: one closed form with everything needed to trust and use it."""
+class _Symbols:
+    """Symbol lookup shared by :class:`Bound` and :class:`Curve`."""
 
     name: str
-    summary: str
-    source: str
     output: Quantity
     inputs: tuple[Quantity, ...]
-    expr: sp.Expr
-    assumptions: tuple[str, ...] = ()
-    notes: str = ""
-    #: Solved forms SymPy cannot find on its own (symbol name -> expression for that symbol).
-    solved: Mapping[str, sp.Expr] = field(default_factory=dict)
 
     @property
     def symbols(self) -> dict[str, Quantity]:
@@ -100,11 +100,43 @@ class Bound:
                 f"bound {self.name!r} has no symbol {name!r}; it has {', '.join(self.symbols)}"
             ) from None
 
+    def _arguments(self, values: Mapping[str, Any], args: list[Quantity]) -> list[np.ndarray]:
+        """Check every given name exists, fill defaults, check ranges; arrays for ``args``."""
+        for key in values:
+            self.quantity(key)
+        arguments = []
+        for q in args:
+            value = values.get(q.name, q.default)
+            if value is None:
+                raise UsageError(f"bound {self.name!r}: give a value for {q.name} ({q.description})")
+            q.validate(value, f"bound {self.name!r}")
+            arguments.append(np.asarray(value, dtype=float))
+        return arguments
+
+
+@dataclass(frozen=True)
+class Bound(_Symbols):
+    """``output = expr(inputs)``: one closed form with everything needed to trust and use it."""
+
+    name: str
+    summary: str
+    source: str
+    output: Quantity
+    inputs: tuple[Quantity, ...]
+    expr: sp.Expr
+    assumptions: tuple[str, ...] = ()
+    notes: str = ""
+    #: Solved forms SymPy cannot find on its own (symbol name -> expression for that symbol).
+    solved: Mapping[str, sp.Expr] = field(default_factory=dict)
+    #: Physical constants kept as symbols in the printed form (symbol -> SI value).
+    constants: Mapping[sp.Symbol, float] = field(default_factory=dict)
+
     def equation(self) -> sp.Eq:
         return sp.Eq(self.output.symbol, self.expr)
 
     def latex(self) -> str:
-        return sp.latex(self.equation())
+        names = {q.symbol: q.latex for q in self.symbols.values() if q.latex}
+        return sp.latex(self.equation(), symbol_names=names)
 
     def solve_for(self, name: str) -> sp.Expr:
         """The bound rearranged to give ``name`` in terms of the others (and the output)."""
@@ -122,6 +154,7 @@ class Bound:
     def evaluator(self, name: str | None = None) -> tuple[Callable[..., Any], list[Quantity]]:
         """A numpy function for the output (or the solved form for ``name``) and its arguments."""
         expr = self.expr if name is None else self.solve_for(name)
+        expr = expr.subs(dict(self.constants))
         args = sorted(
             (self.symbols[str(s)] for s in expr.free_symbols), key=lambda q: list(self.symbols).index(q.name)
         )
@@ -130,19 +163,52 @@ class Bound:
     def evaluate(self, values: Mapping[str, Any], solve_for: str | None = None) -> Any:
         """Evaluate the bound (or the solved form) at ``values``; defaults fill the rest."""
         fn, args = self.evaluator(solve_for)
-        for key in values:
-            self.quantity(key)
-        arguments = []
-        for q in args:
-            value = values.get(q.name, q.default)
-            if value is None:
-                raise UsageError(f"bound {self.name!r}: give a value for {q.name} ({q.description})")
-            q.validate(value, f"bound {self.name!r}")
-            arguments.append(np.asarray(value, dtype=float))
-        return fn(*arguments)
+        return fn(*self._arguments(values, args))
+
+
+@dataclass(frozen=True)
+class Curve(_Symbols):
+    """``output = compute(inputs)`` where ``compute`` is a procedure, not one equation.
+
+    ``compute`` takes every input by keyword (scalars) and returns a float; :meth:`evaluate`
+    broadcasts it over arrays like a bound's evaluator. ``method`` says in one line how the
+    number is found (enumeration, table interpolation, root, fit).
+    """
+
+    name: str
+    summary: str
+    source: str
+    output: Quantity
+    inputs: tuple[Quantity, ...]
+    compute: Callable[..., float]
+    method: str
+    assumptions: tuple[str, ...] = ()
+    notes: str = ""
+
+    def latex(self) -> str:
+        raise UsageError(f"{self.name!r} is computed by {self.method}; it has no closed form to print")
+
+    def solve_for(self, name: str) -> sp.Expr:
+        self.quantity(name)
+        raise UsageError(f"{self.name!r} is computed by {self.method}; it cannot be solved for {name}")
+
+    def evaluate(self, values: Mapping[str, Any], solve_for: str | None = None) -> Any:
+        if solve_for is not None and solve_for != self.output.name:
+            self.solve_for(solve_for)
+        arguments = self._arguments(values, list(self.inputs))
+        names = [q.name for q in self.inputs]
+        result = np.vectorize(lambda *v: float(self.compute(**dict(zip(names, v, strict=True)))))(*arguments)
+        return result[()] if result.ndim == 0 else result
+
+
+#: Anything ``coopt bound`` can show: a closed form or a computed curve.
+Entry = Bound | Curve
 
 
 def _lambdify(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> Callable[..., Any]:
+    if expr.has(sp.Sum):
+        # Finite sums with symbolic limits become Python loops over range(): scalar math only.
+        return np.vectorize(sp.lambdify(args, expr, modules=["math"]), otypes=[float])
     return sp.lambdify(args, expr, modules=["numpy", "scipy"] if _has_scipy() else ["numpy"])
 
 
@@ -156,9 +222,9 @@ def _has_scipy() -> bool:
 
 
 @cache
-def registry() -> dict[str, Bound]:
-    """Every bound of every topic module in this package, by name."""
-    found: dict[str, Bound] = {}
+def registry() -> dict[str, Entry]:
+    """Every bound and curve of every topic module in this package, by name."""
+    found: dict[str, Entry] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
@@ -170,7 +236,7 @@ def registry() -> dict[str, Bound]:
     return dict(sorted(found.items()))
 
 
-def get(name: str) -> Bound:
+def get(name: str) -> Entry:
     try:
         return registry()[name]
     except KeyError:

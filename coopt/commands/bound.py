@@ -1,0 +1,236 @@
+"""``coopt bound``: list, print, solve and evaluate the closed-form bounds.
+
+    coopt bound list
+    coopt bound NAME [--solve-for SYMBOL] [--set sym=value ...] [--sweep sym=start:stop:count[:log]]
+                     [--latex] [--json OUT] [--plot OUT.png]
+
+Values accept plain numbers and simple arithmetic (``2^-8``, ``3e12``, ``0.2/2**15``). Unknown
+names and symbols, and values outside a symbol's physical range, are usage errors (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import operator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from rich.console import Console
+from rich.table import Table
+
+from coopt.analysis import bounds
+from coopt.errors import UsageError
+
+out = Console(highlight=False, soft_wrap=True)
+
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def parse_number(text: str, where: str) -> float:
+    """A number, or arithmetic on numbers (``2^-8``, ``1.5e9*2``); nothing else is evaluated."""
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.operand))
+        raise ValueError
+
+    try:
+        result = value(ast.parse(text.replace("^", "**"), mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError):
+        raise UsageError(f"{where}: expected a number, got {text!r}") from None
+    return float(result)
+
+
+def parse_assignment(text: str, option: str) -> tuple[str, str]:
+    name, sep, rhs = text.partition("=")
+    if not sep or not name.strip() or not rhs.strip():
+        raise UsageError(f"{option} expects SYMBOL=VALUE, got {text!r}")
+    return name.strip(), rhs.strip()
+
+
+def parse_sweep(text: str) -> tuple[str, np.ndarray, bool]:
+    """``sym=start:stop:count[:log]`` -> (symbol, values, log spacing)."""
+    name, spec = parse_assignment(text, "--sweep")
+    parts = spec.split(":")
+    log = len(parts) == 4 and parts[3] == "log"
+    if len(parts) != 3 and not log:
+        raise UsageError(f"--sweep expects SYMBOL=START:STOP:COUNT[:log], got {text!r}")
+    start = parse_number(parts[0], f"--sweep {name} start")
+    stop = parse_number(parts[1], f"--sweep {name} stop")
+    count = parse_number(parts[2], f"--sweep {name} count")
+    if not count.is_integer() or count < 1:
+        raise UsageError(f"--sweep {name}: COUNT must be an integer >= 1, got {parts[2]!r}")
+    if log:
+        if start <= 0 or stop <= 0:
+            raise UsageError(f"--sweep {name}: a log sweep needs START and STOP > 0")
+        return name, np.geomspace(start, stop, int(count)), True
+    return name, np.linspace(start, stop, int(count)), False
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _equation(entry: bounds.Entry, solve_for: str | None) -> str:
+    if isinstance(entry, bounds.Curve):
+        return f"{entry.output.name} = {entry.method}"
+    if solve_for is None or solve_for == entry.output.name:
+        return f"{entry.output.name} = {sp.sstr(entry.expr)}"
+    return f"{solve_for} = {sp.sstr(entry.solve_for(solve_for))}"
+
+
+def _latex(entry: bounds.Entry, solve_for: str | None) -> str:
+    if solve_for is None or solve_for == entry.output.name:
+        return entry.latex()
+    target = entry.quantity(solve_for)
+    names = {q.symbol: q.latex for q in entry.symbols.values() if q.latex}
+    return sp.latex(sp.Eq(target.symbol, entry.solve_for(solve_for)), symbol_names=names)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    table = Table(title="coopt bounds (closed forms and computed curves)")
+    for col in ("bound", "kind", "gives", "summary"):
+        table.add_column(col, overflow="fold")
+    for name, entry in bounds.registry().items():
+        kind = "curve" if isinstance(entry, bounds.Curve) else "closed form"
+        table.add_row(name, kind, f"{entry.output.name} [{entry.output.unit}]", entry.summary)
+    out.print(table)
+    return 0
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    if args.name == "list":
+        return cmd_list(args)
+    entry = bounds.get(args.name)
+    solve_for = args.solve_for
+    target = entry.quantity(solve_for) if solve_for else entry.output
+    values: dict[str, Any] = {}
+    for item in args.set:
+        name, rhs = parse_assignment(item, "--set")
+        entry.quantity(name)
+        values[name] = parse_number(rhs, f"--set {name}")
+    sweep = parse_sweep(args.sweep) if args.sweep else None
+    if sweep:
+        entry.quantity(sweep[0])
+        values[sweep[0]] = sweep[1]
+    if solve_for and solve_for != entry.output.name and solve_for in values:
+        raise UsageError(f"cannot both set and solve for {solve_for}")
+    if args.plot and not sweep:
+        raise UsageError("--plot needs a --sweep to plot over")
+
+    if args.latex:
+        print(_latex(entry, solve_for))
+        if not (args.json or args.plot or sweep or args.set):
+            return 0
+    result = np.asarray(entry.evaluate(values, solve_for=solve_for), dtype=float)
+    used = {q.name: values.get(q.name, q.default) for q in entry.symbols.values()
+            if q.name != target.name and (q.name in values or q.default is not None)}
+
+    if not args.latex:
+        _describe(entry, solve_for)
+    if sweep:
+        name, grid, _ = sweep
+        result = np.broadcast_to(result, grid.shape)
+        table = Table(title=f"{entry.name}: {target.name} over {name}")
+        table.add_column(f"{name} [{entry.quantity(name).unit}]", justify="right")
+        table.add_column(f"{target.name} [{target.unit}]", justify="right")
+        for x, y in zip(grid, result, strict=True):
+            table.add_row(_fmt(x), _fmt(y))
+        out.print(table)
+    else:
+        out.print(f"{target.name} = {_fmt(float(result))} {target.unit}   ({target.description})")
+
+    if args.json:
+        from coopt.instance import write_atomic
+
+        report = {
+            "bound": entry.name,
+            "summary": entry.summary,
+            "source": entry.source,
+            "result_symbol": target.name,
+            "unit": target.unit,
+            "equation": _equation(entry, solve_for),
+            "latex": None if isinstance(entry, bounds.Curve) else _latex(entry, solve_for),
+            "values": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in used.items()},
+            "sweep": None if not sweep else {"symbol": sweep[0], "values": sweep[1].tolist()},
+            "result": result.tolist(),
+        }
+        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
+        out.print(f"wrote {args.json}")
+    if args.plot:
+        _plot(entry, target, sweep, result, args.plot)
+        out.print(f"wrote {args.plot}")
+    return 0
+
+
+def _describe(entry: bounds.Entry, solve_for: str | None) -> None:
+    out.print(f"[bold]{entry.name}[/]: {entry.summary}")
+    out.print(f"  {_equation(entry, solve_for)}")
+    out.print(f"  source: {entry.source}")
+    for item in entry.assumptions:
+        out.print(f"  assumes: {item}")
+    if entry.notes:
+        out.print(f"  note: {entry.notes}")
+    table = Table(show_edge=False)
+    for col in ("symbol", "meaning", "unit", "range", "default"):
+        table.add_column(col)
+    for q in entry.symbols.values():
+        table.add_row(q.name, q.description, q.unit, bounds.DOMAINS[q.domain][1],
+                      "-" if q.default is None else _fmt(q.default))
+    out.print(table)
+
+
+def _plot(entry: bounds.Entry, target: bounds.Quantity, sweep, result: np.ndarray, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name, grid, log = sweep
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(grid, result, marker="." if len(grid) <= 50 else None)
+    if log:
+        ax.set_xscale("log")
+    positive = result[np.isfinite(result)]
+    if log and positive.size and positive.min() > 0 and positive.max() / positive.min() > 100:
+        ax.set_yscale("log")
+    ax.set_xlabel(f"{name} [{entry.quantity(name).unit}]")
+    ax.set_ylabel(f"{target.name} [{target.unit}]")
+    ax.set_title(entry.name)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bound",
+        help="closed-form bounds: list, print (LaTeX), solve for a symbol, evaluate, sweep, plot",
+        description="`coopt bound list` lists the bounds; `coopt bound NAME` prints and evaluates one.",
+    )
+    p.add_argument("name", metavar="NAME", help="a bound name, or 'list'")
+    p.add_argument("--solve-for", metavar="SYMBOL", help="rearrange the bound for this symbol")
+    p.add_argument("--set", action="append", default=[], metavar="SYM=VALUE", help="set a symbol (repeats)")
+    p.add_argument("--sweep", metavar="SYM=START:STOP:COUNT[:log]", help="evaluate over a range")
+    p.add_argument("--latex", action="store_true", help="print the equation as LaTeX")
+    p.add_argument("--json", metavar="OUT", help="write the evaluation as JSON")
+    p.add_argument("--plot", metavar="OUT.png", help="plot the sweep")
+    p.set_defaults(func=cmd_bound)
