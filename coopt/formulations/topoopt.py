@@ -1,0 +1,503 @@
+"""TopoOpt: a degree-d direct-connect topology, its routing and the AllReduce ring layout.
+
+Source: W. Wang, M. Khazraee, Z. Zhong, M. Ghobadi, Z. Jia, D. Mudigere, Y. Zhang, A. Kewitsch,
+"TopoOpt: Co-optimizing Network Topology and Parallelization Strategy for Distributed Training
+Jobs", NSDI 2023 (arXiv 2202.00433); research notes section 1.
+
+Data model
+----------
+``n`` servers, each with ``d`` optical ports of ``B`` bit/s. Every optical plane gives each server
+one transmit and one receive neighbour, so a topology is a nonnegative integer matrix ``x`` with
+zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exactly the sums of
+``d`` permutation matrices). The traffic of one training iteration is
+
+* AllReduce groups ``g`` of size ``k_g`` and ``S_g`` bytes. A group of size ``k`` is realised on
+  each of the ``n/k`` cosets ``{s, s + n/k, ...}``. Its candidate ring strides are the totient
+  set ``C_k = {(n/k) q : 1 <= q <= k, gcd(q, k) = 1}`` (``phi(k)`` of them). A ring AllReduce of
+  ``S`` bytes makes every member send ``c_g = 2 (k_g - 1) / k_g * S_g`` bytes to its ring
+  successor; split over rings with shares ``lambda_gq`` (sum 1) every server ``s`` sends
+  ``c_g lambda_gq`` bytes to ``s + q`` (AllReduce is *mutable*: any split gives the same result).
+* a sparse model-parallel demand ``M_st`` (bytes).
+
+Formulation P1 (topology + routing + ring split, max concurrent flow) [proposed in the notes;
+here the AllReduce ring split is a decision too, which keeps the model linear because the
+demand enters only through ``mu_gq = theta * lambda_gq``]::
+
+    max  theta
+    s.t. sum_j x_ij = d, sum_i x_ij = d,  x_ii = 0,  x_ij in {0..d}
+         sum_q mu_gq = theta                                          for every group g
+         sum_j f^s_vj - sum_i f^s_iv = theta M_sv* + sum_g c_g sum_q mu_gq           (v = s)
+                                     = -(theta M_sv + sum_g c_g sum_{q: s+q=v} mu_gq)  (v != s)
+         sum_s f^s_ij <= (B / 8) x_ij
+         f, mu, theta >= 0
+
+with ``M_sv* = sum_t M_st``: source-aggregated flows ``f^s``, one commodity per source.
+``theta`` is in iterations per second: the iteration's communication takes ``1/theta`` s. The
+model is scaled so that the busiest server sends one unit and a port carries one unit per
+time unit; ``objective_unit`` turns the scaled ``theta`` back into iterations per second.
+
+The related models of the paper's search space are library functions below:
+
+* P3 ``build_bmatching``: b-matching with diminishing returns, the exact counterpart of the
+  repeated max-weight matching (marginal value of the ``c``-th link between ``i, j`` is
+  ``(M_ij + M_ji) / c``).
+* P4 ``select_strides_exact``: choose ``d`` strides from ``C_n`` minimising the demand-weighted
+  mean circulant hop count; exact by enumeration over ``C(phi(n), d)`` subsets.
+
+Solution
+--------
+``links``: the ``n x n`` matrix ``x``; ``ring_share``: per group, a list of ``[stride, share]``;
+``flows``: a list of ``[source, i, j, bytes]`` carrying one iteration's demand; ``objective``:
+``theta``. The checker recomputes the demand from the instance and the shares, checks flow
+conservation and that every loaded arc has a link, and takes
+``theta = min over loaded arcs of (B / 8) x_ij / load_ij``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from coopt.instance import Fields
+from coopt.problem import TOL, Problem, Solution, Violation
+
+BITS_PER_BYTE = 8
+
+
+# -- data model ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AllReduceGroup:
+    """A data-parallel AllReduce of ``bytes`` among ``size`` servers spaced ``n / size`` apart."""
+
+    size: int
+    bytes: float
+
+
+@dataclass(frozen=True)
+class Instance:
+    servers: int
+    degree: int
+    bandwidth: float  # bit/s per port
+    allreduce: tuple[AllReduceGroup, ...]
+    mp_demand: tuple[tuple[int, int, float], ...]  # (source, destination, bytes), sorted, merged
+
+    @property
+    def port_rate(self) -> float:
+        """Bytes per second one port carries."""
+        return self.bandwidth / BITS_PER_BYTE
+
+
+def candidate_strides(n: int, k: int) -> list[int]:
+    """TotientPerms: the strides ``(n/k) q`` with ``gcd(q, k) = 1`` whose rings span each coset."""
+    step = n // k
+    return [step * q for q in range(1, k + 1) if math.gcd(q, k) == 1]
+
+
+def ring_bytes(group: AllReduceGroup) -> float:
+    """``c_g = 2 (k - 1) / k * S``: bytes each member sends to its ring successor."""
+    return 2 * (group.size - 1) / group.size * group.bytes
+
+
+def mp_matrix(instance: Instance) -> np.ndarray:
+    """The model-parallel demand as a dense ``n x n`` matrix (bytes)."""
+    m = np.zeros((instance.servers, instance.servers))
+    for s, t, b in instance.mp_demand:
+        m[s, t] += b
+    return m
+
+
+def demand_matrix(instance: Instance, shares: Sequence[Sequence[tuple[int, float]]]) -> np.ndarray:
+    """Total demand ``D = M + sum_g c_g sum_q lambda_gq R_q`` for given ring shares (bytes)."""
+    n = instance.servers
+    d = mp_matrix(instance)
+    for group, share in zip(instance.allreduce, shares, strict=True):
+        c = ring_bytes(group)
+        for stride, fraction in share:
+            for s in range(n):
+                d[s, (s + stride) % n] += c * fraction
+    return d
+
+
+def busiest_sender(instance: Instance) -> float:
+    """Bytes the busiest server sends (any ring split gives the same row sums)."""
+    rows = mp_matrix(instance).sum(axis=1) + sum(ring_bytes(g) for g in instance.allreduce)
+    return float(rows.max())
+
+
+# -- instance files --------------------------------------------------------------------------
+
+
+def load(fields: Fields) -> Instance:
+    n = fields.int("servers", min=2)
+    d = fields.int("degree", min=1, max=n - 1)
+    bandwidth = fields.float("bandwidth_gbps", positive=True) * 1e9
+    groups = []
+    for g in fields.tables("allreduce", default=[]):
+        k = g.int("size", min=2, max=n)
+        if n % k:
+            g.fail("size", f"expected a divisor of servers = {n}, got {k}")
+        groups.append(AllReduceGroup(size=k, bytes=g.float("bytes", positive=True)))
+    merged: dict[tuple[int, int], float] = {}
+    rows = fields.matrix("mp_demand", cols=3, min=0, default=())
+    for i, (s, t, b) in enumerate(rows):
+        for value in (s, t):
+            if not value.is_integer() or value >= n:
+                fields.fail(
+                    f"mp_demand[{i}]", f"expected [source, destination, bytes] with servers in 0..{n - 1}"
+                )
+        if s == t:
+            fields.fail(f"mp_demand[{i}]", "expected a source different from the destination")
+        merged[int(s), int(t)] = merged.get((int(s), int(t)), 0.0) + b
+    demand = tuple((s, t, b) for (s, t), b in sorted(merged.items()) if b > 0)
+    if not groups and not demand:
+        fields.fail("allreduce", "expected at least one AllReduce group or a positive mp_demand entry")
+    return Instance(n, d, bandwidth, tuple(groups), demand)
+
+
+def dump(instance: Instance) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "servers": instance.servers,
+        "degree": instance.degree,
+        "bandwidth_gbps": instance.bandwidth / 1e9,
+    }
+    if instance.allreduce:
+        out["allreduce"] = [{"size": g.size, "bytes": g.bytes} for g in instance.allreduce]
+    if instance.mp_demand:
+        out["mp_demand"] = [[s, t, b] for s, t, b in instance.mp_demand]
+    return out
+
+
+def generate(seed: int, size: int) -> Instance:
+    """Exact family: ``n = 2 size + 4`` servers, ``d = min(4, 1 + ceil(size/2))``, one AllReduce
+    of all servers (every third seed: two groups of ``n/2``) and a sparse log-normal MP matrix."""
+    rng = np.random.default_rng(seed)
+    n = 2 * size + 4
+    d = min(4, 1 + (size + 1) // 2)
+    return random_instance(rng, n, d, 100.0)
+
+
+def random_instance(rng: np.random.Generator, n: int, d: int, gbps: float, density: float = 0.15) -> Instance:
+    """One AllReduce group (of ``n``, or of ``n/2`` with probability 1/3) plus MP pairs drawn with
+    probability ``density``, log-normal sizes; bytes rounded to whole kilobytes."""
+    k = n // 2 if n % 2 == 0 and rng.random() < 1 / 3 else n
+    allreduce_bytes = float(round(rng.uniform(50, 400)) * 1e6)
+    demand = []
+    for s, t in itertools.permutations(range(n), 2):
+        if rng.random() < density:
+            demand.append((s, t, float(round(rng.lognormal(3.0, 1.0) * 1e3) * 1e3)))
+    if not demand:
+        demand.append((0, n // 2, 1e7))
+    return Instance(n, d, gbps * 1e9, (AllReduceGroup(k, allreduce_bytes),), tuple(demand))
+
+
+# -- formulation P1 --------------------------------------------------------------------------
+
+
+def build(instance: Instance) -> pyo.ConcreteModel:
+    """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1."""
+    n, d = instance.servers, instance.degree
+    unit = busiest_sender(instance)
+    m_scaled = mp_matrix(instance) / unit
+    arcs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    shares = [(g, q) for g, group in enumerate(instance.allreduce) for q in candidate_strides(n, group.size)]
+
+    model = pyo.ConcreteModel(name="topoopt_P1")
+    model.objective_unit = instance.port_rate / unit
+    model.N = pyo.Set(initialize=range(n))
+    model.A = pyo.Set(initialize=arcs, dimen=2)
+    model.G = pyo.Set(initialize=range(len(instance.allreduce)))
+    model.Q = pyo.Set(initialize=shares, dimen=2)
+    model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+    model.flow = pyo.Var(model.N, model.A, domain=pyo.NonNegativeReals)
+    model.ring = pyo.Var(model.Q, domain=pyo.NonNegativeReals)  # mu_gq = theta * lambda_gq
+    model.theta = pyo.Var(domain=pyo.NonNegativeReals)
+
+    model.out_degree = pyo.Constraint(
+        model.N, rule=lambda m, i: sum(m.links[i, j] for j in m.N if j != i) == d
+    )
+    model.in_degree = pyo.Constraint(
+        model.N, rule=lambda m, j: sum(m.links[i, j] for i in m.N if i != j) == d
+    )
+    model.split = pyo.Constraint(
+        model.G, rule=lambda m, g: sum(m.ring[h, q] for h, q in m.Q if h == g) == m.theta
+    )
+    ring_c = [ring_bytes(g) / unit for g in instance.allreduce]
+
+    def conservation(m: pyo.ConcreteModel, s: int, v: int) -> Any:
+        net = sum(m.flow[s, v, j] for j in m.N if j != v) - sum(m.flow[s, i, v] for i in m.N if i != v)
+        if v == s:
+            sent = m.theta * float(m_scaled[s].sum()) + sum(ring_c[g] * m.ring[g, q] for g, q in m.Q)
+            return net == sent
+        received = m.theta * float(m_scaled[s, v]) + sum(
+            ring_c[g] * m.ring[g, q] for g, q in m.Q if (s + q) % n == v
+        )
+        return net == -received
+
+    model.conservation = pyo.Constraint(model.N, model.N, rule=conservation)
+    model.capacity = pyo.Constraint(
+        model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in m.N) <= m.links[i, j]
+    )
+    model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
+    return model
+
+
+def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
+    n = instance.servers
+    unit = busiest_sender(instance)
+    links = [[0] * n for _ in range(n)]
+    for i, j in model.A:
+        links[i][j] = int(round(pyo.value(model.links[i, j])))
+    theta = pyo.value(model.theta)
+    shares: list[list[list[float]]] = []
+    for g, _ in enumerate(instance.allreduce):
+        mu = {q: max(0.0, pyo.value(model.ring[h, q])) for h, q in model.Q if h == g}
+        total = sum(mu.values())
+        shares.append([[q, v / total] for q, v in sorted(mu.items()) if v > 0])
+    flows = []
+    for s in range(n):
+        for i, j in model.A:
+            value = pyo.value(model.flow[s, i, j])
+            if value > 1e-12:
+                flows.append([s, i, j, value / theta * unit])
+    return {"links": links, "ring_share": shares, "flows": flows}
+
+
+# -- checker ---------------------------------------------------------------------------------
+
+
+def _links(instance: Instance, solution: Solution, out: list[Violation]) -> np.ndarray | None:
+    n = instance.servers
+    raw = solution.get("links")
+    if not isinstance(raw, list) or len(raw) != n or any(not isinstance(r, list) or len(r) != n for r in raw):
+        out.append(Violation("links", f"expected an {n} x {n} integer matrix"))
+        return None
+    if any(
+        isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v) for r in raw for v in r
+    ):
+        out.append(Violation("links", "expected nonnegative integers"))
+        return None
+    x = np.array(raw, dtype=int)
+    if np.any(np.diag(x)):
+        out.append(Violation("links.diagonal", "a server is linked to itself"))
+    for axis, name in ((1, "out_degree"), (0, "in_degree")):
+        for i, total in enumerate(x.sum(axis=axis)):
+            if total != instance.degree:
+                out.append(
+                    Violation(name, f"server {i} has {total} ports in use, degree is {instance.degree}")
+                )
+    return x
+
+
+def _shares(
+    instance: Instance, solution: Solution, out: list[Violation]
+) -> list[list[tuple[int, float]]] | None:
+    raw = solution.get("ring_share")
+    if not isinstance(raw, list) or len(raw) != len(instance.allreduce):
+        out.append(
+            Violation("ring_share", f"expected one list per AllReduce group ({len(instance.allreduce)})")
+        )
+        return None
+    shares = []
+    for g, (group, entries) in enumerate(zip(instance.allreduce, raw, strict=True)):
+        allowed = set(candidate_strides(instance.servers, group.size))
+        parsed = []
+        for entry in entries if isinstance(entries, list) else [None]:
+            ok = (
+                isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int | float) for v in entry)
+            )
+            if not ok or entry[0] not in allowed or entry[1] < -TOL:
+                out.append(
+                    Violation("ring_share", f"group {g}: {entry!r} is not [candidate stride, share >= 0]")
+                )
+                return None
+            parsed.append((int(entry[0]), float(entry[1])))
+        if abs(sum(v for _, v in parsed) - 1) > TOL:
+            out.append(
+                Violation("ring_share.sum", f"group {g}: shares sum to {sum(v for _, v in parsed)}, not 1")
+            )
+        shares.append(parsed)
+    return shares
+
+
+def _arc_loads(instance: Instance, solution: Solution, out: list[Violation]) -> dict | None:
+    """Per-arc load and per-(source, node) net outflow from the flow list, or None if malformed."""
+    raw = solution.get("flows")
+    n = instance.servers
+    if not isinstance(raw, list):
+        out.append(Violation("flows", "expected a list of [source, i, j, bytes]"))
+        return None
+    load = np.zeros((n, n))
+    net = np.zeros((n, n))
+    for entry in raw:
+        ok = isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int | float) for v in entry)
+        if (
+            not ok
+            or any(not float(v).is_integer() or not 0 <= v < n for v in entry[:3])
+            or entry[1] == entry[2]
+        ):
+            out.append(Violation("flows", f"{entry!r} is not [source, i, j, bytes] on servers 0..{n - 1}"))
+            return None
+        s, i, j, amount = int(entry[0]), int(entry[1]), int(entry[2]), float(entry[3])
+        if amount < 0:
+            out.append(Violation("flows.nonnegative", f"flow {amount} of source {s} on arc {i}->{j}"))
+        load[i, j] += amount
+        net[s, i] += amount
+        net[s, j] -= amount
+    return {"load": load, "net": net}
+
+
+def check(instance: Instance, solution: Solution) -> list[Violation]:
+    out: list[Violation] = []
+    x = _links(instance, solution, out)
+    shares = _shares(instance, solution, out)
+    routed = _arc_loads(instance, solution, out)
+    if shares is None or routed is None:
+        return out
+    demand = demand_matrix(instance, shares)
+    scale = TOL * max(1.0, float(demand.sum()))
+    for s in range(instance.servers):
+        expected = -demand[s]
+        expected[s] = demand[s].sum()
+        for v in np.flatnonzero(np.abs(routed["net"][s] - expected) > scale):
+            got, need = routed["net"][s, v], expected[v]
+            detail = f"source {s} at server {v}: net outflow {got:.6g}, needs {need:.6g}"
+            out.append(Violation("conservation", detail))
+    if x is not None:
+        load = routed["load"]
+        for i, j in zip(*np.nonzero((load > scale) & (x == 0)), strict=True):
+            out.append(Violation("capacity", f"arc {i}->{j} carries {load[i, j]:.6g} bytes but has no link"))
+    return out
+
+
+def objective(instance: Instance, solution: Solution) -> float:
+    """``theta = min over loaded arcs of (B/8) x_ij / load_ij``: iterations per second."""
+    x = np.array(solution["links"], dtype=float)
+    load = np.zeros_like(x)
+    for _, i, j, amount in solution["flows"]:
+        load[int(i), int(j)] += amount
+    scale = TOL * max(1.0, float(load.sum()))
+    loaded = load > scale
+    if not loaded.any():
+        return math.inf
+    with np.errstate(divide="ignore"):
+        return float(np.min(instance.port_rate * x[loaded] / load[loaded]))
+
+
+# -- P3: b-matching with diminishing returns -------------------------------------------------
+
+
+def build_bmatching(weights: np.ndarray, rounds: int, perfect: bool = True) -> pyo.ConcreteModel:
+    """P3: ``max sum_{i<j} sum_c (w_ij + w_ji) / c * u_ijc`` with ``u_ijc <= u_ij(c-1)``, each
+    server in ``rounds`` links (``== rounds`` when ``perfect``), ``u`` binary. The exact counterpart
+    of ``rounds`` rounds of damped max-weight matching; an optimal ``perfect`` solution is a
+    ``rounds``-regular multigraph, i.e. ``rounds`` perfect matchings by Koenig's theorem when the
+    graph is bipartite (checked after the solve, not assumed, since the pair graph is not)."""
+    n = len(weights)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    model = pyo.ConcreteModel(name="topoopt_P3")
+    model.P = pyo.Set(initialize=pairs, dimen=2)
+    model.C = pyo.RangeSet(1, rounds)
+    model.use = pyo.Var(model.P, model.C, domain=pyo.Binary)
+    model.order = pyo.Constraint(
+        model.P,
+        model.C,
+        rule=lambda m, i, j, c: pyo.Constraint.Skip if c == 1 else m.use[i, j, c] <= m.use[i, j, c - 1],
+    )
+
+    def degree(m: pyo.ConcreteModel, v: int) -> Any:
+        used = sum(m.use[i, j, c] for i, j in m.P if v in (i, j) for c in m.C)
+        return used == rounds if perfect else used <= rounds
+
+    model.degree = pyo.Constraint(range(n), rule=degree)
+    model.obj = pyo.Objective(
+        expr=sum((weights[i][j] + weights[j][i]) / c * model.use[i, j, c] for i, j in pairs for c in model.C),
+        sense=pyo.maximize,
+    )
+    return model
+
+
+def bmatching_value(weights: np.ndarray, counts: dict[tuple[int, int], int]) -> float:
+    """P3 objective of a link multiset ``{(i, j) i<j: count}``: sum of ``(w_ij + w_ji) * H(count)``."""
+    return float(
+        sum(
+            (weights[i][j] + weights[j][i]) * sum(1 / c for c in range(1, k + 1))
+            for (i, j), k in counts.items()
+        )
+    )
+
+
+# -- P4: stride selection --------------------------------------------------------------------
+
+
+def circulant_distances(n: int, strides: Sequence[int]) -> list[float]:
+    """Coin change in ``Z_n``: ``dist[m]`` = fewest stride hops from 0 to ``m`` (BFS; inf if none)."""
+    dist = [math.inf] * n
+    dist[0] = 0
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for s in strides:
+                w = (v + s) % n
+                if dist[w] == math.inf:
+                    dist[w] = dist[v] + 1
+                    nxt.append(w)
+        frontier = nxt
+    return dist
+
+
+def stride_cost(n: int, strides: Sequence[int], offset_weight: Sequence[float]) -> float:
+    """P4 objective: ``sum_m w_m dist_S(m) / sum_m w_m`` with ``w_m = sum_{j-i=m} M_ij``."""
+    dist = circulant_distances(n, strides)
+    total = sum(offset_weight)
+    return float(sum(w * dist[m] for m, w in enumerate(offset_weight) if w) / total)
+
+
+def offset_weights(n: int, demand: np.ndarray) -> list[float]:
+    """Demand aggregated by ring offset ``(j - i) mod n``; uniform all-to-all if ``demand`` is empty."""
+    w = [0.0] * n
+    for i, j in zip(*np.nonzero(demand), strict=True):
+        w[(j - i) % n] += float(demand[i, j])
+    return w if any(w) else [0.0] + [1.0] * (n - 1)
+
+
+def select_strides_exact(n: int, d: int, offset_weight: Sequence[float]) -> tuple[tuple[int, ...], float]:
+    """P4 by enumeration over the ``C(phi(n), d)`` subsets of Hamiltonian strides: the subset of
+    minimum weighted mean hop count (ties: smaller diameter, then lexicographic)."""
+    best: tuple[float, float, tuple[int, ...]] | None = None
+    for subset in itertools.combinations(candidate_strides(n, n), d):
+        dist = circulant_distances(n, subset)
+        key = (round(stride_cost(n, subset, offset_weight), 12), max(dist), subset)
+        if best is None or key < best:
+            best = key
+    assert best is not None
+    return best[2], best[0]
+
+
+# Heuristics live in coopt.solvers.topoopt, which imports this module's data model.
+from coopt.solvers import topoopt as _heuristics  # noqa: E402
+
+PROBLEM = Problem(
+    name="topoopt",
+    summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
+    source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
+    sense="max",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=_heuristics.HEURISTICS,
+    sizes=(1, 2, 3),
+    size_doc="n = 2 size + 4 servers",
+)
