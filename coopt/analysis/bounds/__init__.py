@@ -22,7 +22,7 @@ import math
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -145,8 +145,7 @@ class Bound(_Symbols):
         target = self.quantity(name).symbol
         if name in self.solved:
             return self.solved[name]
-        roots = sp.solve(self.equation(), target, dict=False)
-        roots = [r for r in roots if r.is_real is not False]
+        roots = _real_roots(self.equation(), target)
         if not roots:
             raise UsageError(f"bound {self.name!r}: SymPy finds no closed form for {name}")
         return roots[-1] if len(roots) > 1 else roots[0]
@@ -205,6 +204,12 @@ class Curve(_Symbols):
 Entry = Bound | Curve
 
 
+@lru_cache(maxsize=1024)
+def _real_roots(equation: sp.Eq, target: sp.Symbol) -> list[sp.Expr]:
+    return [r for r in sp.solve(equation, target, dict=False) if r.is_real is not False]
+
+
+@lru_cache(maxsize=1024)
 def _lambdify(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> Callable[..., Any]:
     if expr.has(sp.Sum):
         # Finite sums with symbolic limits become Python loops over range(): scalar math only.
