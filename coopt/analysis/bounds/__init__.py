@@ -196,7 +196,9 @@ class Curve(_Symbols):
             self.solve_for(solve_for)
         arguments = self._arguments(values, list(self.inputs))
         names = [q.name for q in self.inputs]
-        result = np.vectorize(lambda *v: float(self.compute(**dict(zip(names, v, strict=True)))))(*arguments)
+        result = np.vectorize(
+            lambda *v: float(self.compute(**dict(zip(names, v, strict=True)))), otypes=[float]
+        )(*arguments)
         return result[()] if result.ndim == 0 else result
 
 
