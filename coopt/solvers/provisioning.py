@@ -1,0 +1,195 @@
+"""Online heuristics for degraded provisioning, replayed on a batch of requests.
+
+Each heuristic takes the requests in arrival order (ties: file order, or priority first where
+the name says so), releases connections whose prolonged holding time has ended (time-expanded
+model only), and decides each request once, for its whole life: fixed-for-life decisions are
+what Models A and B can represent, so the exact optimum bounds every heuristic here. The
+per-request decision rules (:func:`ksp_first_fit_choice`, :func:`degraded_choice`) and the
+spectrum state are shared with the discrete-event simulator in :mod:`coopt.simulation`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coopt.formulations import provisioning as P
+from coopt.problem import Solution
+
+
+class SpectrumState:
+    """Per-link slot occupancy as Python-int bitmasks (bit s set: slot s in use)."""
+
+    def __init__(self, num_links: int, num_slots: int):
+        self.num_slots = num_slots
+        self.full = (1 << num_slots) - 1
+        self.masks = [0] * num_links
+
+    def free_mask(self, links: tuple[int, ...]) -> int:
+        """Slots free on every link of a path (spectrum continuity)."""
+        used = 0
+        for e in links:
+            used |= self.masks[e]
+        return ~used & self.full
+
+    def first_fit(self, links: tuple[int, ...], slots: int) -> int | None:
+        """Lowest first slot f with [f, f + slots) free on every link (f = |S| - slots included)."""
+        return lowest_block(self.free_mask(links), slots)
+
+    def allocate(self, links: tuple[int, ...], first_slot: int, slots: int) -> None:
+        block = ((1 << slots) - 1) << first_slot
+        for e in links:
+            if self.masks[e] & block:
+                raise ValueError(f"slots [{first_slot}, {first_slot + slots}) already used on link {e}")
+            self.masks[e] |= block
+
+    def release(self, links: tuple[int, ...], first_slot: int, slots: int) -> None:
+        block = ((1 << slots) - 1) << first_slot
+        for e in links:
+            if self.masks[e] & block != block:
+                raise ValueError(f"releasing slots [{first_slot}, {first_slot + slots}) not held on link {e}")
+            self.masks[e] &= ~block
+
+
+def lowest_block(free: int, slots: int) -> int | None:
+    """Lowest f such that bits f .. f + slots - 1 of ``free`` are all set, or None."""
+    starts = free
+    for i in range(1, slots):
+        starts &= free >> i
+        if not starts:
+            return None
+    if not starts:
+        return None
+    return (starts & -starts).bit_length() - 1
+
+
+@dataclass(frozen=True)
+class Choice:
+    route: P.Route
+    retained: float
+    first_slot: int
+    slots: int
+
+
+def ksp_first_fit_choice(instance: P.Instance, state: SpectrumState, request: P.Request) -> Choice | None:
+    """Baseline B0: the first of the K shortest paths with a first-fit block at full rate."""
+    for route in P.routes(instance, request.source, request.target):
+        if route.modulation is None:
+            continue
+        n = P.slots_needed(request.bandwidth_bps, route.modulation, instance.guard_band)
+        if n <= instance.num_slots:
+            f = state.first_fit(route.links, n)
+            if f is not None:
+                return Choice(route, 1.0, f, n)
+    return None
+
+
+def degraded_choice(instance: P.Instance, state: SpectrumState, request: P.Request) -> Choice | None:
+    """Two-stage QoS-assured degraded provisioning for one request.
+
+    Stage 1, degraded routing: each of the K shortest paths offers the largest retained fraction
+    of the class menu for which a first-fit block exists (a path that cannot carry
+    (1 - delta_p) b is dropped). Stage 2, degraded resource allocation: the path offering the
+    largest rate wins (ties: K order), at that fraction, on its first-fit block. With every
+    delta_p = 0 this is exactly :func:`ksp_first_fit_choice`.
+    """
+    best: Choice | None = None
+    for route in P.routes(instance, request.source, request.target):
+        if route.modulation is None:
+            continue
+        for rho in P.retained_levels(instance, request):
+            if best is not None and rho <= best.retained:
+                break
+            n = P.slots_needed(rho * request.bandwidth_bps, route.modulation, instance.guard_band)
+            f = state.first_fit(route.links, n) if n <= instance.num_slots else None
+            if f is not None:
+                best = Choice(route, rho, f, n)
+                break
+        if best is not None and best.retained == 1.0:
+            break
+    return best
+
+
+ChoiceRule = Callable[[P.Instance, SpectrumState, P.Request], "Choice | None"]
+
+
+def replay(instance: P.Instance, order: list[int], rule: ChoiceRule) -> Solution:
+    """Decide requests in ``order`` (nondecreasing arrival) with ``rule``; departures free their
+    slots and transponders first (time-expanded model). O(R (K |path| |S| |Lambda| + log R))."""
+    state = SpectrumState(len(instance.links), instance.num_slots)
+    busy = dict.fromkeys(instance.nodes, 0)
+    departures: list[tuple[float, int, tuple[int, ...], int, int, tuple[str, str]]] = []
+    for i, bg in enumerate(instance.background):
+        links = P.path_links(instance, bg.path)
+        state.allocate(links, bg.first_slot, bg.slots)
+        ends = (bg.path[0], bg.path[-1])
+        for v in ends:
+            busy[v] += 1
+        if instance.model != "static" and bg.end_s != float("inf"):
+            heapq.heappush(departures, (bg.end_s, -1 - i, links, bg.first_slot, bg.slots, ends))
+    connections = []
+    for r in order:
+        request = instance.requests[r]
+        while departures and departures[0][0] <= request.arrival_s:
+            _, _, links, f, n, ends = heapq.heappop(departures)
+            state.release(links, f, n)
+            for v in ends:
+                busy[v] -= 1
+        ends = (request.source, request.target)
+        if instance.transponders_per_node and any(busy[v] >= instance.transponders_per_node for v in ends):
+            continue
+        choice = rule(instance, state, request)
+        if choice is None:
+            continue
+        state.allocate(choice.route.links, choice.first_slot, choice.slots)
+        for v in ends:
+            busy[v] += 1
+        conn = P.connection(instance, r, choice.route, choice.retained, choice.first_slot)
+        connections.append(conn)
+        if instance.model != "static":
+            entry = (conn["end_s"], r, choice.route.links, choice.first_slot, choice.slots, ends)
+            heapq.heappush(departures, entry)
+    return P.solution_from(instance, connections)
+
+
+def arrival_order(instance: P.Instance) -> list[int]:
+    return sorted(range(len(instance.requests)), key=lambda r: (instance.requests[r].arrival_s, r))
+
+
+def ksp_first_fit(instance: P.Instance, seed: int = 0) -> Solution:
+    """Baseline B0: K-shortest-path first-fit RMSA without degradation, in arrival order.
+
+    Guarantee: feasible (continuity, contiguity, guard bands, reach); no optimality bound.
+    Complexity O(R K |path| |S|) bit operations. Source: the standard KSP-FF RMSA (e.g.
+    optical-rl-gym's RMSA baseline), with the last start slot |S| - n included. ``seed`` is
+    unused (deterministic)."""
+    return replay(instance, arrival_order(instance), ksp_first_fit_choice)
+
+
+def degraded_first_fit(instance: P.Instance, seed: int = 0) -> Solution:
+    """Two-stage QoS-assured degraded provisioning (degraded routing, then degraded resource
+    allocation; :func:`degraded_choice`), in arrival order, fixed for life.
+
+    Guarantee: feasible, every class bound met, data volume preserved, immediate access; equals
+    :func:`ksp_first_fit` when degradation is off. Complexity O(R K |Lambda| |path| |S|).
+    Source: Zhong et al., GLOBECOM 2016 (two-stage structure; rules reconstructed)."""
+    return replay(instance, arrival_order(instance), degraded_choice)
+
+
+def priority_degraded_first_fit(instance: P.Instance, seed: int = 0) -> Solution:
+    """:func:`degraded_first_fit` that, among requests arriving at the same instant, decides the
+    higher classes first (in a static batch: all gold, then silver, ...).
+
+    Guarantee and complexity as :func:`degraded_first_fit`, plus an O(R log R) sort.
+    Source: priority-ordered admission, research notes section e.2."""
+    order = sorted(range(len(instance.requests)),
+                   key=lambda r: (instance.requests[r].arrival_s, instance.requests[r].priority, r))
+    return replay(instance, order, degraded_choice)
+
+
+HEURISTICS = {
+    "ksp_first_fit": ksp_first_fit,
+    "degraded_first_fit": degraded_first_fit,
+    "priority_degraded_first_fit": priority_degraded_first_fit,
+}

@@ -1,0 +1,339 @@
+"""Degraded provisioning (issue 4): loader, checker, Models A/B, heuristics."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from pathlib import Path
+
+import pyomo.environ as pyo
+import pytest
+
+from coopt.errors import InstanceError
+from coopt.formulations import provisioning as P
+from coopt.instance import load, read_toml, to_toml
+from coopt.problem import SolveOptions
+from coopt.solvers import provisioning as H
+from coopt.solvers.exact import export, lp_relaxation, run, solve_file, solve_model
+
+ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
+SMALL = sorted(ROOT.glob("0-*.toml"))
+ALL = sorted(ROOT.glob("*.toml"))
+
+
+def read(path: Path) -> P.Instance:
+    return load(path, registry_get=lambda name: P.PROBLEM).instance
+
+
+def from_text(tmp_path: Path, text: str) -> P.Instance:
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    return read(path)
+
+
+@pytest.fixture(scope="module")
+def static() -> P.Instance:
+    return read(ROOT / "0-six-node-static.toml")
+
+
+@pytest.fixture(scope="module")
+def static_solution(static: P.Instance) -> dict:
+    report = run(P.PROBLEM, static, "exact")
+    assert report.status == "optimal"
+    return report.solution
+
+
+# -- instance files -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_shipped_files_round_trip(path: Path, tmp_path: Path) -> None:
+    instance = read(path)
+    again = tmp_path / "again.toml"
+    again.write_text(to_toml(P.PROBLEM, instance))
+    assert read(again) == instance
+
+
+def test_generated_instances_round_trip(tmp_path: Path) -> None:
+    for seed in range(4):
+        instance = P.generate(seed, 1)
+        path = tmp_path / f"g{seed}.toml"
+        path.write_text(to_toml(P.PROBLEM, instance))
+        assert read(path) == instance
+        assert instance.model == ("time_expanded" if seed % 2 else "static")
+
+
+def _broken(field: str, old: str, new: str) -> tuple[str, str, str]:
+    return field, old, new
+
+
+@pytest.mark.parametrize(("field", "old", "new"), [
+    _broken("links[0].ends", 'ends = [\n    "1",\n    "2",\n]', 'ends = ["1", "9"]'),
+    _broken("retained_fractions", "    0.25,\n]", "    0.25,\n    0.5,\n]"),
+    _broken("model", 'model = "static"', 'model = "dynamic"'),
+    _broken("requests[0]", 'target = "6"', 'target = "5"'),
+    _broken("requests[0].priority", "priority = 3", "priority = 4"),
+    _broken("guard_band_slots", "guard_band_slots = 1", "guard_band_slots = -1"),
+    _broken("bogus", "num_slots = 16", "num_slots = 16\nbogus = 1"),
+])
+def test_loader_names_file_field_and_expectation(tmp_path: Path, field: str, old: str, new: str) -> None:
+    text = (ROOT / "0-six-node-static.toml").read_text()
+    assert old in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InstanceError) as err:
+        read(path)
+    assert err.value.path == str(path)
+    assert err.value.field == field
+    assert err.value.expected
+
+
+def test_background_path_must_follow_links(tmp_path: Path) -> None:
+    text = (ROOT / "0-six-node-time-expanded.toml").read_text().replace('path = ["3", "5"]', 'path = ["1", "6"]')
+    with pytest.raises(InstanceError, match="background"):
+        from_text(tmp_path, text)
+
+
+def test_units_are_converted_once(static: P.Instance) -> None:
+    raw = read_toml(ROOT / "0-six-node-static.toml")
+    assert static.requests[0].bandwidth_bps == raw["requests"][0]["bandwidth_gbps"] * 1e9
+    assert static.links[0].length_m == raw["links"][0]["length_km"] * 1e3
+    assert static.modulations[1].bps_per_slot == 25e9
+
+
+# -- derived data ---------------------------------------------------------------------------------
+
+
+def test_k_shortest_paths_follow_the_notes_table(static: P.Instance) -> None:
+    """Research notes f.1: ties on length go to fewer hops, then to the lower node sequence."""
+    paths = {pair: [r.nodes for r in P.routes(static, *pair)] for pair in [("3", "4"), ("1", "5"), ("2", "4")]}
+    assert paths[("3", "4")] == [("3", "5", "4"), ("3", "4"), ("3", "2", "4")]
+    assert paths[("1", "5")] == [("1", "2", "3", "5"), ("1", "3", "5"), ("1", "2", "4", "5")]
+    assert paths[("2", "4")] == [("2", "4"), ("2", "3", "5", "4"), ("2", "3", "4")]
+    formats = [r.modulation.name for r in P.routes(static, "1", "2")]
+    assert formats == ["16QAM", "8QAM", "QPSK"]  # 400, 1100, 2400 km
+
+
+def test_slots_needed_guard_band_and_exact_quotients() -> None:
+    qpsk = P.Modulation("QPSK", 25e9, 2500e3)
+    assert P.slots_needed(75e9, qpsk, 1) == 4  # 75 / 25 = 3 exactly, plus the guard slot
+    assert P.slots_needed(0.75 * 60e9, qpsk, 0) == 2
+    assert P.slots_needed(0.25 * 100e9, qpsk, 1) == 2
+
+
+def test_first_fit_tries_the_last_start_slot() -> None:
+    """Pitfall e.6.1: the last feasible start is |S| - n."""
+    assert H.lowest_block(0b1110000, 3) == 4
+    assert H.lowest_block(0b0110110, 3) is None
+    state = H.SpectrumState(1, 8)
+    state.allocate((0,), 0, 5)
+    assert state.first_fit((0,), 3) == 5
+    assert state.first_fit((0,), 4) is None
+
+
+def test_retained_menu_respects_class_bound(static: P.Instance) -> None:
+    by_class = {}
+    for request in static.requests:
+        by_class[request.priority] = P.retained_levels(static, request)
+    assert by_class[1] == (1.0, 0.75)
+    assert by_class[2] == (1.0, 0.75, 0.5)
+    assert by_class[3] == (1.0, 0.75, 0.5, 0.25)
+    off = dataclasses.replace(static, degradation=False)
+    assert all(P.retained_levels(off, r) == (1.0,) for r in static.requests)
+
+
+# -- every method on the small files --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)
+def test_methods_feasible_and_bounded_by_the_optimum(path: Path) -> None:
+    instance = read(path)
+    exact = run(P.PROBLEM, instance, "exact")
+    assert exact.status == "optimal"
+    assert exact.check["feasible"], exact.check
+    assert math.isclose(exact.check["objective_recomputed"], exact.objective, rel_tol=1e-6)
+    for method in P.PROBLEM.heuristics:
+        report = run(P.PROBLEM, instance, method)
+        assert report.check["feasible"], (method, report.check)
+        assert math.isclose(report.check["objective_recomputed"], report.objective, rel_tol=1e-9)
+        assert not P.PROBLEM.better(report.objective, exact.objective), method
+    relaxed = lp_relaxation(P.PROBLEM, instance)
+    assert relaxed >= exact.objective * (1 - 1e-6)
+
+
+def test_export_round_trip(static: P.Instance, static_solution: dict, tmp_path: Path) -> None:
+    model = P.build(static)
+    for suffix in (".lp", ".mps"):
+        out = tmp_path / f"m{suffix}"
+        export(model, out)
+        assert math.isclose(solve_file(out) * model.objective_unit, static_solution["objective"], rel_tol=1e-6)
+
+
+def test_degradation_helps_and_never_hurts(static: P.Instance, static_solution: dict) -> None:
+    off = run(P.PROBLEM, dataclasses.replace(static, degradation=False), "exact")
+    served_on = len(static_solution["connections"])
+    served_off = len(off.solution["connections"])
+    assert static_solution["objective"] >= off.objective - 1e-6
+    assert served_on > served_off  # this batch is congested enough for degradation to matter
+    assert any(c["retained"] < 1 for c in static_solution["connections"])
+
+
+def test_degradation_penalty_never_outweighs_an_acceptance(static: P.Instance) -> None:
+    deepest = sum(c.weight * P.epsilon(static) * 0.75 for c in static.classes for _ in static.requests)
+    assert deepest < min(c.weight for c in static.classes)
+
+
+# -- Model A without degradation is channel RSA: an independent big-M RSA model agrees ----------------
+
+
+def ordering_rsa_optimum(instance: P.Instance) -> float:
+    """Max priority-weighted served requests by the start-slot + ordering (big-M) RSA of
+    Christodoulopoulos, Tomkos and Varvarigos (JLT 2011), written independently of Model A."""
+    model = pyo.ConcreteModel()
+    options = []  # (request, route index, slots, link set)
+    for r, req in enumerate(instance.requests):
+        for k, route in enumerate(P.routes(instance, req.source, req.target)):
+            n = math.ceil(req.bandwidth_bps / route.modulation.bps_per_slot - 1e-9) + instance.guard_band
+            options.append((r, k, n, set(route.links)))
+    big = 2 * instance.num_slots
+    model.z = pyo.Var(range(len(options)), within=pyo.Binary)
+    model.start = pyo.Var(range(len(instance.requests)), bounds=(0, instance.num_slots), within=pyo.Integers)
+    model.rows = pyo.ConstraintList()
+    for r in range(len(instance.requests)):
+        mine = [i for i, o in enumerate(options) if o[0] == r]
+        model.rows.add(sum(model.z[i] for i in mine) <= 1)
+        model.rows.add(model.start[r] + sum(options[i][2] * model.z[i] for i in mine) <= instance.num_slots)
+    pairs = [(i, j) for i in range(len(options)) for j in range(len(options))
+             if options[i][0] < options[j][0] and options[i][3] & options[j][3]]
+    model.before = pyo.Var(range(len(pairs)), within=pyo.Binary)
+    for p, (i, j) in enumerate(pairs):
+        ri, rj = options[i][0], options[j][0]
+        both = 2 - model.z[i] - model.z[j]
+        model.rows.add(model.start[ri] + options[i][2] <= model.start[rj] + big * (1 - model.before[p]) + big * both)
+        model.rows.add(model.start[rj] + options[j][2] <= model.start[ri] + big * model.before[p] + big * both)
+    weight = [instance.classes[instance.requests[o[0]].priority - 1].weight for o in options]
+    model.obj = pyo.Objective(expr=sum(w * model.z[i] for i, w in enumerate(weight)), sense=pyo.maximize)
+    result = solve_model(model, SolveOptions(gap=1e-9))
+    assert result.status == "optimal"
+    return result.objective
+
+
+def test_model_a_without_degradation_equals_channel_rsa() -> None:
+    instance = read(ROOT / "0-six-node-static-no-degradation.toml")
+    trimmed = dataclasses.replace(instance, requests=instance.requests[:10])
+    for case in (instance, trimmed):
+        report = run(P.PROBLEM, case, "exact", SolveOptions(gap=1e-9))
+        assert math.isclose(report.objective, ordering_rsa_optimum(case), rel_tol=1e-6)
+
+
+# -- heuristics ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_degraded_heuristic_reduces_to_ksp_first_fit_without_degradation(seed: int) -> None:
+    instance = dataclasses.replace(P.generate(seed, 3), degradation=False)
+    assert H.degraded_first_fit(instance) == H.ksp_first_fit(instance)
+    zero_delta = dataclasses.replace(
+        P.generate(seed, 3), classes=tuple(dataclasses.replace(c, max_degradation=0.0) for c in instance.classes))
+    assert H.degraded_first_fit(zero_delta)["connections"] == H.ksp_first_fit(zero_delta)["connections"]
+
+
+@pytest.mark.parametrize("method", sorted(P.PROBLEM.heuristics))
+def test_heuristics_deterministic_and_feasible_on_large_files(method: str) -> None:
+    for path in sorted(ROOT.glob("2-*.toml")):
+        instance = read(path)
+        first = P.PROBLEM.heuristics[method](instance, seed=0)
+        assert P.check(instance, first) == []
+        assert P.PROBLEM.heuristics[method](instance, seed=1) == first
+
+
+def test_degraded_first_fit_serves_at_least_the_baseline_on_a_static_batch() -> None:
+    """One request at a time, degradation only adds options; on the shipped static files the
+    degraded heuristic serves at least as many requests as KSP-FF."""
+    for path in sorted(ROOT.glob("*static*.toml")):
+        instance = read(path)
+        base = len(H.ksp_first_fit(instance)["connections"])
+        assert len(H.degraded_first_fit(instance)["connections"]) >= base - 1, path.name
+
+
+# -- the checker catches each broken invariant and never raises -------------------------------------
+
+
+def _mutations(solution: dict) -> dict[str, dict]:
+    first = solution["connections"][0]
+    out = {}
+
+    def with_first(**changes) -> dict:
+        s = copy.deepcopy(solution)
+        s["connections"][0].update(changes)
+        return s
+
+    out["contiguity"] = with_first(first_slot=16 - first["slots"] + 1)
+    out["width"] = with_first(slots=1)
+    out["immediate_access"] = with_first(start_s=first["start_s"] + 0.5, end_s=first["end_s"] + 0.5)
+    out["data_volume"] = with_first(end_s=first["end_s"] * 0.5 + first["start_s"] * 0.5)
+    out["class_bound"] = with_first(retained=0.1, rate_gbps=first["rate_gbps"] / first["retained"] * 0.1)
+    out["continuity"] = with_first(path=list(reversed(first["path"])))
+    twice = copy.deepcopy(solution)
+    twice["connections"].append(copy.deepcopy(first))
+    out["one_decision"] = twice
+    return out
+
+
+def test_checker_flags_each_broken_invariant(static: P.Instance, static_solution: dict) -> None:
+    assert P.check(static, static_solution) == []
+    for constraint, broken in _mutations(static_solution).items():
+        names = {v.constraint for v in P.check(static, broken)}
+        assert constraint in names, (constraint, names)
+
+
+def test_checker_flags_overlap_and_reach(static: P.Instance) -> None:
+    route = P.routes(static, "2", "4")[0]  # 2-4 direct, 700 km, 8QAM
+    two = dataclasses.replace(static, requests=(
+        P.Request("2", "4", 50e9, 1.0, 0.0, 1), P.Request("2", "4", 50e9, 1.0, 0.0, 2)))
+    a = P.connection(two, 0, route, 1.0, 0)
+    b = P.connection(two, 1, route, 1.0, a["slots"] - 1)
+    assert {v.constraint for v in P.check(two, {"connections": [a, b]})} == {"non_overlap"}
+    b = P.connection(two, 1, route, 1.0, a["slots"])
+    assert P.check(two, {"connections": [a, b]}) == []
+    far = dict(a, modulation="16QAM")
+    assert "reach" in {v.constraint for v in P.check(two, {"connections": [far]})}
+
+
+def test_time_expanded_overlap_is_judged_on_intervals(static: P.Instance) -> None:
+    route = P.routes(static, "2", "4")[0]
+    timed = dataclasses.replace(static, model="time_expanded", requests=(
+        P.Request("2", "4", 50e9, 1.0, 0.0, 3), P.Request("2", "4", 50e9, 1.0, 1.0, 2),
+        P.Request("2", "4", 50e9, 1.0, 0.5, 1)))
+    a, b = P.connection(timed, 0, route, 1.0, 0), P.connection(timed, 1, route, 1.0, 0)
+    assert P.check(timed, {"connections": [a, b]}) == []  # [0, 1) and [1, 2) touch only
+    degraded = P.connection(timed, 0, route, 0.5, 0)  # fewer slots, but held until t = 2
+    assert degraded["slots"] < a["slots"]
+    assert {v.constraint for v in P.check(timed, {"connections": [degraded, b]})} == {"non_overlap"}
+    middle = P.connection(timed, 2, route, 1.0, 0)
+    assert "non_overlap" in {v.constraint for v in P.check(timed, {"connections": [a, middle]})}
+    assert P.check(dataclasses.replace(timed, model="static"), {"connections": [a, b]})
+
+
+@pytest.mark.parametrize("bad", [
+    {}, {"connections": None}, {"connections": [None]}, {"connections": [{"request": "x"}]},
+    {"connections": [{"request": 0}]}, {"connections": [{"request": 0, "path": ["2", "4"], "modulation": "8QAM"}]},
+    {"connections": [{"request": 0, "path": 5}]}, {"connections": [{"request": 0, "path": [[1], 2]}]},
+])
+def test_checker_never_raises_on_malformed_solutions(static: P.Instance, bad: dict) -> None:
+    assert P.check(static, bad)
+    assert P.objective(static, bad) >= 0.0
+
+
+def test_transponder_limit_is_enforced_by_model_and_checker() -> None:
+    instance = read(ROOT / "0-six-node-static.toml")
+    limited = dataclasses.replace(instance, transponders_per_node=1)
+    report = run(P.PROBLEM, limited, "exact")
+    assert report.check["feasible"]
+    ends = [v for c in report.solution["connections"] for v in (c["path"][0], c["path"][-1])]
+    assert max(ends.count(v) for v in set(ends)) <= 1
+    unlimited = run(P.PROBLEM, instance, "exact").solution
+    assert "transponders" in {v.constraint for v in P.check(limited, unlimited)}
+    for method in P.PROBLEM.heuristics:
+        assert P.check(limited, P.PROBLEM.heuristics[method](limited)) == []
