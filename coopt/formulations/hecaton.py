@@ -1,0 +1,265 @@
+"""Hecaton: choose, for every block of an LLM, how to split its training step over a chiplet
+package (scheme, mesh r x c, micro-batches, recompute) so that SRAM and DRAM hold and the
+iteration time (or energy) is least, re-layouts between differently split blocks included.
+
+Source: Huang et al., "Hecaton: Training Large Language Models with Scalable Waferscale Chiplet
+Systems", arXiv 2407.05784 (the 1D-TP vs 2D AG-RS comparison: 5.29x time, 3.46x energy on
+Llama-3.1-405B). Costs come from the closed forms of :mod:`coopt.formulations.hecaton_costs`;
+the model is the multiple-choice MILP of research-chiplet-chase-moesd.md section 1.b.
+
+Sets: blocks l = 1..Lambda in execution order; options o in O_l (SRAM-feasible, dominated ones
+removed: see ``candidates``); layouts a (scheme, r, c) with O_la the options of layout a.
+
+Variables: x_lo in {0,1} (block l runs option o); t_l >= 0 (block time); y_laa' in [0,1] the
+product z_la z_{l+1}a' of the layout indicators z_la = sum_{o in O_la} x_lo (a != a');
+u_s in {0,1} the scheme used everywhere (``one_scheme`` only).
+
+    min   sum_l t_l + sum_l sum_{a != a'} tau_aa' y_laa'                        (objective = time)
+    or    sum_l (sum_o e_lo x_lo + P_static N t_l) + sum tau^E_aa' y_laa'       (objective = energy)
+    s.t.  sum_o x_lo = 1                                          for every block l
+          t_l >= sum_o t^C_lo x_lo,  t_l >= sum_o t^N_lo x_lo,  t_l >= sum_o t^D_lo x_lo
+                                        (full overlap; no overlap: t_l >= sum_o (t^C+t^N+t^D)_lo x_lo)
+          y_laa' >= z_la + z_{l+1}a' - 1                          (tau >= 0 and we minimise)
+          sum_l sum_o m^D_lo x_lo <= D_cap                        (DRAM stash row, bytes per die)
+          sum_{o in O_l, scheme(o) = s} x_lo <= u_s,  sum_s u_s = 1   (one scheme everywhere)
+
+m^S_lo > S_sram screens options out before the build (the SRAM row). e_lo is the option's
+dynamic energy. Times are in units of ``time_unit`` and the stash row in units of the gcd of its
+coefficients, so HiGHS' tolerances act on O(1) numbers; the objective is divided by
+``objective_unit``.
+
+The solution lists one option per block: ``{"ops": [{"scheme", "rows", "cols",
+"microbatches", "recompute"}, ...], "objective": ...}``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+from functools import reduce
+
+import pyomo.environ as pyo
+
+from coopt.formulations.hecaton_costs import (
+    SCHEMES,
+    Instance,
+    Model,
+    Option,
+    Package,
+    candidates,
+    cost,
+    dump,
+    load,
+    parse,
+    stash_total,
+    total,
+    transition,
+)
+from coopt.problem import Problem, Solution, Violation
+from coopt.solvers import hecaton as methods
+
+
+# -- formulation -----------------------------------------------------------------------------
+def build(instance: Instance) -> pyo.ConcreteModel:
+    ffn = instance.model.block_ffn
+    table = [candidates(instance, f) for f in ffn]
+    costs = [[cost(instance, f, o) for o in row] for f, row in zip(ffn, table, strict=True)]
+    blocks = range(len(table))
+    layouts = [sorted({o.layout for o in row}) for row in table]
+    floor = [min((c.time_s for c in row), default=1.0) for row in costs]
+    time_unit = max(sum(floor) / max(len(floor), 1), 1e-30)
+    unit = max(sum(min((c.objective for c in row), default=1.0) for row in costs), 1e-30)
+    static = instance.package.static_w_per_die * instance.package.dies
+
+    m = pyo.ConcreteModel(name="hecaton")
+    m.objective_unit = unit
+    m.time_unit = time_unit
+    m.pick = pyo.Set(initialize=[(b, i) for b in blocks for i in range(len(table[b]))], dimen=2)
+    m.x = pyo.Var(m.pick, domain=pyo.Binary)
+    m.t = pyo.Var(blocks, domain=pyo.NonNegativeReals)
+    m.one_option = pyo.Constraint(
+        blocks,
+        rule=lambda m, b: (
+            sum(m.x[b, i] for i in range(len(table[b]))) == 1 if table[b] else pyo.Constraint.Infeasible
+        ),
+    )
+
+    parts = ("compute_s", "nop_s", "dram_s") if instance.overlap == "full" else ("time_s",)
+    m.epigraph = pyo.Constraint(
+        [(b, p) for b in blocks for p in range(len(parts))],
+        rule=lambda m, b, p: m.t[b]
+        >= sum(getattr(costs[b][i], parts[p]) / time_unit * m.x[b, i] for i in range(len(table[b]))),
+    )
+
+    def z(b: int, layout: tuple) -> pyo.Expression:
+        return sum(m.x[b, i] for i, o in enumerate(table[b]) if o.layout == layout)
+
+    pairs = [
+        (b, a, a2)
+        for b in blocks[:-1]
+        for a in layouts[b]
+        for a2 in layouts[b + 1]
+        if transition(instance, a, a2) > 0
+    ]
+    m.relayout_index = pyo.Set(initialize=range(len(pairs)))
+    m.y = pyo.Var(m.relayout_index, bounds=(0, 1))
+    m.relayout = pyo.Constraint(
+        m.relayout_index,
+        rule=lambda m, k: m.y[k] >= z(pairs[k][0], pairs[k][1]) + z(pairs[k][0] + 1, pairs[k][2]) - 1,
+    )
+
+    stash = [[c.stash_bytes for c in row] for row in costs]
+    quantum = reduce(math.gcd, (s for row in stash for s in row if s > 0), 0) or 1
+    m.stash_quantum = quantum
+    if stash_total_max(stash) > instance.stash_capacity:
+        m.dram = pyo.Constraint(
+            expr=sum(stash[b][i] // quantum * m.x[b, i] for b, i in m.pick)
+            <= math.floor(instance.stash_capacity / quantum)
+        )
+
+    if instance.one_scheme:
+        m.u = pyo.Var(list(instance.schemes), domain=pyo.Binary)
+        m.one_scheme_pick = pyo.Constraint(expr=sum(m.u[s] for s in instance.schemes) == 1)
+        m.one_scheme = pyo.Constraint(
+            [(b, s) for b in blocks for s in instance.schemes],
+            rule=lambda m, b, s: sum(m.x[b, i] for i, o in enumerate(table[b]) if o.scheme == s) <= m.u[s],
+        )
+
+    if instance.objective == "time":
+        blocks_cost = sum(time_unit * m.t[b] for b in blocks)
+    else:
+        dynamic = sum((costs[b][i].energy_j - static * costs[b][i].time_s) * m.x[b, i] for b, i in m.pick)
+        blocks_cost = dynamic + sum(static * time_unit * m.t[b] for b in blocks)
+    relayout_cost = sum(transition(instance, pairs[k][1], pairs[k][2]) * m.y[k] for k in m.relayout_index)
+    m.cost = pyo.Objective(expr=(blocks_cost + relayout_cost) / unit, sense=pyo.minimize)
+    m.table = table
+    return m
+
+
+def stash_total_max(stash: list[list[int]]) -> int:
+    """The largest stash any choice can reach: the DRAM row is only built when it can bind."""
+    return sum(max(row, default=0) for row in stash)
+
+
+# -- extraction ------------------------------------------------------------------------------
+def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
+    chosen: list[Option] = []
+    for b, row in enumerate(model.table):
+        values = [pyo.value(model.x[b, i]) for i in range(len(row))]
+        chosen.append(row[max(range(len(row)), key=lambda i: values[i])])
+    return {"ops": [o.to_json() for o in chosen]}
+
+
+# -- checker ---------------------------------------------------------------------------------
+def check(instance: Instance, solution: Solution) -> list[Violation]:
+    """Options valid for the instance, SRAM per block, the DRAM stash total, one scheme."""
+    chosen, problems = parse(instance, solution)
+    violations = [Violation("option", p) for p in problems]
+    if chosen is None or violations:
+        return violations
+    sram = instance.package.sram_bytes
+    for b, (f, o) in enumerate(zip(instance.model.block_ffn, chosen, strict=True)):
+        need = cost(instance, f, o).sram_bytes
+        if need > sram:
+            violations.append(Violation("sram", f"op {b}: needs {need:.6g} B per die > {sram:.6g} B"))
+    stash = stash_total(instance, chosen)
+    if stash > instance.stash_capacity:
+        violations.append(
+            Violation(
+                "dram",
+                f"activation stash {stash} B + resident {instance.resident_bytes:.6g} B per die exceeds "
+                f"{instance.package.dram_bytes_per_die:.6g} B",
+            )
+        )
+    if instance.one_scheme and len({o.scheme for o in chosen}) > 1:
+        violations.append(Violation("one_scheme", f"schemes used: {sorted({o.scheme for o in chosen})}"))
+    return violations
+
+
+def objective(instance: Instance, solution: Solution) -> float:
+    """Iteration time in seconds (or energy in joules): blocks plus re-layouts."""
+    chosen, problems = parse(instance, solution)
+    if chosen is None or problems:
+        return math.nan
+    return total(instance, chosen)
+
+
+# -- instance families -----------------------------------------------------------------------
+def generate(seed: int, size: int) -> Instance:
+    """A seeded slice of a Llama-style model: ``size`` blocks in up to 3 segments of different
+    FFN width, on 4, 8 or 16 dies, with DRAM sized so the stash row often binds."""
+    rng = random.Random(seed)
+    heads = rng.choice((8, 16))
+    hidden = heads * rng.choice((64, 128))
+    segments = rng.randint(1, min(3, size))
+    cuts = sorted(rng.sample(range(1, size), segments - 1)) if segments > 1 else []
+    blocks = [b - a for a, b in zip([0, *cuts], [*cuts, size], strict=True)]
+    model = Model(
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads // rng.choice((1, 2, 4)),
+        sequence_length=rng.choice((512, 1024, 2048)),
+        sequences=rng.choice((2, 4, 8)),
+        causal=True,
+        bytes_per_element=2,
+        segment_blocks=tuple(blocks),
+        segment_ffn=tuple(hidden * rng.choice((2, 3, 4)) for _ in blocks),
+    )
+    dies = rng.choice((4, 8, 16))
+    package = Package(
+        dies=dies,
+        tflops_per_die=float(rng.choice((25, 50, 100))),
+        sram_mib=float(rng.choice((32, 64, 128))),
+        link_gb_per_s=float(rng.choice((32, 64, 128, 256))),
+        ring_directions=2,
+        hop_latency_ns=20.0,
+        dram_placement=rng.choice(("distributed", "edge")),
+        dram_port_gb_per_s=float(rng.choice((32, 64, 128))),
+        dram_gb=1.0,
+        optimizer_state_bytes_per_param=12.0,
+        optimizer_traffic_bytes_per_param=16.0,
+        mac_pj=0.3,
+        nop_pj_per_bit=0.5,
+        dram_pj_per_bit=5.0,
+        static_w_per_die=float(rng.choice((0, 2, 5))),
+    )
+    draft = Instance(
+        model=model,
+        package=package,
+        schemes=SCHEMES,
+        microbatches=(1, 2, 4),
+        recompute=(False, True),
+        objective=rng.choice(("time", "energy")),
+        overlap=rng.choice(("full", "none")),
+        one_scheme=False,
+    )
+    # DRAM: resident state plus a stash between the least any choice needs and what the
+    # unconstrained optimum uses, so that the stash row binds in most instances
+    rows = [[cost(draft, f, o).stash_bytes for o in candidates(draft, f)] or [0] for f in model.block_ffn]
+    low = sum(min(r) for r in rows)
+    free = methods.layered_dp(draft)
+    high = low if free is None else stash_total(draft, free)
+    stash = low + rng.choice((0.2, 0.5, 0.8, 1.2)) * (high - low)
+    gb = math.ceil((draft.resident_bytes + stash) * dies / 1e6) / 1e3
+    return replace(draft, package=replace(package, dram_gb=gb))
+
+
+PROBLEM = Problem(
+    name="hecaton",
+    summary="Per-block tensor-parallel scheme, mesh, micro-batching and recompute for LLM training "
+    "on a chiplet package (multiple-choice MILP with re-layout costs and a DRAM row)",
+    source="Huang et al., Hecaton, arXiv 2407.05784 (research-chiplet-chase-moesd.md section 1)",
+    sense="min",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=methods.HEURISTICS,
+    exact=methods.exact,
+    sizes=(4, 8, 16),
+    size_doc="number of blocks",
+)
