@@ -1,0 +1,351 @@
+"""Model P: the precedence / pairwise-order MILP for pipeline schedules under memory caps.
+
+Structure of Zero Bubble's ILP (Qi et al., ICLR 2024; sail-sg/zero-bubble-pipeline-parallelism
+``auto_schedule.py``), extended to a true makespan, virtual stages, recompute and offload modes
+(research-pipeline-memory.md b.1, with its offload gap closed below).
+
+Symbols (times in units ``u`` = the longest keep-mode pass, memory in units ``g`` = the largest
+per-stage activation; x ranges over compute passes F/B/W(k, j), i = (k, j) over items):
+
+* ``S_x >= 0`` start, ``E_x = S_x + d_x`` with ``d_B = T_B + T_R r_i``; ``C`` makespan;
+* ``r_i, o_i`` in {0,1}: recompute / offload item i, ``r_i + o_i <= 1``; ``D_i, U_i`` D2H / H2D
+  starts;
+* ``P_xy`` in {0,1} for every same-device pair whose order is not implied (P = 1: x first).
+
+Constraints:
+
+* (P1) precedence ``S_F(k,j) >= E_F(k-1,j) + c``, ``S_B(K-1,j) >= E_F(K-1,j)``,
+  ``S_B(k,j) >= E_B(k+1,j) + c``, ``S_W(k,j) >= E_B(k,j)``; ``C >= E_x`` for sinks;
+* (P2) symmetry breaking: FIFO per (kind, k): ``S_X(k,j) >= E_X(k,j-1)``. This is the
+  restriction every production runtime shares; optima are over FIFO schedules;
+* (P3) exclusivity ``S_y >= E_x - M(1 - P_xy)``, ``S_x >= E_y - M P_xy``, M = best heuristic
+  makespan (or the serial bound); order implied by (P1)+(P2) (transitive closure) needs no binary;
+* (P4) memory at every allocation event e (F starts; B starts when recompute is allowed; H2D starts
+  when offload is allowed): sum of the deltas of events before e plus e's own allocation <= cap.
+  Between compute passes "before" is the order indicator; the products with r are linearised
+  one-sidedly (z <= r, z <= P where the term lowers memory, z >= r + P - 1 where it raises it);
+* (P5) offload: ``D_i >= E_F(i)``, ``U_i >= D_i + tau_d o_i``, ``S_B(i) >= U_i + tau_u o_i``, FIFO
+  copies per chunk and disjunctive copies across chunks of a device. Copy events against an
+  allocation event e use binaries ``delta`` (D2H ended by e, conservative: delta = 1 forces it) and
+  ``nu`` (H2D started before e, forcing: nu = 0 forces U_i >= S_e); compute passes against an H2D
+  start use ``sigma`` (started before, forcing) and ``epsilon`` (ended before, conservative); two
+  allocations at the same instant always count each other (sigma + nu >= o). These H2D-start checks
+  are what the research prototype lacked;
+* (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start).
+
+Objective ``min C`` (``model.objective_unit = u``).
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from coopt.formulations.pipeline_model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
+from coopt.problem import Solution
+from coopt.solvers.exact import NoSolution
+
+
+# --------------------------------------------------------------------------------------------
+# Order implied by precedence and FIFO (transitive closure)
+# --------------------------------------------------------------------------------------------
+def successors(instance: Instance) -> dict[PassKey, list[PassKey]]:
+    """Direct successors of every pass: data-flow edges and the FIFO edges (P2)."""
+    succ: dict[PassKey, list[PassKey]] = {x: [] for x in instance.passes()}
+    for x in instance.passes():
+        for q, _ in instance.predecessors(x):
+            succ[q].append(x)
+        kind, k, j = x
+        if j > 0:
+            succ[(kind, k, j - 1)].append(x)
+    return succ
+
+
+def reachability(instance: Instance) -> dict[PassKey, set[PassKey]]:
+    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
+    succ = successors(instance)
+    indegree = {x: 0 for x in succ}
+    for targets in succ.values():
+        for y in targets:
+            indegree[y] += 1
+    order = [x for x in succ if indegree[x] == 0]
+    for x in order:
+        for y in succ[x]:
+            indegree[y] -= 1
+            if indegree[y] == 0:
+                order.append(y)
+    reach: dict[PassKey, set[PassKey]] = {}
+    for x in reversed(order):
+        reach[x] = set()
+        for y in succ[x]:
+            reach[x] |= {y} | reach[y]
+    return reach
+
+
+def horizon(instance: Instance) -> float:
+    """An upper bound on the optimal makespan: the best heuristic's, else the serial bound (every
+    pass, lag and copy one after another, which bounds any semi-active schedule)."""
+    from coopt.solvers.pipeline import HEURISTICS
+
+    serial = sum(instance.duration(x, RECOMPUTE if instance.allow_recompute else KEEP) for x in instance.passes())
+    serial += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
+    serial += sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages)) * instance.microbatches
+    best = serial
+    for fn in HEURISTICS.values():
+        try:
+            best = min(best, fn(instance)["objective"])
+        except NoSolution:
+            continue
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Build
+# --------------------------------------------------------------------------------------------
+def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
+    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds)."""
+    K, m = instance.virtual_stages, instance.microbatches
+    passes = instance.passes()
+    u = max(instance.duration(x) for x in passes)
+    g = max(instance.a(k) for k in range(K))
+    M = (upper if upper is not None else horizon(instance)) / u * (1 + 1e-6) + 1e-6
+    items = [(k, j) for k in range(K) for j in range(m)]
+    reach = reachability(instance)
+
+    model = pyo.ConcreteModel(name="pipeline")
+    model.objective_unit = u
+    model.S = pyo.Var(passes, bounds=(0, M))
+    model.C = pyo.Var(bounds=(0, M))
+    model.cons = pyo.ConstraintList()
+    add = model.cons.add
+    rec = instance.allow_recompute
+    off = instance.allow_offload
+    if rec:
+        model.r = pyo.Var(items, domain=pyo.Binary)
+    if off:
+        model.o = pyo.Var(items, domain=pyo.Binary)
+        model.D = pyo.Var(items, bounds=(0, M))
+        model.U = pyo.Var(items, bounds=(0, M))
+    if rec and off:
+        for i in items:
+            add(model.r[i] + model.o[i] <= 1)
+
+    def r(i):
+        return model.r[i] if rec else 0
+
+    def dur(x: PassKey):
+        kind, k, j = x
+        base = instance.duration(x) / u
+        return base + instance.t_r(k) / u * r((k, j)) if kind == "B" and rec else base
+
+    def E(x: PassKey):
+        return model.S[x] + dur(x)
+
+    # (P1) precedence, (P2) FIFO, makespan
+    for x in passes:
+        for q, lag in instance.predecessors(x):
+            add(model.S[x] >= E(q) + lag / u)
+        kind, k, j = x
+        if j > 0:
+            add(model.S[x] >= E((kind, k, j - 1)))
+        if not reach[x]:
+            add(E(x) <= model.C)
+
+    # (P3) exclusivity with order binaries where the order is not implied
+    by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
+    for x in passes:
+        by_device[instance.device(x[1])].append(x)
+    free_pairs = [
+        (x, y)
+        for d in range(instance.stages)
+        for n, x in enumerate(by_device[d])
+        for y in by_device[d][n + 1:]
+        if y not in reach[x] and x not in reach[y]
+    ]
+    pair_set = set(free_pairs)
+    model.P = pyo.Var(free_pairs, domain=pyo.Binary)
+    for x, y in free_pairs:
+        add(model.S[y] >= E(x) - M * (1 - model.P[x, y]))
+        add(model.S[x] >= E(y) - M * model.P[x, y])
+
+    def before(x: PassKey, y: PassKey):
+        """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
+        if y in reach[x]:
+            return 1
+        if x in reach[y]:
+            return 0
+        return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
+
+    # (P7) load cut
+    for d in range(instance.stages):
+        first = min(instance.stages_on(d))
+        head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first)) / u
+        add(head + sum(dur(x) for x in by_device[d]) <= model.C)
+
+    # (P5) offload copies
+    if off:
+        for (k, j) in items:
+            i = (k, j)
+            add(model.D[i] >= E(("F", k, j)))
+            add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
+            add(model.S[("B", k, j)] >= model.U[i] + instance.tau_u(k) / u * model.o[i])
+            if j > 0:
+                add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
+                add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
+        cross = [
+            (i, i2) for i in items for i2 in items
+            if i < i2 and i[0] != i2[0] and instance.device(i[0]) == instance.device(i2[0])
+        ]
+        model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
+        for i, i2 in cross:
+            for lane, (V, tau) in enumerate(((model.D, instance.tau_d), (model.U, instance.tau_u))):
+                q = model.Q[i, i2, lane]
+                add(V[i2] >= V[i] + tau(i[0]) / u * model.o[i] - M * (1 - q))
+                add(V[i] >= V[i2] + tau(i2[0]) / u * model.o[i2] - M * q)
+
+    if instance.memory_cap_gb is not None:
+        _memory(instance, model, by_device, reach, before, E, u, g, M)
+
+    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    return model
+
+
+def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
+    """(P4)/(P5): the memory level at every allocation event is within the cap."""
+    rec, off = instance.allow_recompute, instance.allow_offload
+    add = model.cons.add
+    model.z = pyo.Var(pyo.Any, bounds=(0, 1), dense=False)
+    model.bin = pyo.Var(pyo.Any, domain=pyo.Binary, dense=False)
+
+    def product(name: tuple, mode, indicator, raises: bool):
+        """mode * indicator (both 0/1), bounded on the side the memory constraint needs."""
+        if isinstance(indicator, int):
+            return mode * indicator
+        z = model.z[name]
+        if raises:
+            add(z >= mode + indicator - 1)
+        else:
+            add(z <= mode)
+            add(z <= indicator)
+        return z
+
+    def binary(name: tuple):
+        return model.bin[name]
+
+    a = {k: instance.a(k) / g for k in range(instance.virtual_stages)}
+    a_w = {k: instance.a_w(k) / g for k in a}
+    a_c = {k: instance.a_c(k) / g for k in a}
+    a_o = {k: instance.a_o(k) / g for k in a}
+
+    def net(x: PassKey, indicator, tag: tuple):
+        """Net memory change of compute pass x, times its 'x before e' indicator."""
+        kind, k, j = x
+        i = (k, j)
+        if kind == "F":
+            term = a[k] * indicator
+            if rec:
+                term -= (a[k] - a_c[k]) * product(("Fr", *tag), model.r[i], indicator, raises=False)
+            return term
+        if kind == "B":
+            term = -(a[k] - a_w[k]) * indicator
+            if rec:
+                term += (a[k] - a_c[k]) * product(("Br", *tag), model.r[i], indicator, raises=True)
+            return term
+        return -a_w[k] * indicator
+
+    for d, on_device in by_device.items():
+        cap = instance.cap(d) / g
+        items = sorted({(x[1], x[2]) for x in on_device})
+        events = [x for x in on_device if x[0] == "F" or (x[0] == "B" and rec)]
+        for e in events:
+            kind, k, j = e
+            level = sum(net(x, before(x, e), (x, e)) for x in on_device if x != e)
+            if kind == "F":
+                level += a[k] - ((a[k] - a_c[k]) * model.r[(k, j)] if rec else 0)
+            else:
+                level += (a[k] - a_c[k]) * model.r[(k, j)]
+            if off:
+                for i in items:
+                    ki, ji = i
+                    if (kind == "F" and ki == k and ji >= j) or (kind == "B" and i == (k, j)):
+                        continue  # offloaded only after e, or e's own reloaded item
+                    delta, nu = binary(("dE", i, e)), binary(("nE", i, e))
+                    add(delta <= model.o[i])
+                    add(nu <= model.o[i])
+                    add(model.S[e] >= model.D[i] + instance.tau_d(ki) / u - M * (1 - delta))
+                    add(model.U[i] >= model.S[e] - M * nu - M * (1 - model.o[i]))
+                    level += a_o[ki] * (nu - delta)
+            _at_most(model, level, cap)
+        if not off:
+            continue
+        big = sum(a[k] for k, _ in items)
+        for i in items:
+            k, j = i
+            own_f, own_b = ("F", k, j), ("B", k, j)
+            level = a[k]  # own F allocation; own D2H release and own H2D allocation cancel
+            for x in on_device:
+                if x in (own_f, own_b, ("W", k, j)) or x in reach[own_b]:
+                    continue  # own passes are counted above or come after the reload
+                xk, xj = x[1], x[2]
+                if own_f in reach[x]:
+                    level += net(x, 1, (x, "U", i))
+                    continue
+                sigma, eps = binary(("sU", x, i)), binary(("eU", x, i))
+                add(model.S[x] >= model.U[i] - M * sigma)
+                add(model.U[i] >= E(x) - M * (1 - eps))
+                if x[0] == "F":
+                    level += a[xk] * sigma
+                    if rec:
+                        level -= (a[xk] - a_c[xk]) * product(("sUr", x, i), model.r[(xk, xj)], sigma, raises=False)
+                    if not (i[0] == xk and i[1] >= xj):
+                        add(sigma + binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
+                elif x[0] == "B":
+                    if rec:
+                        level += (a[xk] - a_c[xk]) * product(("sUr", x, i), model.r[(xk, xj)], sigma, raises=True)
+                        add(sigma + binary(("nE", i, x)) >= model.o[i])
+                    level -= (a[xk] - a_w[xk]) * eps
+                else:
+                    level -= a_w[xk] * eps
+            for i2 in items:
+                if i2 == i:
+                    continue
+                k2 = i2[0]
+                delta, nu = binary(("dU", i2, i)), binary(("nU", i2, i))
+                add(delta <= model.o[i2])
+                add(nu <= model.o[i2])
+                add(model.U[i] >= model.D[i2] + instance.tau_d(k2) / u - M * (1 - delta))
+                add(model.U[i2] >= model.U[i] - M * nu - M * (1 - model.o[i2]))
+                if i2 < i:
+                    add(nu + binary(("nU", i, i2)) >= model.o[i] + model.o[i2] - 1)
+                level += a_o[k2] * (nu - delta)
+            _at_most(model, level, cap + big * (1 - model.o[i]))
+
+
+def _at_most(model: pyo.ConcreteModel, level, cap) -> None:
+    """level <= cap; a constant level above the cap makes the model infeasible (C < 0)."""
+    if pyo.is_constant(level) and pyo.is_constant(cap):
+        if pyo.value(level) > pyo.value(cap) + 1e-9:
+            model.cons.add(model.C <= -1)
+        return
+    model.cons.add(level <= cap)
+
+
+# --------------------------------------------------------------------------------------------
+# Extraction
+# --------------------------------------------------------------------------------------------
+def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
+    """Pass starts, modes and copy starts of a solved model, in seconds."""
+    u = model.objective_unit
+    start = {x: max(0.0, pyo.value(model.S[x]) * u) for x in instance.passes()}
+    modes: dict = {}
+    d2h: dict = {}
+    h2d: dict = {}
+    for k in range(instance.virtual_stages):
+        for j in range(instance.microbatches):
+            i = (k, j)
+            if instance.allow_recompute and pyo.value(model.r[i]) > 0.5:
+                modes[i] = RECOMPUTE
+            if instance.allow_offload and pyo.value(model.o[i]) > 0.5:
+                modes[i] = OFFLOAD
+                d2h[i] = pyo.value(model.D[i]) * u
+                h2d[i] = pyo.value(model.U[i]) * u
+    return to_solution(instance, Timed(start=start, modes=modes, d2h=d2h, h2d=h2d))

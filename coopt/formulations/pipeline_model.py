@@ -1,0 +1,551 @@
+"""Pipeline-parallel training schedules under activation-memory limits: data model, event
+simulator and checker (shared by the MILP, the time-indexed model and every heuristic).
+
+Sources: ChronosPipe / TPipe (Lin et al., arXiv 2503.03182), Zero Bubble (Qi et al., ICLR 2024,
+arXiv 2401.10241) for the B/W split, Megatron interleaving (Narayanan et al., SC 2021), controllable
+memory V-shape schedules (Qi et al., NeurIPS 2024, arXiv 2405.15362); notes in
+research-pipeline-memory.md.
+
+The model
+---------
+``p`` devices run a model cut into ``K = p*v`` consecutive *virtual stages* (``v`` chunks per
+device; ``v = 1`` is the classic pipeline). Virtual stage ``k`` runs on device ``dev(k)``:
+``interleaved`` placement ``dev(k) = k mod p``; ``vshape`` (wave, zig-zag) placement: chunk
+``q = k div p`` runs left to right when ``q`` is even and right to left when odd. A device's
+per-pass times and memory are given for *all* its layers; each of its ``v`` chunks takes ``1/v``.
+
+Each micro-batch ``j`` needs, on every virtual stage ``k``, a forward ``F(k,j)``, a backward
+``B(k,j)`` (gradient w.r.t. the stage input) and, when ``split_backward`` is on, a weight-gradient
+pass ``W(k,j)`` (Zero Bubble's split); otherwise B is the full backward. Precedence:
+``F(k,j) >= end F(k-1,j) + c``, ``B(K-1,j) >= end F(K-1,j)``, ``B(k,j) >= end B(k+1,j) + c``,
+``W(k,j) >= end B(k,j)``, with the lag ``c`` only between different devices. A device runs one
+compute pass at a time.
+
+Memory modes per (k, j): *keep*; *recompute* (only the checkpoint ``a_c`` is kept after F, B is
+longer by ``T_R`` and re-materialises ``a - a_c`` at its start); *offload* (a copy engine moves
+``a_o`` to the host after F (D2H, duration ``tau_d``) and back before B (H2D, ``tau_u``); one D2H
+and one H2D engine per device, full duplex). Memory events (alloc at the start, release at the end
+of an event, releases first at equal times):
+
+==========  ===================================  ==============
+event       delta                                when
+==========  ===================================  ==============
+F(k,j)      ``+a`` (keep, offload), ``+a_c``     start
+B(k,j)      ``+(a - a_c)`` (recompute)           start
+B(k,j)      ``-(a - a_W)`` (split) / ``-a``      end
+W(k,j)      ``-a_W``                             end
+D2H(k,j)    ``-a_o``                             end
+H2D(k,j)    ``+a_o``                             start
+==========  ===================================  ==============
+
+A schedule is feasible when every device's activation level stays within its cap. The objective
+is the makespan (iteration time) ``C = max end``.
+
+Memory is in GB (the instance files' unit); times are in seconds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coopt.problem import Solution, Violation
+
+PLACEMENTS = ("interleaved", "vshape")
+KEEP, RECOMPUTE, OFFLOAD = "keep", "recompute", "offload"
+
+PassKey = tuple[str, int, int]  # (kind "F" | "B" | "W", virtual stage k, micro-batch j)
+Item = tuple[int, int]  # (virtual stage k, micro-batch j)
+
+
+# --------------------------------------------------------------------------------------------
+# Data model
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Instance:
+    """One pipeline: devices, micro-batches, chunking, per-device times (s) and memory (GB)."""
+
+    stages: int
+    microbatches: int
+    forward_s: tuple[float, ...]
+    backward_s: tuple[float, ...]
+    weight_s: tuple[float, ...]
+    activation_gb: tuple[float, ...]
+    weight_grad_gb: tuple[float, ...]
+    memory_cap_gb: tuple[float, ...] | None = None
+    split_backward: bool = True
+    chunks: int = 1
+    placement: str = "interleaved"
+    lag_s: float = 0.0
+    allow_recompute: bool = False
+    recompute_s: tuple[float, ...] = ()
+    checkpoint_gb: tuple[float, ...] = ()
+    allow_offload: bool = False
+    offload_gb: tuple[float, ...] = ()
+    d2h_s: tuple[float, ...] = ()
+    h2d_s: tuple[float, ...] = ()
+
+    # -- virtual stages --------------------------------------------------------------------
+    @property
+    def virtual_stages(self) -> int:
+        return self.stages * self.chunks
+
+    def device(self, k: int) -> int:
+        """Device that runs virtual stage ``k``."""
+        q, r = divmod(k, self.stages)
+        if self.placement == "vshape" and q % 2 == 1:
+            return self.stages - 1 - r
+        return r
+
+    def stages_on(self, d: int) -> list[int]:
+        return [k for k in range(self.virtual_stages) if self.device(k) == d]
+
+    def lag(self, k_from: int, k_to: int) -> float:
+        return self.lag_s if self.device(k_from) != self.device(k_to) else 0.0
+
+    # -- per-virtual-stage quantities (a device's value divided by its chunks) ----------------
+    def _per(self, values: tuple[float, ...], k: int) -> float:
+        return values[self.device(k)] / self.chunks if values else 0.0
+
+    def t_f(self, k: int) -> float:
+        return self._per(self.forward_s, k)
+
+    def t_b(self, k: int) -> float:
+        return self._per(self.backward_s, k)
+
+    def t_w(self, k: int) -> float:
+        return self._per(self.weight_s, k)
+
+    def t_r(self, k: int) -> float:
+        return self._per(self.recompute_s, k)
+
+    def tau_d(self, k: int) -> float:
+        return self._per(self.d2h_s, k)
+
+    def tau_u(self, k: int) -> float:
+        return self._per(self.h2d_s, k)
+
+    def a(self, k: int) -> float:
+        return self._per(self.activation_gb, k)
+
+    def a_w(self, k: int) -> float:
+        return self._per(self.weight_grad_gb, k) if self.split_backward else 0.0
+
+    def a_c(self, k: int) -> float:
+        return self._per(self.checkpoint_gb, k)
+
+    def a_o(self, k: int) -> float:
+        return self._per(self.offload_gb, k)
+
+    def cap(self, d: int) -> float:
+        return float("inf") if self.memory_cap_gb is None else self.memory_cap_gb[d]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return ("F", "B", "W") if self.split_backward else ("F", "B")
+
+    def passes(self) -> list[PassKey]:
+        """Every compute pass, sorted (kind, k, j)."""
+        return [(x, k, j) for x in self.kinds for k in range(self.virtual_stages) for j in range(self.microbatches)]
+
+    def duration(self, key: PassKey, mode: str = KEEP) -> float:
+        kind, k, _ = key
+        if kind == "F":
+            return self.t_f(k)
+        if kind == "B":
+            return self.t_b(k) + (self.t_r(k) if mode == RECOMPUTE else 0.0)
+        return self.t_w(k)
+
+    def predecessors(self, key: PassKey) -> list[tuple[PassKey, float]]:
+        """Data-flow predecessors of a pass, each with the lag after its end."""
+        kind, k, j = key
+        last = self.virtual_stages - 1
+        if kind == "F":
+            return [(("F", k - 1, j), self.lag(k - 1, k))] if k > 0 else []
+        if kind == "B":
+            return [(("F", k, j), 0.0)] if k == last else [(("B", k + 1, j), self.lag(k + 1, k))]
+        return [(("B", k, j), 0.0)]
+
+    @property
+    def time_scale(self) -> float:
+        """Sum of all keep-mode pass durations: a schedule-independent time scale."""
+        return sum(self.duration(x) for x in self.passes())
+
+
+# --------------------------------------------------------------------------------------------
+# TOML in and out
+# --------------------------------------------------------------------------------------------
+def load(fields: Any) -> Instance:
+    p = fields.int("stages", min=1, max=64)
+    m = fields.int("microbatches", min=1, max=512)
+    v = fields.int("chunks", min=1, max=16, default=1)
+    placement = fields.str("placement", choices=PLACEMENTS, default="interleaved")
+    split = fields.bool("split_backward", default=True)
+
+    def per_device(key: str, *, positive: bool = False, default: Any = None) -> tuple[float, ...]:
+        kw = {"default": default} if default is not None else {}
+        values = fields.numbers(key, length=p, min=0.0, **kw)
+        if positive and any(x <= 0 for x in values):
+            fields.fail(key, "expected every entry > 0")
+        return tuple(float(x) for x in values)
+
+    zeros = tuple(0.0 for _ in range(p))
+    t_f = per_device("forward_s", positive=True)
+    t_b = per_device("backward_s", positive=True)
+    t_w = per_device("weight_s", positive=split, default=zeros if not split else None)
+    a = per_device("activation_gb", positive=True)
+    a_w = per_device("weight_grad_gb", default=zeros)
+    if not split and (any(t_w) or any(a_w)):
+        fields.fail("split_backward", "weight_s and weight_grad_gb must be 0 when split_backward is false")
+    for d in range(p):
+        if a_w[d] > a[d]:
+            fields.fail("weight_grad_gb", f"expected <= activation_gb on device {d}, got {a_w[d]} > {a[d]}")
+    cap = per_device("memory_cap_gb", positive=True) if fields.has("memory_cap_gb") else None
+    lag = fields.float("lag_s", min=0.0, default=0.0)
+    recompute = fields.bool("allow_recompute", default=False)
+    offload = fields.bool("allow_offload", default=False)
+    t_r = a_c = a_o = tau_d = tau_u = ()
+    if recompute:
+        t_r = per_device("recompute_s", positive=True)
+        a_c = per_device("checkpoint_gb")
+        for d in range(p):
+            if a_c[d] > a[d]:
+                fields.fail("checkpoint_gb", f"expected <= activation_gb on device {d}")
+    if offload:
+        a_o = per_device("offload_gb", positive=True)
+        tau_d = per_device("d2h_s", positive=True)
+        tau_u = per_device("h2d_s", positive=True)
+        for d in range(p):
+            if a_o[d] > a[d]:
+                fields.fail("offload_gb", f"expected <= activation_gb on device {d}")
+    return Instance(
+        stages=p, microbatches=m, chunks=v, placement=placement, split_backward=split,
+        forward_s=t_f, backward_s=t_b, weight_s=t_w, activation_gb=a, weight_grad_gb=a_w,
+        memory_cap_gb=cap, lag_s=lag, allow_recompute=recompute, recompute_s=t_r, checkpoint_gb=a_c,
+        allow_offload=offload, offload_gb=a_o, d2h_s=tau_d, h2d_s=tau_u,
+    )
+
+
+def dump(instance: Instance) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "stages": instance.stages,
+        "microbatches": instance.microbatches,
+        "chunks": instance.chunks,
+        "placement": instance.placement,
+        "split_backward": instance.split_backward,
+        "forward_s": list(instance.forward_s),
+        "backward_s": list(instance.backward_s),
+        "weight_s": list(instance.weight_s),
+        "activation_gb": list(instance.activation_gb),
+        "weight_grad_gb": list(instance.weight_grad_gb),
+        "lag_s": instance.lag_s,
+        "allow_recompute": instance.allow_recompute,
+        "allow_offload": instance.allow_offload,
+    }
+    if instance.memory_cap_gb is not None:
+        out["memory_cap_gb"] = list(instance.memory_cap_gb)
+    if instance.allow_recompute:
+        out["recompute_s"] = list(instance.recompute_s)
+        out["checkpoint_gb"] = list(instance.checkpoint_gb)
+    if instance.allow_offload:
+        out["offload_gb"] = list(instance.offload_gb)
+        out["d2h_s"] = list(instance.d2h_s)
+        out["h2d_s"] = list(instance.h2d_s)
+    return out
+
+
+def generate(seed: int, size: int) -> Instance:
+    """``size`` = p devices with m = 2p micro-batches, integer F/B/W times in 1..3, split backward,
+    keep-only, a memory cap between one micro-batch's activations and 1F1B's stage-0 peak."""
+    rng = random.Random(seed)
+    p = max(1, int(size))
+    m = 2 * p
+    t_f = tuple(float(rng.randint(1, 3)) for _ in range(p))
+    t_b = tuple(float(rng.randint(1, 3)) for _ in range(p))
+    t_w = tuple(float(rng.randint(1, 2)) for _ in range(p))
+    a = tuple(float(rng.choice((2, 4))) for _ in range(p))
+    a_w = tuple(x / 2 for x in a)
+    cap = tuple(x * rng.randint(1, p) for x in a)
+    return Instance(
+        stages=p, microbatches=m, forward_s=t_f, backward_s=t_b, weight_s=t_w, activation_gb=a,
+        weight_grad_gb=a_w, memory_cap_gb=cap,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Event simulator: per-device orders -> timed schedule (ASAP), and timed schedule -> memory
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Timed:
+    """A timed schedule: pass starts, modes, and copy starts of offloaded items."""
+
+    start: dict[PassKey, float]
+    modes: dict[Item, str]
+    d2h: dict[Item, float]
+    h2d: dict[Item, float]
+
+    def makespan(self, instance: Instance) -> float:
+        return max((t + instance.duration(x, self.modes.get(x[1:], KEEP)) for x, t in self.start.items()),
+                   default=0.0)
+
+
+class Deadlock(Exception):
+    """The per-device orders cannot be executed (a pass waits for one that is queued behind it)."""
+
+
+def simulate(instance: Instance, orders: Mapping[int, list[PassKey]], modes: Mapping[Item, str] | None = None) -> Timed:
+    """Earliest start of every pass given each device's order (list scheduling).
+
+    Offloaded items: D2H starts as soon as F ends and the D2H engine is free (engines serve copies
+    in the device's F order); H2D starts when the device starts the pass just before B (one-pass
+    prefetch), but not before the D2H ended or the H2D engine is free; B waits for the H2D.
+    O(n * p) with n passes.
+    """
+    modes = dict(modes or {})
+    start: dict[PassKey, float] = {}
+    end: dict[PassKey, float] = {}
+    d2h: dict[Item, float] = {}
+    h2d: dict[Item, float] = {}
+    free = dict.fromkeys(orders, 0.0)
+    d2h_free = dict.fromkeys(orders, 0.0)
+    h2d_free = dict.fromkeys(orders, 0.0)
+    position = dict.fromkeys(orders, 0)
+    remaining = sum(len(o) for o in orders.values())
+    while remaining:
+        progressed = False
+        for d, order in orders.items():
+            while position[d] < len(order):
+                key = order[position[d]]
+                preds = instance.predecessors(key)
+                if any(q not in end for q, _ in preds):
+                    break
+                kind, k, j = key
+                mode = modes.get((k, j), KEEP)
+                t = max([free[d]] + [end[q] + lag for q, lag in preds])
+                if kind == "B" and mode == OFFLOAD:
+                    prev_start = start[order[position[d] - 1]] if position[d] > 0 else 0.0
+                    u = max(prev_start, d2h[(k, j)] + instance.tau_d(k), h2d_free[d])
+                    h2d[(k, j)] = u
+                    h2d_free[d] = u + instance.tau_u(k)
+                    t = max(t, h2d_free[d])
+                start[key] = t
+                end[key] = t + instance.duration(key, mode)
+                free[d] = end[key]
+                if kind == "F" and mode == OFFLOAD:
+                    d2h[(k, j)] = max(end[key], d2h_free[d])
+                    d2h_free[d] = d2h[(k, j)] + instance.tau_d(k)
+                position[d] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise Deadlock("the per-device orders deadlock")
+    return Timed(start=start, modes=modes, d2h=d2h, h2d=h2d)
+
+
+def memory_events(instance: Instance, timed: Timed) -> dict[int, list[tuple[float, float]]]:
+    """Per device, the (time, delta GB) events of a timed schedule (no ordering applied)."""
+    events: dict[int, list[tuple[float, float]]] = {d: [] for d in range(instance.stages)}
+    for key, t in timed.start.items():
+        kind, k, j = key
+        mode = timed.modes.get((k, j), KEEP)
+        d = instance.device(k)
+        a, a_w, a_c = instance.a(k), instance.a_w(k), instance.a_c(k)
+        end = t + instance.duration(key, mode)
+        if kind == "F":
+            events[d].append((t, a_c if mode == RECOMPUTE else a))
+        elif kind == "B":
+            if mode == RECOMPUTE:
+                events[d].append((t, a - a_c))
+            events[d].append((end, -(a - a_w)))
+        else:
+            events[d].append((end, -a_w))
+    for (k, j), t in timed.d2h.items():
+        events[instance.device(k)].append((t + instance.tau_d(k), -instance.a_o(k)))
+    for (k, j), t in timed.h2d.items():
+        events[instance.device(k)].append((t, instance.a_o(k)))
+    return events
+
+
+def memory_profile(
+    events: Iterable[tuple[float, float]], tol: float = 0.0
+) -> list[tuple[float, float]]:
+    """Step profile [(time, level after the events at that time)]: events closer than ``tol`` are
+    one instant, releases applied before allocations (the suite's tie rule)."""
+    ordered = sorted(events)
+    profile: list[tuple[float, float]] = []
+    level = 0.0
+    i = 0
+    while i < len(ordered):
+        t0 = ordered[i][0]
+        group = []
+        while i < len(ordered) and ordered[i][0] <= t0 + tol:
+            group.append(ordered[i][1])
+            i += 1
+        level += sum(x for x in group if x < 0)
+        level += sum(x for x in group if x > 0)
+        profile.append((t0, level))
+    return profile
+
+
+def peaks(instance: Instance, timed: Timed) -> list[float]:
+    """Peak activation memory (GB) of every device."""
+    tol = 1e-9 * max(1.0, instance.time_scale)
+    return [
+        max((lvl for _, lvl in memory_profile(ev, tol)), default=0.0)
+        for _, ev in sorted(memory_events(instance, timed).items())
+    ]
+
+
+def to_solution(instance: Instance, timed: Timed, **extra: Any) -> Solution:
+    """The JSON form of a timed schedule (objective = its makespan)."""
+    passes = [
+        {"kind": kind, "stage": k, "microbatch": j, "start": timed.start[(kind, k, j)]}
+        for (kind, k, j) in sorted(timed.start, key=lambda x: (timed.start[x], x))
+    ]
+    recompute = sorted([k, j] for (k, j), mode in timed.modes.items() if mode == RECOMPUTE)
+    offload = [
+        {"stage": k, "microbatch": j, "d2h_start": timed.d2h[(k, j)], "h2d_start": timed.h2d[(k, j)]}
+        for (k, j) in sorted(timed.d2h)
+    ]
+    return {"objective": timed.makespan(instance), "passes": passes, "recompute": recompute,
+            "offload": offload, **extra}
+
+
+# --------------------------------------------------------------------------------------------
+# Checker
+# --------------------------------------------------------------------------------------------
+def _tolerance(instance: Instance) -> float:
+    return 1e-6 * max(1.0, instance.time_scale)
+
+
+def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violation]]:
+    """Read a solution dict into a Timed schedule; every malformed part is a violation."""
+    bad: list[Violation] = []
+    if not isinstance(solution, Mapping):
+        return None, [Violation("format", "solution is not a table")]
+    K, m = instance.virtual_stages, instance.microbatches
+
+    def index(value: Any, upper: int) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < upper else None
+
+    def number(value: Any) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            return None
+        return float(value)
+
+    start: dict[PassKey, float] = {}
+    passes = solution.get("passes")
+    if not isinstance(passes, list):
+        return None, [Violation("format", "missing list 'passes'")]
+    for n, item in enumerate(passes):
+        if not isinstance(item, Mapping):
+            bad.append(Violation("format", f"passes[{n}] is not a table"))
+            continue
+        kind, k, j, t = item.get("kind"), index(item.get("stage"), K), index(item.get("microbatch"), m), number(
+            item.get("start"))
+        if kind not in instance.kinds or k is None or j is None or t is None:
+            bad.append(Violation("format", f"passes[{n}] = {dict(item)} is not a valid pass"))
+            continue
+        if (kind, k, j) in start:
+            bad.append(Violation("completeness", f"pass {kind}({k},{j}) appears twice"))
+        if t < -_tolerance(instance):
+            bad.append(Violation("time", f"pass {kind}({k},{j}) starts at {t} < 0"))
+        start[(kind, k, j)] = t
+    for key in instance.passes():
+        if key not in start:
+            bad.append(Violation("completeness", f"pass {key[0]}({key[1]},{key[2]}) is missing"))
+    modes: dict[Item, str] = {}
+    recompute = solution.get("recompute", [])
+    if not isinstance(recompute, list):
+        bad.append(Violation("format", "'recompute' is not a list"))
+        recompute = []
+    for n, item in enumerate(recompute):
+        if not isinstance(item, list) or len(item) != 2 or index(item[0], K) is None or index(item[1], m) is None:
+            bad.append(Violation("format", f"recompute[{n}] = {item!r} is not [stage, microbatch]"))
+            continue
+        if not instance.allow_recompute:
+            bad.append(Violation("mode", f"recompute of {tuple(item)} but the instance does not allow it"))
+        modes[(item[0], item[1])] = RECOMPUTE
+    d2h: dict[Item, float] = {}
+    h2d: dict[Item, float] = {}
+    offload = solution.get("offload", [])
+    if not isinstance(offload, list):
+        bad.append(Violation("format", "'offload' is not a list"))
+        offload = []
+    for n, item in enumerate(offload):
+        if not isinstance(item, Mapping):
+            bad.append(Violation("format", f"offload[{n}] is not a table"))
+            continue
+        k, j = index(item.get("stage"), K), index(item.get("microbatch"), m)
+        td, tu = number(item.get("d2h_start")), number(item.get("h2d_start"))
+        if k is None or j is None or td is None or tu is None:
+            bad.append(Violation("format", f"offload[{n}] = {dict(item)} is not a valid copy pair"))
+            continue
+        if not instance.allow_offload:
+            bad.append(Violation("mode", f"offload of {(k, j)} but the instance does not allow it"))
+        if modes.get((k, j)) == RECOMPUTE:
+            bad.append(Violation("mode", f"{(k, j)} is both recomputed and offloaded"))
+        modes[(k, j)] = OFFLOAD
+        d2h[(k, j)], h2d[(k, j)] = td, tu
+    if bad and any(v.constraint in ("format", "completeness") for v in bad):
+        return None, bad
+    return Timed(start=start, modes=modes, d2h=d2h, h2d=h2d), bad
+
+
+def check(instance: Instance, solution: Solution) -> list[Violation]:
+    """Completeness, modes, precedence, exclusivity (compute and copy engines), memory caps."""
+    timed, bad = parse(instance, solution)
+    if timed is None:
+        return bad
+    tol = _tolerance(instance)
+    start, modes = timed.start, timed.modes
+
+    def end(key: PassKey) -> float:
+        return start[key] + instance.duration(key, modes.get(key[1:], KEEP))
+
+    for key in instance.passes():
+        for pred, lag in instance.predecessors(key):
+            if start[key] < end(pred) + lag - tol:
+                bad.append(Violation("precedence", f"{key} starts at {start[key]:g} before {pred} ends + lag "
+                                                   f"({end(pred) + lag:g})"))
+    for (k, j), td in timed.d2h.items():
+        tu = timed.h2d[(k, j)]
+        if td < end(("F", k, j)) - tol:
+            bad.append(Violation("offload", f"D2H of {(k, j)} starts at {td:g} before F ends"))
+        if tu < td + instance.tau_d(k) - tol:
+            bad.append(Violation("offload", f"H2D of {(k, j)} starts at {tu:g} before its D2H ends"))
+        if start[("B", k, j)] < tu + instance.tau_u(k) - tol:
+            bad.append(Violation("offload", f"B of {(k, j)} starts at {start[('B', k, j)]:g} before its H2D ends"))
+    for d in range(instance.stages):
+        on = [k for k in instance.stages_on(d)]
+        lanes = {
+            "compute": sorted((start[x], end(x), x) for x in start if x[1] in on),
+            "D2H engine": sorted((t, t + instance.tau_d(k), (k, j)) for (k, j), t in timed.d2h.items() if k in on),
+            "H2D engine": sorted((t, t + instance.tau_u(k), (k, j)) for (k, j), t in timed.h2d.items() if k in on),
+        }
+        for lane, spans in lanes.items():
+            for (s0, e0, x0), (s1, _, x1) in zip(spans, spans[1:], strict=False):
+                if s1 < e0 - tol:
+                    bad.append(Violation("exclusivity", f"device {d} {lane}: {x1} starts at {s1:g} while {x0} "
+                                                        f"runs until {e0:g}"))
+    events = memory_events(instance, timed)
+    for d in range(instance.stages):
+        profile = memory_profile(events[d], tol)
+        cap = instance.cap(d)
+        for t, level in profile:
+            if level > cap + 1e-6 * max(1.0, cap):
+                bad.append(Violation("memory", f"device {d} holds {level:g} GB at t={t:g} > cap {cap:g} GB"))
+                break
+        if profile and abs(profile[-1][1]) > 1e-6 * max(1.0, sum(instance.activation_gb)):
+            bad.append(Violation("memory", f"device {d} ends holding {profile[-1][1]:g} GB"))
+    return bad
+
+
+def objective(instance: Instance, solution: Solution) -> float:
+    """Makespan recomputed from the pass starts and modes."""
+    timed, _ = parse(instance, solution)
+    if timed is None:
+        raise ValueError("malformed schedule")
+    return timed.makespan(instance)
