@@ -127,8 +127,11 @@ def cmd_bound(args: argparse.Namespace) -> int:
         values[name] = parse_number(rhs, f"--set {name}")
     sweep = parse_sweep(args.sweep) if args.sweep else None
     if sweep:
-        entry.quantity(sweep[0])
-        values[sweep[0]] = sweep[1]
+        name, grid, log = sweep
+        if entry.quantity(name).domain.endswith("integer"):
+            # An integer symbol is swept over the distinct integers nearest the grid.
+            sweep = name, np.unique(np.round(grid)), log
+        values[name] = sweep[1]
     if solve_for and solve_for != entry.output.name and solve_for in values:
         raise UsageError(f"cannot both set and solve for {solve_for}")
     if args.plot and not sweep:

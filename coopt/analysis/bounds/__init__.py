@@ -38,6 +38,7 @@ DOMAINS: dict[str, tuple[Callable[[float], bool], str]] = {
     "unit": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     "open_unit": (lambda v: 0 < v < 1, "a number in (0, 1)"),
     "efficiency": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "probability_below_one": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
     "positive_integer": (lambda v: v >= 1 and float(v).is_integer(), "an integer >= 1"),
     "nonnegative_integer": (lambda v: v >= 0 and float(v).is_integer(), "an integer >= 0"),
 }
@@ -49,6 +50,7 @@ _ASSUMPTIONS = {
     "unit": {"nonnegative": True},
     "open_unit": {"positive": True},
     "efficiency": {"positive": True},
+    "probability_below_one": {"nonnegative": True},
     "positive_integer": {"positive": True, "integer": True},
     "nonnegative_integer": {"nonnegative": True, "integer": True},
 }
@@ -100,18 +102,28 @@ class _Symbols:
                 f"bound {self.name!r} has no symbol {name!r}; it has {', '.join(self.symbols)}"
             ) from None
 
+    relations: tuple[sp.Rel, ...]
+
     def _arguments(self, values: Mapping[str, Any], args: list[Quantity]) -> list[np.ndarray]:
         """Check every given name exists, fill defaults, check ranges; arrays for ``args``."""
         for key in values:
             self.quantity(key)
-        arguments = []
-        for q in args:
-            value = values.get(q.name, q.default)
-            if value is None:
-                raise UsageError(f"bound {self.name!r}: give a value for {q.name} ({q.description})")
-            q.validate(value, f"bound {self.name!r}")
-            arguments.append(np.asarray(value, dtype=float))
+        arguments = [self._value(values, q) for q in args]
+        for relation in self.relations:
+            involved = sorted(relation.free_symbols, key=str)
+            holds = sp.lambdify(involved, relation, modules=["numpy"])(
+                *(self._value(values, self.quantity(str(s))) for s in involved)
+            )
+            if not np.all(holds):
+                raise UsageError(f"bound {self.name!r} needs {relation}")
         return arguments
+
+    def _value(self, values: Mapping[str, Any], q: Quantity) -> np.ndarray:
+        value = values.get(q.name, q.default)
+        if value is None:
+            raise UsageError(f"bound {self.name!r}: give a value for {q.name} ({q.description})")
+        q.validate(value, f"bound {self.name!r}")
+        return np.asarray(value, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,8 @@ class Bound(_Symbols):
     solved: Mapping[str, sp.Expr] = field(default_factory=dict)
     #: Physical constants kept as symbols in the printed form (symbol -> SI value).
     constants: Mapping[sp.Symbol, float] = field(default_factory=dict)
+    #: Relations between inputs that ranges alone cannot state (e.g. ``K <= E``).
+    relations: tuple[sp.Rel, ...] = ()
 
     def equation(self) -> sp.Eq:
         return sp.Eq(self.output.symbol, self.expr)
@@ -183,6 +197,7 @@ class Curve(_Symbols):
     method: str
     assumptions: tuple[str, ...] = ()
     notes: str = ""
+    relations: tuple[sp.Rel, ...] = ()
 
     def latex(self) -> str:
         raise UsageError(f"{self.name!r} is computed by {self.method}; it has no closed form to print")
