@@ -1,0 +1,605 @@
+"""``coopt bench``: every (instance, method, seed) task of the chosen families, run in parallel,
+one JSON line per finished task, then a report.
+
+Built on the contract only (the registry, ``Problem.generate / sizes / methods``, the shipped
+instance tiers and :func:`coopt.solvers.exact.run`), so a newly registered problem is benchmarked
+with no further code.
+
+Families
+    ``shipped-small``  the ``0-*.toml`` files of each problem;
+    ``shipped``        every shipped file;
+    ``generated``      ``Problem.generate(seed, size)`` for size in ``Problem.sizes`` (or ``--sizes``);
+    ``scaling``        sizes grow (the problem's sizes, then doubling) while an exact method still
+                       proves optimality within the time limit; the heuristics then run at 10x the
+                       largest size proven optimal.
+
+A task is identified by its key ``problem|instance|method|seed=N``; a task whose key is already in
+``OUT/results.jsonl`` is not run again, so a killed run resumes where it stopped. Seeds: with
+``--seeds N`` every task runs for seeds 0..N-1; the seed drives HiGHS and the heuristics and, for
+generated instances, the generator too.
+
+Parallelism: a local process pool (``--jobs``) or, with ``--scheduler``, a Dask distributed cluster
+(imported only then), fed in chunks. Every solve gets one HiGHS thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import coopt
+from coopt import registry
+from coopt.problem import Problem, SolveOptions, close
+
+FAMILIES = ("shipped-small", "shipped", "generated", "scaling")
+DEFAULT_FAMILIES = ("shipped-small", "generated")
+RESULTS = "results.jsonl"
+
+#: Scaling: the heuristics run at this multiple of the largest size an exact method proved optimal.
+SCALE_UP = 10
+#: Scaling: at most this many sizes are tried per problem (the last ones double each time).
+MAX_SCALING_STEPS = 12
+#: Dask: at most this many tasks are in flight at once (submitting 10^5 futures at once stalls the
+#: scheduler for minutes, dask/distributed#2181).
+DASK_CHUNK = 1000
+
+
+# -- tasks -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """One method on one instance with one seed. ``path`` (a shipped file) or ``size`` (a generated
+    instance, seeded by ``seed``) names the instance. ``module`` is where the problem object lives,
+    for workers whose registry does not know it (a problem registered at run time)."""
+
+    problem: str
+    module: str
+    family: str
+    method: str
+    seed: int
+    time_limit: float | None
+    path: str | None = None
+    size: int | None = None
+
+    @property
+    def instance(self) -> str:
+        return f"file:{Path(self.path).name}" if self.path is not None else f"generated:size={self.size}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.problem}|{self.instance}|{self.method}|seed={self.seed}"
+
+
+def _module_of(problem: Problem) -> str:
+    """The module holding ``problem`` as a global (where a worker can find it again), or ""."""
+    import sys
+
+    guess = getattr(problem.check, "__module__", "")
+    for name in [guess, *sorted(sys.modules)]:
+        module = sys.modules.get(name)
+        if module is not None and any(value is problem for value in list(vars(module).values())):
+            return name
+    return ""
+
+
+def _tasks(
+    problem: Problem,
+    family: str,
+    seeds: int,
+    time_limit: float | None,
+    methods: Sequence[str],
+    *,
+    path: Path | None = None,
+    size: int | None = None,
+) -> list[Task]:
+    return [
+        Task(
+            problem.name,
+            _module_of(problem),
+            family,
+            method,
+            seed,
+            time_limit,
+            path=None if path is None else str(path),
+            size=size,
+        )
+        for seed in range(seeds)
+        for method in methods
+    ]
+
+
+def plan(
+    problems: Sequence[Problem],
+    families: Sequence[str],
+    *,
+    seeds: int = 1,
+    sizes: Sequence[int] | None = None,
+    time_limit: float | None = None,
+    shipped: Callable[[str], list[Path]] | None = None,
+    small_shipped: Callable[[str], list[Path]] | None = None,
+) -> list[Task]:
+    """The tasks of the static families (``scaling`` is planned round by round, see
+    :func:`run_scaling`), without duplicates, in a stable order."""
+    from coopt import cli
+
+    shipped = shipped or cli.shipped
+    small_shipped = small_shipped or cli.small_shipped
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
+    tasks: dict[str, Task] = {}
+    for problem in problems:
+        for family in families:
+            if family in ("shipped-small", "shipped"):
+                files = small_shipped(problem.name) if family == "shipped-small" else shipped(problem.name)
+                for path in files:
+                    for task in _tasks(problem, family, seeds, time_limit, problem.methods, path=path):
+                        tasks.setdefault(task.key, task)
+            elif family == "generated":
+                for size in sizes or problem.sizes:
+                    for task in _tasks(problem, family, seeds, time_limit, problem.methods, size=size):
+                        tasks.setdefault(task.key, task)
+    return list(tasks.values())
+
+
+# -- one task, in a worker -------------------------------------------------------------------
+
+
+@cache
+def git_revision() -> str:
+    """``git rev-parse HEAD`` of the checkout coopt is imported from, or "unknown"."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(coopt.__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+@cache
+def _highs_version() -> str:
+    from coopt.solvers.exact import highs_version
+
+    return highs_version()
+
+
+def resolve(name: str, module: str = "") -> Problem:
+    """The problem called ``name``: the ``Problem`` of that name in ``module`` (importing only that
+    module, so that one broken problem module does not stop the others), else from the registry."""
+    if module:
+        found = importlib.import_module(module)
+        for value in vars(found).values():
+            if isinstance(value, Problem) and value.name == name:
+                return value
+    return registry.get(name)
+
+
+def _count_numbers(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | float):
+        return 1
+    if isinstance(value, dict):
+        return sum(_count_numbers(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_count_numbers(v) for v in value)
+    return 0
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """``ok`` (checked solution, claimed objective = recomputed), ``none`` (no solution, e.g. a
+    time limit), ``error`` (the method crashed) or ``failed`` (the checker rejects the solution or
+    recomputes a different objective)."""
+    if row.get("status") == "error":
+        return "error"
+    if row.get("solution") is None:
+        return "none"
+    check = row.get("check") or {}
+    if not check.get("feasible"):
+        return "failed"
+    claimed, recomputed = row.get("objective"), check.get("objective_recomputed")
+    if claimed is None or recomputed is None or not close(float(claimed), float(recomputed)):
+        return "failed"
+    return "ok"
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Run one task and return its result row; never raises (a failure is a row saying why)."""
+    from coopt.instance import load, to_toml
+    from coopt.solvers.exact import run
+
+    started = time.time()
+    row: dict[str, Any]
+    numbers = None
+    kind = "exact" if task.method in ("exact", "milp") else "heuristic"
+    try:
+        problem = resolve(task.problem, task.module)
+        kind = "heuristic" if task.method in problem.heuristics else "exact"
+        if task.path is not None:
+            loaded = load(task.path, registry_get=lambda n: problem if n == problem.name else registry.get(n))
+            instance, sha = loaded.instance, loaded.sha256
+        else:
+            instance = problem.generate(task.seed, task.size)
+            sha = hashlib.sha256(to_toml(problem, instance).encode()).hexdigest()
+        numbers = _count_numbers(problem.dump(instance))
+        options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed)
+        row = run(problem, instance, task.method, options, path=task.instance, sha256=sha).to_json()
+    except Exception as exc:  # loading or generating failed: the row says so, loudly
+        row = {
+            "problem": task.problem,
+            "instance": task.instance,
+            "instance_sha256": "",
+            "method": task.method,
+            "status": "error",
+            "sense": None,
+            "objective": None,
+            "bound": None,
+            "gap": None,
+            "times": {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": time.time() - started},
+            "solver": {},
+            "seed": task.seed,
+            "threads": 1,
+            "solution": None,
+            "check": {
+                "feasible": False,
+                "violations": [f"{type(exc).__name__}: {exc}"],
+                "objective_recomputed": None,
+            },
+        }
+    row.update(
+        key=task.key,
+        family=task.family,
+        path=task.path,
+        size=task.size,
+        instance_numbers=numbers,
+        time_limit=task.time_limit,
+        git_revision=git_revision(),
+        highs_version=_highs_version(),
+        coopt_version=coopt.__version__,
+        python=platform.python_version(),
+        host=platform.node(),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    row["kind"] = kind
+    row["verdict"] = verdict(row)
+    return row
+
+
+# -- results file ----------------------------------------------------------------------------
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Rows of a results file. A half-written last line (the run was killed while writing it) is
+    cut off the file, so that appending starts on a fresh line."""
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1]
+    if len(complete) != len(raw):
+        with path.open("r+b") as fh:
+            fh.truncate(len(complete))
+    rows = []
+    for number, line in enumerate(complete.decode("utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
+    return rows
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    return str(value)
+
+
+class ResultsWriter:
+    """Appends one row per line and syncs it, so a kill loses at most the line being written."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(row, default=_json_default, sort_keys=True) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+# -- executors -------------------------------------------------------------------------------
+
+
+class LocalExecutor:
+    """Tasks in a pool of ``jobs`` worker processes (``jobs == 1``: in this process). Spawned
+    workers: no state inherited from the parent but what each task carries."""
+
+    def __init__(self, jobs: int):
+        self.jobs = max(1, jobs)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalExecutor:
+        if self.jobs > 1:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def map_unordered(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
+        if self._pool is None:
+            for task in tasks:
+                yield run_task(task)
+            return
+        # Submit a bounded window: the pool never holds more than a few tasks per worker, so an
+        # interrupted run does not leave thousands of queued tasks behind.
+        pending: set = set()
+        queue = iter(tasks)
+        while True:
+            for task in queue:
+                pending.add(self._pool.submit(run_task, task))
+                if len(pending) >= 4 * self.jobs:
+                    break
+            if not pending:
+                return
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+
+class DaskExecutor:
+    """Tasks on a Dask distributed cluster at ``address`` (or through an existing ``client``),
+    at most :data:`DASK_CHUNK` in flight."""
+
+    def __init__(self, address: str | None = None, client: Any = None, chunk: int = DASK_CHUNK):
+        self.address, self.chunk = address, chunk
+        self._client, self._own = client, client is None
+
+    def __enter__(self) -> DaskExecutor:
+        if self._client is None:
+            from dask.distributed import Client
+
+            self._client = Client(self.address)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._own and self._client is not None:
+            self._client.close()
+
+    def map_unordered(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
+        from dask.distributed import as_completed
+
+        queue = iter(tasks)
+        first = [self._submit(t) for _, t in zip(range(self.chunk), queue, strict=False)]
+        if not first:
+            return
+        stream = as_completed(first)
+        for future in stream:
+            yield future.result()
+            following = next(queue, None)
+            if following is not None:
+                stream.add(self._submit(following))
+
+    def _submit(self, task: Task) -> Any:
+        # pure=False: equal tasks are still separate runs (their times are what we measure).
+        return self._client.submit(run_task, task, pure=False, key=f"coopt-bench-{task.key}-{time.time_ns()}")
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BenchConfig:
+    problems: list[str] = field(default_factory=list)  # empty: every registered problem
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    sizes: tuple[int, ...] | None = None
+    seeds: int = 1
+    time_limit: float | None = 60.0
+    jobs: int = 2
+    scheduler: str | None = None
+    out: Path = Path("bench-out")
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["out"] = str(self.out)
+        return data
+
+
+@dataclass
+class BenchRun:
+    """What a run did: every row of the results file (old and new) and how many it ran now."""
+
+    rows: list[dict[str, Any]]
+    ran: int
+    skipped: int
+
+
+class Progress:
+    """Counts finished tasks; the CLI swaps in a rich progress bar with an ETA."""
+
+    def add(self, total: int) -> None:
+        """``total`` more tasks are planned."""
+
+    def advance(self, row: dict[str, Any]) -> None:
+        """One task finished with ``row``."""
+
+
+def _selected(config: BenchConfig) -> list[Problem]:
+    names = config.problems or registry.names()
+    found = []
+    for name in names:
+        try:
+            found.append(registry.get(name))
+        except KeyError:
+            raise KeyError(f"unknown problem {name!r}; known: {', '.join(registry.names())}") from None
+    return found
+
+
+def _execute(
+    tasks: Sequence[Task],
+    executor: Any,
+    writer: ResultsWriter,
+    progress: Progress,
+    rows: dict[str, dict[str, Any]],
+) -> int:
+    progress.add(len(tasks))
+    for row in executor.map_unordered(tasks):
+        writer.write(row)
+        rows[row["key"]] = row
+        progress.advance(row)
+    return len(tasks)
+
+
+def run_bench(
+    config: BenchConfig,
+    *,
+    progress: Progress | None = None,
+    client: Any = None,
+    problems: Sequence[Problem] | None = None,
+) -> BenchRun:
+    """Run every task of ``config`` not yet in ``config.out/results.jsonl``; return all rows.
+
+    ``client`` (a ``dask.distributed.Client``) overrides ``config.scheduler``; ``problems``
+    overrides the registry lookup of ``config.problems``.
+    """
+    progress = progress or Progress()
+    selected = list(problems) if problems is not None else _selected(config)
+    results = Path(config.out) / RESULTS
+    rows = {row["key"]: row for row in read_results(results)}
+    static = plan(
+        selected,
+        [f for f in config.families if f != "scaling"],
+        seeds=config.seeds,
+        sizes=config.sizes,
+        time_limit=config.time_limit,
+    )
+    todo = [t for t in static if t.key not in rows]
+    skipped = len(static) - len(todo)
+    if client is not None or config.scheduler:
+        executor: Any = DaskExecutor(config.scheduler, client)
+    else:
+        executor = LocalExecutor(config.jobs)
+    writer = ResultsWriter(results)
+    try:
+        with executor:
+            ran = _execute(todo, executor, writer, progress, rows)
+            if "scaling" in config.families:
+                more_ran, more_skipped = run_scaling(selected, config, executor, writer, progress, rows)
+                ran, skipped = ran + more_ran, skipped + more_skipped
+    finally:
+        writer.close()
+    return BenchRun(rows=list(rows.values()), ran=ran, skipped=skipped)
+
+
+# -- the scaling family ----------------------------------------------------------------------
+
+
+def scaling_sizes(start: Sequence[int]) -> list[int]:
+    """The sizes tried: ``start`` (sorted, distinct), then doubling, :data:`MAX_SCALING_STEPS` in all."""
+    sizes = sorted(set(start)) or [1]
+    while len(sizes) < MAX_SCALING_STEPS:
+        sizes.append(2 * sizes[-1])
+    return sizes[:MAX_SCALING_STEPS]
+
+
+@dataclass
+class _Climb:
+    """One problem's walk up the sizes."""
+
+    problem: Problem
+    sizes: list[int]
+    step: int = 0
+    alive: list[str] = field(default_factory=list)  # exact methods still proving optimality
+    largest: dict[str, int] = field(default_factory=dict)  # exact method -> largest size proved
+    finished: bool = False
+
+
+def _proved(rows: dict[str, dict[str, Any]], tasks: Iterable[Task]) -> bool:
+    return all(
+        rows.get(t.key, {}).get("status") == "optimal" and rows[t.key].get("verdict") == "ok" for t in tasks
+    )
+
+
+def run_scaling(
+    problems: Sequence[Problem],
+    config: BenchConfig,
+    executor: Any,
+    writer: ResultsWriter,
+    progress: Progress,
+    rows: dict[str, dict[str, Any]],
+) -> tuple[int, int]:
+    """Climb the sizes of every problem in lock step (one round = one size per problem); an exact
+    method drops out at the first size where some seed is not proved optimal within the limit;
+    when all have dropped out (or the sizes run out) the heuristics run at :data:`SCALE_UP` times
+    the largest size proved. Returns (tasks run, tasks found already done)."""
+    climbs = [
+        _Climb(p, scaling_sizes(config.sizes or p.sizes), alive=list(p.exact_methods)) for p in problems
+    ]
+    ran = skipped = 0
+    while True:
+        round_tasks: list[tuple[_Climb, list[Task]]] = []
+        for climb in climbs:
+            if climb.finished:
+                continue
+            size = climb.sizes[climb.step]
+            methods = climb.alive + sorted(climb.problem.heuristics)
+            round_tasks.append(
+                (climb, _tasks(climb.problem, "scaling", config.seeds, config.time_limit, methods, size=size))
+            )
+        if not round_tasks:
+            break
+        flat = [t for _, tasks in round_tasks for t in tasks]
+        todo = [t for t in flat if t.key not in rows]
+        skipped += len(flat) - len(todo)
+        ran += _execute(todo, executor, writer, progress, rows)
+        finale: list[Task] = []
+        for climb, tasks in round_tasks:
+            size = climb.sizes[climb.step]
+            for method in list(climb.alive):
+                if _proved(rows, [t for t in tasks if t.method == method]):
+                    climb.largest[method] = size
+                else:
+                    climb.alive.remove(method)
+            climb.step += 1
+            if not climb.alive or climb.step == len(climb.sizes):
+                climb.finished = True
+                if climb.largest and climb.problem.heuristics:
+                    target = SCALE_UP * max(climb.largest.values())
+                    finale += _tasks(
+                        climb.problem,
+                        "scaling",
+                        config.seeds,
+                        None,
+                        sorted(climb.problem.heuristics),
+                        size=target,
+                    )
+        todo = [t for t in finale if t.key not in rows]
+        skipped += len(finale) - len(todo)
+        ran += _execute(todo, executor, writer, progress, rows)
+    return ran, skipped

@@ -1,0 +1,113 @@
+"""The numbers a benchmark reports, as small pure functions over plain floats.
+
+* Shifted geometric mean of run times, shift s = 10 s, as Mittelmann's benchmarks and the OET
+  solver benchmark define it (``open-energy-transition/solver-benchmark:
+  docs/Metrics_and_methodology.md``)::
+
+      SGM_s(t_1..t_n) = exp( (1/n) sum_i ln max(1, t_i + s) ) - s
+
+* Dolan-More performance profiles (Dolan & More, Math. Prog. 91:201-213, 2002). For a set of cases
+  p and methods m with costs c_{p,m} (time, or 1 + gap for quality) the ratio is
+  r_{p,m} = c_{p,m} / min_m c_{p,m}; a failed run gets r = inf (the "r_M" of the paper, larger
+  than any real ratio). The profile of m is rho_m(tau) = |{p : r_{p,m} <= tau}| / |P|.
+
+* Primal gap and primal integral (Berthold, Oper. Res. Lett. 41(6):611-614, 2013)::
+
+      gamma(z, opt) = 0                              if |opt| = |z| = 0
+                    = 1                              if opt * z < 0 or there is no incumbent
+                    = |opt - z| / max(|opt|, |z|)    otherwise
+      P(T) = integral_0^T gamma(t) dt   with gamma(t) the step function of the incumbents.
+
+* A power law t = a * n^k fitted by least squares on (ln n, ln t): the scaling exponent k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+#: The 10-second shift of the shifted geometric mean.
+SGM_SHIFT = 10.0
+
+#: Times are floored here before taking ratios: below a millisecond the timer measures Python
+#: call overhead, not the method, and a ratio of two such noises means nothing.
+TIME_FLOOR = 1e-3
+
+
+def shifted_geometric_mean(times: Iterable[float], shift: float = SGM_SHIFT) -> float:
+    """SGM of ``times`` with shift ``shift``; NaN for no times."""
+    values = np.asarray(list(times), dtype=float)
+    if values.size == 0:
+        return math.nan
+    return float(np.exp(np.mean(np.log(np.maximum(1.0, values + shift)))) - shift)
+
+
+def performance_ratios(costs: Mapping[str, Sequence[float | None]]) -> dict[str, list[float]]:
+    """Dolan-More ratios r_{p,m} = c_{p,m} / min_m c_{p,m}, per method, in case order.
+
+    ``costs[m][p]`` is method m's cost on case p, or None for a failure (ratio inf). Every method
+    must list the same cases. A case no method solved gives inf to all. Costs must be positive.
+    """
+    methods = list(costs)
+    if not methods:
+        return {}
+    counts = {len(costs[m]) for m in methods}
+    if len(counts) != 1:
+        raise ValueError(f"every method needs one cost per case; got lengths {sorted(counts)}")
+    ratios: dict[str, list[float]] = {m: [] for m in methods}
+    for p in range(counts.pop()):
+        column = [costs[m][p] for m in methods]
+        finite = [c for c in column if c is not None]
+        if any(c <= 0 for c in finite):
+            raise ValueError(f"costs must be positive; case {p} has {finite}")
+        best = min(finite) if finite else None
+        for m, c in zip(methods, column, strict=True):
+            ratios[m].append(math.inf if c is None or best is None else c / best)
+    return ratios
+
+
+def profile(ratios: Sequence[float], taus: Sequence[float]) -> list[float]:
+    """rho(tau): the fraction of cases whose ratio is at most tau, for each tau."""
+    if not ratios:
+        return [math.nan for _ in taus]
+    values = np.asarray(ratios, dtype=float)
+    return [float(np.mean(values <= tau)) for tau in taus]
+
+
+def primal_gap(value: float | None, optimum: float) -> float:
+    """Berthold's primal gap gamma in [0, 1]; 1 for no incumbent (None)."""
+    if value is None:
+        return 1.0
+    if value == 0 and optimum == 0:
+        return 0.0
+    if value * optimum < 0:
+        return 1.0
+    return abs(optimum - value) / max(abs(optimum), abs(value))
+
+
+def primal_integral(incumbents: Sequence[tuple[float, float]], optimum: float, horizon: float) -> float:
+    """Integral over [0, horizon] of the primal gap of the step function of ``incumbents``.
+
+    ``incumbents`` are (time found, objective) pairs; before the first one the gap is 1. Pairs
+    found after the horizon do not count.
+    """
+    total, since, gap = 0.0, 0.0, 1.0
+    for found, value in sorted(incumbents):
+        if found >= horizon:
+            break
+        total += gap * (max(found, 0.0) - since)
+        since, gap = max(found, 0.0), primal_gap(value, optimum)
+    return total + gap * max(horizon - since, 0.0)
+
+
+def fit_power_law(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, float] | None:
+    """(k, a) of the least-squares fit ln t = ln a + k ln n; None with fewer than two sizes."""
+    pairs = [(n, max(t, TIME_FLOOR)) for n, t in zip(sizes, times, strict=True) if n > 0]
+    if len({n for n, _ in pairs}) < 2:
+        return None
+    x = np.log([n for n, _ in pairs])
+    y = np.log([t for _, t in pairs])
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(slope), float(math.exp(intercept))

@@ -1,0 +1,180 @@
+"""``coopt bench``: benchmark every method of the chosen problems on instance families and write
+``OUT/results.jsonl`` (one line per task, resumable) and ``OUT/report.md`` (tables and plots).
+
+Exit status 1 when any solution failed its checker, a method crashed, or two answers contradict
+each other (a heuristic beating a proven optimum, exact methods disagreeing); those are listed
+in red here and at the top of the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
+
+from coopt.analysis import bench
+from coopt.errors import UsageError
+
+err = Console(stderr=True, highlight=False)
+
+
+class BarProgress(bench.Progress):
+    """A rich progress bar with an ETA, advanced by the parent as results arrive."""
+
+    def __init__(self) -> None:
+        self._bar = RichProgress(
+            TextColumn("[bold]bench[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=False,
+        )
+        self._task = self._bar.add_task("", total=0)
+
+    def __enter__(self) -> BarProgress:
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    def add(self, total: int) -> None:
+        self._bar.update(self._task, total=self._bar.tasks[0].total + total)
+
+    def advance(self, row: dict[str, Any]) -> None:
+        label = f"{row['problem']} {row['method']} {row['instance']} seed {row['seed']}: {row['status']}"
+        if row["verdict"] in ("failed", "error"):
+            err.print(
+                f"[bold red]CHECK FAILED[/] {row['key']}: "
+                + "; ".join((row.get("check") or {}).get("violations", [])[:2])
+            )
+        self._bar.update(self._task, advance=1, description=label)
+
+
+def _families(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
+    for name in names:
+        if name not in bench.FAMILIES:
+            raise argparse.ArgumentTypeError(f"unknown family {name!r}; known: {', '.join(bench.FAMILIES)}")
+    return names
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from coopt import registry
+    from coopt.analysis.bench_report import update_readme, write_report
+
+    for name in args.problems:
+        if name not in registry.names():
+            raise UsageError(f"unknown problem {name!r}; known: {', '.join(registry.names()) or 'none'}")
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.time_limit <= 0:
+        raise UsageError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    if args.sizes and min(args.sizes) < 1:
+        raise UsageError(f"--sizes must all be >= 1, got {args.sizes}")
+    out = Path(args.out)
+    config = bench.BenchConfig(
+        problems=list(args.problems),
+        families=args.family,
+        sizes=tuple(args.sizes) if args.sizes else None,
+        seeds=args.seeds,
+        time_limit=args.time_limit,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        out=out,
+    )
+    try:
+        rows = bench.read_results(out / bench.RESULTS)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.report_only:
+        where = f"Dask scheduler {args.scheduler}" if args.scheduler else f"{args.jobs} local worker(s)"
+        err.print(
+            f"coopt bench: {', '.join(args.problems) or 'all problems'}; families {', '.join(args.family)}; "
+            f"{args.seeds} seed(s); time limit {args.time_limit:g} s; {where}; results in {out}"
+        )
+        with BarProgress() as progress:
+            done = bench.run_bench(config, progress=progress)
+        err.print(f"ran {done.ran} task(s), {done.skipped} already done")
+        rows = done.rows
+    analysis = write_report(rows, out)
+    err.print(f"wrote {out / 'report.md'} ({len(rows)} rows)")
+    if args.update_readme:
+        try:
+            update_readme(Path(args.update_readme), analysis)
+        except (OSError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        err.print(f"updated the summary table in {args.update_readme}")
+    for row in analysis.failures:
+        err.print(
+            f"[bold red]CHECK FAILED[/] {row['key']} ({row['verdict']}): "
+            + "; ".join((row.get("check") or {}).get("violations", [])[:3])
+        )
+    for conflict in analysis.conflicts:
+        err.print(f"[bold red]CONFLICT[/] {conflict}")
+    return 1 if analysis.failures or analysis.conflicts else 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark heuristics against exact optima over instance families",
+        description="Run every (instance, method, seed) task of the chosen families; one JSON line per task "
+        "in OUT/results.jsonl (a rerun skips finished tasks), then OUT/report.md with tables and plots.",
+    )
+    p.add_argument("problems", nargs="*", metavar="PROBLEM", help="problems to run (default: all registered)")
+    p.add_argument(
+        "--family",
+        type=_families,
+        default=bench.DEFAULT_FAMILIES,
+        metavar="NAME[,NAME]",
+        help=f"instance families, comma-separated, from {', '.join(bench.FAMILIES)} "
+        f"(default: {','.join(bench.DEFAULT_FAMILIES)})",
+    )
+    p.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="generator sizes for generated/scaling (default: each problem's own sizes)",
+    )
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 per task (default 1)")
+    p.add_argument(
+        "--time-limit", type=float, default=60.0, metavar="S", help="seconds per exact solve (default 60)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="local worker processes (default: the number of CPUs)",
+    )
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask distributed scheduler instead")
+    p.add_argument("--out", default="bench-out", metavar="DIR", help="results and report directory")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report from OUT/results.jsonl")
+    p.add_argument(
+        "--update-readme",
+        nargs="?",
+        const="README.md",
+        metavar="README",
+        help="regenerate the summary table between the bench markers (default README.md)",
+    )
+    p.set_defaults(func=cmd_bench)

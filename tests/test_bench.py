@@ -1,0 +1,459 @@
+"""``coopt bench``: the metrics against hand computations, the runner (local, process pool, Dask),
+resume after a kill, loud check failures, the scaling family, the report and the README table.
+
+The runs use variants of the test knapsack (tests/knapsack.py) defined here at module level, so
+that spawned workers can import them again; the registry is monkeypatched to hold them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from itertools import product
+from pathlib import Path
+
+import knapsack
+import pytest
+
+from coopt import cli, registry
+from coopt.analysis import bench
+from coopt.analysis.bench_metrics import (
+    fit_power_law,
+    performance_ratios,
+    primal_gap,
+    primal_integral,
+    profile,
+    shifted_geometric_mean,
+)
+from coopt.analysis.bench_report import (
+    README_BEGIN,
+    README_END,
+    analyse,
+    reach,
+    update_readme,
+    write_report,
+)
+from coopt.problem import ExactOutcome, SolveOptions
+
+# -- toy problems ----------------------------------------------------------------------------
+
+
+def knapsack_dp(instance: knapsack.Instance, options: SolveOptions) -> ExactOutcome:
+    """Exact 0/1 knapsack by dynamic programming over integer capacities."""
+    capacity = int(instance.capacity)
+    best = [(0.0, ())] * (capacity + 1)
+    for k, (value, weight) in enumerate(zip(instance.values, instance.weights, strict=True)):
+        w = int(weight)
+        for c in range(capacity, w - 1, -1):
+            candidate = best[c - w][0] + value
+            if candidate > best[c][0]:
+                best[c] = (candidate, (*best[c - w][1], k))
+    value, take = max(best)
+    return ExactOutcome({"take": sorted(take), "objective": value}, "optimal", value)
+
+
+def by_index(instance: knapsack.Instance, seed: int = 0) -> dict:
+    """First fit in index order (a deliberately weaker heuristic)."""
+    take, weight = [], 0.0
+    for k, w in enumerate(instance.weights):
+        if weight + w <= instance.capacity:
+            take.append(k)
+            weight += w
+    return {"take": take, "objective": float(sum(instance.values[k] for k in take))}
+
+
+def take_all(instance: knapsack.Instance, seed: int = 0) -> dict:
+    """Wrong on purpose: ignores the capacity."""
+    take = list(range(len(instance.values)))
+    return {"take": take, "objective": float(sum(instance.values))}
+
+
+def dp_up_to_size_two(instance: knapsack.Instance, options: SolveOptions) -> ExactOutcome:
+    """The DP, pretending to run out of time above 8 items (generator size 2)."""
+    if len(instance.values) > 8:
+        return ExactOutcome(None, "time_limit", None)
+    return knapsack_dp(instance, options)
+
+
+def slow_greedy(instance: knapsack.Instance, seed: int = 0) -> dict:
+    time.sleep(0.1)
+    return knapsack.greedy(instance, seed)
+
+
+TOY = replace(
+    knapsack.PROBLEM,
+    name="toy",
+    exact=knapsack_dp,
+    sizes=(1, 2),
+    heuristics={"greedy": knapsack.greedy, "by_index": by_index},
+)
+CHEAT = replace(TOY, name="cheat", heuristics={"take_all": take_all})
+CLIMB = replace(
+    TOY,
+    name="climb",
+    exact=dp_up_to_size_two,
+    build=None,
+    extract=None,
+    heuristics={"greedy": knapsack.greedy},
+)
+SLOW = replace(TOY, name="slow", build=None, extract=None, heuristics={"greedy": slow_greedy})
+
+
+@pytest.fixture
+def toys(monkeypatch, tmp_path):
+    """The registry holds the toy problems; shipped instances live in a temporary directory."""
+    problems = {p.name: p for p in (TOY, CHEAT, CLIMB, SLOW)}
+    monkeypatch.setattr(registry, "_all", lambda: dict(sorted(problems.items())))
+    shipped = tmp_path / "instances"
+    for name, seed in product(("toy",), (1, 2)):
+        instance = knapsack.generate(seed, 1)
+        (shipped / name).mkdir(parents=True, exist_ok=True)
+        from coopt.instance import to_toml
+
+        (shipped / name / f"0-seed{seed}.toml").write_text(to_toml(TOY, instance))
+    (shipped / "toy" / "1-larger.toml").write_text(to_toml(TOY, knapsack.generate(3, 3)))
+    monkeypatch.setattr(cli, "instances_dir", lambda: shipped)
+    return problems
+
+
+def brute_force(instance: knapsack.Instance) -> float:
+    n = len(instance.values)
+    return max(
+        sum(v for v, x in zip(instance.values, pick, strict=True) if x)
+        for pick in product((0, 1), repeat=n)
+        if sum(w for w, x in zip(instance.weights, pick, strict=True) if x) <= instance.capacity
+    )
+
+
+class Counting(bench.Progress):
+    def __init__(self) -> None:
+        self.total = 0
+        self.keys: list[str] = []
+
+    def add(self, total: int) -> None:
+        self.total += total
+
+    def advance(self, row: dict) -> None:
+        self.keys.append(row["key"])
+
+
+def objectives(rows: list[dict]) -> dict[str, float | None]:
+    return {r["key"]: r["objective"] for r in rows}
+
+
+# -- metrics against hand computations -------------------------------------------------------
+
+
+def test_shifted_geometric_mean_by_hand():
+    assert shifted_geometric_mean([0.0, 10.0]) == pytest.approx(math.sqrt(10 * 20) - 10)
+    assert shifted_geometric_mean([5.0, 5.0, 5.0]) == pytest.approx(5.0)
+    # shift 0 and times below 1 s: every term is clamped to ln 1 = 0
+    assert shifted_geometric_mean([0.2, 0.5], shift=0.0) == pytest.approx(1.0)
+    assert shifted_geometric_mean([1.0, 4.0], shift=0.0) == pytest.approx(2.0)
+    assert math.isnan(shifted_geometric_mean([]))
+
+
+def test_performance_ratios_and_profile_by_hand():
+    ratios = performance_ratios({"a": [1.0, 2.0, None, None], "b": [2.0, 2.0, 3.0, None]})
+    assert ratios["a"] == [1.0, 1.0, math.inf, math.inf]
+    assert ratios["b"] == [2.0, 1.0, 1.0, math.inf]
+    assert profile(ratios["a"], [1.0, 2.0, 100.0]) == [0.5, 0.5, 0.5]
+    assert profile(ratios["b"], [1.0, 1.5, 2.0]) == [0.5, 0.5, 0.75]
+    with pytest.raises(ValueError):
+        performance_ratios({"a": [1.0], "b": [1.0, 2.0]})
+
+
+def test_primal_gap_and_integral_by_hand():
+    assert primal_gap(9.0, 10.0) == pytest.approx(0.1)
+    assert primal_gap(10.0, 9.0) == pytest.approx(0.1)
+    assert primal_gap(-1.0, 1.0) == 1.0
+    assert primal_gap(0.0, 0.0) == 0.0
+    assert primal_gap(None, 3.0) == 1.0
+    # gap 1 on [0, 2), 0.1 on [2, 5)
+    assert primal_integral([(2.0, 9.0)], 10.0, 5.0) == pytest.approx(2.3)
+    # gap 1 on [0, 1), 0.5 on [1, 3), 0 on [3, 4); the incumbent at 6 is past the horizon
+    assert primal_integral([(3.0, 10.0), (1.0, 5.0), (6.0, 1.0)], 10.0, 4.0) == pytest.approx(2.0)
+    assert primal_integral([], 10.0, 4.0) == pytest.approx(4.0)
+
+
+def test_power_law_fit_recovers_the_exponent():
+    sizes = [2, 4, 8, 16]
+    k, a = fit_power_law(sizes, [3.0 * n**2.5 for n in sizes])
+    assert k == pytest.approx(2.5)
+    assert a == pytest.approx(3.0)
+    assert fit_power_law([4, 4], [1.0, 2.0]) is None
+
+
+# -- the report's analysis on hand-made rows -------------------------------------------------
+
+
+def _row(
+    method,
+    objective,
+    status="feasible",
+    bound=None,
+    kind="heuristic",
+    verdict="ok",
+    seed=0,
+    instance="i",
+    total=1.0,
+):
+    return {
+        "key": f"p|{instance}|{method}|seed={seed}",
+        "problem": "p",
+        "instance": instance,
+        "method": method,
+        "seed": seed,
+        "status": status,
+        "sense": "min",
+        "objective": objective,
+        "bound": bound,
+        "kind": kind,
+        "verdict": verdict,
+        "size": None,
+        "time_limit": 60.0,
+        "family": "generated",
+        "times": {"build": 0.0, "handoff": 0.0, "solve": total, "total": total},
+        "check": {"feasible": verdict == "ok", "violations": [] if verdict == "ok" else ["capacity: over"]},
+    }
+
+
+def test_analysis_gaps_counts_and_conflicts():
+    rows = [
+        _row("exact", 10.0, "optimal", 10.0, "exact", instance="a", total=4.0),
+        _row("h", 11.0, instance="a", total=1.0),
+        _row("exact", 20.0, "feasible", 16.0, "exact", instance="b", total=60.0),
+        _row("h", 18.0, instance="b"),
+        _row("exact", 5.0, "optimal", 5.0, "exact", instance="c"),
+        _row("h", 5.0, instance="c"),
+    ]
+    analysis = analyse(rows)
+    p = analysis.problems["p"]
+    h, exact = p.summaries["h"], p.summaries["exact"]
+    assert (exact.optimal, exact.runs) == (2, 3)
+    assert (h.optimal, h.with_optimum) == (1, 2)
+    assert h.gaps_to_optimum == pytest.approx([0.1, 0.0])
+    assert h.gaps_to_bound == pytest.approx([2 / 16])  # no optimum on b: labelled as a gap to the bound
+    assert exact.gaps_to_bound == pytest.approx([4 / 16])
+    # case a, horizon 4 s: h has gap 1 for 1 s, then 1/11 for 3 s
+    assert h.primal_integrals[0] == pytest.approx(1.0 + 3.0 / 11.0)
+    assert not analysis.failures and not analysis.conflicts
+
+    beating = [*rows, _row("h2", 9.0, instance="a")]
+    assert any("better than the proven optimum" in c for c in analyse(beating).conflicts)
+    broken = [*rows, _row("h2", 12.0, instance="a", verdict="failed")]
+    assert [r["method"] for r in analyse(broken).failures] == ["h2"]
+
+
+# -- the runner ------------------------------------------------------------------------------
+
+
+def _config(tmp_path, name="out", **kwargs):
+    base = {
+        "problems": ["toy"],
+        "families": ("shipped-small", "generated"),
+        "seeds": 2,
+        "jobs": 1,
+        "out": tmp_path / name,
+        "time_limit": 30.0,
+    }
+    return bench.BenchConfig(**{**base, **kwargs})
+
+
+def test_local_run_covers_every_task_and_checks_every_solution(toys, tmp_path):
+    progress = Counting()
+    done = bench.run_bench(_config(tmp_path), progress=progress)
+    # 2 small files x 2 seeds + 2 sizes x 2 seeds = 8 cases, 4 methods each
+    assert done.ran == progress.total == len(done.rows) == 8 * 4
+    assert len(set(progress.keys)) == len(progress.keys)
+    rows = done.rows
+    assert {r["verdict"] for r in rows} == {"ok"}
+    for row in rows:
+        assert row["git_revision"] and row["highs_version"] and row["solver"]["version"]
+        assert row["kind"] == ("heuristic" if row["method"] in TOY.heuristics else "exact")
+    by_case: dict = {}
+    for row in rows:
+        by_case.setdefault((row["instance"], row["seed"]), {})[row["method"]] = row
+    for (instance, seed), methods in by_case.items():
+        if instance.startswith("generated:size="):
+            truth = brute_force(knapsack.generate(seed, int(instance.removeprefix("generated:size="))))
+        else:  # file:0-seed<N>.toml holds knapsack.generate(N, 1)
+            truth = brute_force(knapsack.generate(int(instance.removeprefix("file:0-seed")[0]), 1))
+        assert methods["exact"]["objective"] == pytest.approx(truth)
+        assert methods["milp"]["objective"] == pytest.approx(truth)
+        for h in TOY.heuristics:
+            assert methods[h]["objective"] <= truth + 1e-9
+    lines = (tmp_path / "out" / bench.RESULTS).read_text().splitlines()
+    assert len(lines) == len(rows)
+
+    analysis = write_report(rows, tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "All 32 solutions passed" in report and "CHECK FAILED" not in report
+    assert (tmp_path / "out" / "profiles-toy.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "scaling-toy.png").stat().st_size > 1000
+    assert analysis.problems["toy"].summaries["exact"].optimal == 8
+
+
+def test_process_pool_and_dask_give_the_local_objectives(toys, tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    local = bench.run_bench(_config(tmp_path, "local"))
+    pool = bench.run_bench(_config(tmp_path, "pool", jobs=2))
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        distributed = bench.run_bench(_config(tmp_path, "dask"), client=client)
+    assert objectives(local.rows) == objectives(pool.rows) == objectives(distributed.rows)
+    assert {r["verdict"] for r in distributed.rows} == {"ok"}
+    assert len({r["host"] + str(r["finished_at"]) for r in distributed.rows}) >= 1
+
+
+def test_rerun_after_partial_results_runs_only_the_missing_tasks(toys, tmp_path):
+    config = _config(tmp_path)
+    first = bench.run_bench(config)
+    results = tmp_path / "out" / bench.RESULTS
+    lines = results.read_text().splitlines(keepends=True)
+    kept = lines[:11]
+    results.write_text("".join(kept) + lines[11][:25])  # as if killed while writing line 12
+    progress = Counting()
+    again = bench.run_bench(config, progress=progress)
+    assert again.skipped == 11 and again.ran == len(lines) - 11
+    assert set(progress.keys) == {json.loads(line)["key"] for line in lines[11:]}
+    after = results.read_text().splitlines(keepends=True)
+    assert after[:11] == kept and len(after) == len(lines)
+    assert objectives(again.rows) == objectives(first.rows)
+    assert bench.run_bench(config).ran == 0
+
+
+def test_killed_run_resumes_with_only_the_missing_tasks(tmp_path, monkeypatch):
+    """A real kill: a child process runs the slow toy; it is killed once some rows are written."""
+    out = tmp_path / "killed"
+    script = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import test_bench\n"
+        "from coopt import registry\n"
+        "registry._all = lambda: {'slow': test_bench.SLOW}\n"
+        "from coopt.analysis import bench\n"
+        "bench.run_bench(bench.BenchConfig(problems=['slow'], families=('generated',), sizes=(1, 2, 3), seeds=4,"
+        f" jobs=1, out=__import__('pathlib').Path({str(out)!r})))\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    results = out / bench.RESULTS
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.poll() is None:
+        if results.exists() and len(results.read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    before = bench.read_results(results)
+    total = 3 * 4 * len(SLOW.methods)
+    assert 4 <= len(before) < total
+    monkeypatch.setattr(registry, "_all", lambda: {"slow": SLOW})
+    progress = Counting()
+    again = bench.run_bench(
+        bench.BenchConfig(
+            problems=["slow"], families=("generated",), sizes=(1, 2, 3), seeds=4, jobs=1, out=out
+        ),
+        progress=progress,
+    )
+    assert again.ran == total - len(before) == len(progress.keys)
+    assert not {r["key"] for r in before} & set(progress.keys)
+    assert len(bench.read_results(results)) == total
+
+
+def test_failed_check_is_loud(toys, tmp_path, capsys):
+    status = cli.main(
+        [
+            "bench",
+            "cheat",
+            "--family",
+            "generated",
+            "--sizes",
+            "1",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path / "cheat"),
+        ]
+    )
+    assert status == 1
+    assert "CHECK FAILED" in capsys.readouterr().err
+    report = (tmp_path / "cheat" / "report.md").read_text()
+    assert "CHECK FAILED: 1 task(s)" in report and "cheat|generated:size=1|take_all|seed=0" in report
+
+
+def test_scaling_climbs_until_the_exact_route_fails_then_runs_heuristics_at_ten_times(toys, tmp_path):
+    done = bench.run_bench(_config(tmp_path, problems=["climb"], families=("scaling",), seeds=1))
+    sizes = sorted({(r["method"], r["size"]) for r in done.rows})
+    # sizes 1, 2 (the problem's own), then doubling: exact proves 1 and 2 (<= 8 items) and fails at 4;
+    # the heuristic also runs at 10 x 2 = 20
+    assert [s for m, s in sizes if m == "exact"] == [1, 2, 4]
+    assert [s for m, s in sizes if m == "greedy"] == [1, 2, 4, 20]
+    result = reach(analyse(done.rows).problems["climb"])
+    assert result.largest == {"exact": 2}
+    assert result.heuristic_size == 20 and set(result.heuristic_times) == {"greedy"}
+    write_report(done.rows, tmp_path / "out")
+    assert "exact: 2" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_cli_writes_report_and_updates_the_readme(toys, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n\nbefore\n{README_BEGIN}\nold table\n{README_END}\nafter\n")
+    out = tmp_path / "cli"
+    args = [
+        "bench",
+        "toy",
+        "--family",
+        "shipped",
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+        "--update-readme",
+        str(readme),
+    ]
+    assert cli.main(args) == 0
+    text = readme.read_text()
+    assert text.startswith("# title\n\nbefore\n") and text.endswith(f"{README_END}\nafter\n")
+    assert "old table" not in text and "| toy | greedy | heuristic |" in text
+    rows = bench.read_results(out / bench.RESULTS)
+    assert {r["instance"] for r in rows} == {"file:0-seed1.toml", "file:0-seed2.toml", "file:1-larger.toml"}
+    assert cli.main(["bench", "--report-only", "--out", str(out)]) == 0
+    unmarked = tmp_path / "UNMARKED.md"
+    unmarked.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="bench:begin"):
+        update_readme(unmarked, analyse(rows))
+    assert unmarked.read_text() == "# no markers\n"
+
+
+def test_cli_rejects_bad_arguments(toys, tmp_path, capsys):
+    assert cli.main(["bench", "nosuch", "--out", str(tmp_path)]) == 2
+    assert "unknown problem 'nosuch'" in capsys.readouterr().err
+    assert cli.main(["bench", "toy", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--family", "nosuch"])
+
+
+# -- whatever real problems are registered ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_real_problem_heuristics_pass_through_the_bench(name, tmp_path):
+    """Every registered problem plans tasks for every method; its heuristics on the small shipped
+    instances come back as checked rows."""
+    problem = registry.get(name)
+    tasks = bench.plan([problem], ["shipped-small"], seeds=1, time_limit=30.0)
+    files = cli.small_shipped(name)
+    assert len(tasks) == len(files) * len(problem.methods)
+    for task in tasks:
+        if task.method in problem.heuristics:
+            row = bench.run_task(task)
+            assert row["verdict"] in ("ok", "none"), row["check"]
