@@ -1,0 +1,586 @@
+"""LightCode heuristics, the HEFT-style list schedule, and the two-device min cut.
+
+Every heuristic picks an assignment by its own rule, then (shared tail, :func:`_finish`) makes it
+uniform across blocks if the instance asks, repairs side constraints by moving decision classes
+until none is violated, and, for the makespan objective, turns the assignment into a schedule with
+:func:`list_schedule`. For the makespan objective the selection rules use the serial latency sum
+as their surrogate cost (the repo does the same: selection first, scheduling afterwards).
+
+Costs below are "sum costs": energy, or the latency sum, of the Stacked Graph in
+:mod:`coopt.formulations.lightcode_graph`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
+
+import networkx as nx
+
+from coopt.formulations.lightcode_graph import (
+    MICRO,
+    Assignment,
+    Instance,
+    StackedGraph,
+    as_solution,
+    conversion_elements,
+    energy,
+    latency_sum,
+    makespan,
+    ptu_weight_bytes,
+    stacked_graph,
+    sum_cost,
+)
+from coopt.problem import Solution
+from coopt.solvers.exact import NoSolution
+
+
+def _surrogate(instance: Instance) -> str:
+    return "energy" if instance.objective == "energy" else "latency_sum"
+
+
+def _tables(
+    graph: StackedGraph, kind: str
+) -> tuple[list[dict[str, float]], list[dict[tuple[str, str], float]]]:
+    """Own cost per (operator, device) and transfer cost per (edge, device pair) for ``kind``."""
+    attr = "energy" if kind == "energy" else "latency"
+    own = [{d: getattr(r, attr) for d, r in s.items()} for s in graph.stacks]
+    return own, graph.transfer_energy if kind == "energy" else graph.transfer_latency
+
+
+# ------------------------------------------------------------------------------------------------
+# Scheduling
+# ------------------------------------------------------------------------------------------------
+def upward_rank(graph: StackedGraph, assign: Assignment) -> list[float]:
+    """HEFT's upward rank: own latency plus the longest (transfer + rank) over the successors."""
+    rank = [0.0] * len(graph.ops)
+    for u in reversed(range(len(graph.ops))):
+        tail = max(
+            (
+                graph.transfer_latency[k][assign[u], assign[graph.edges[k].dst]] + rank[graph.edges[k].dst]
+                for k in graph.out_edges[u]
+            ),
+            default=0.0,
+        )
+        rank[u] = graph.stacks[u][assign[u]].latency + tail
+    return rank
+
+
+def _insert(busy: list[tuple[float, float]], ready: float, length: float) -> float:
+    """Earliest start >= ready of a gap of ``length`` in the sorted busy intervals of one device."""
+    start = ready
+    for s, f in busy:
+        if start + length <= s:
+            break
+        start = max(start, f)
+    return start
+
+
+def list_schedule(graph: StackedGraph, assign: Assignment) -> list[float]:
+    """HEFT-style list schedule of a fixed assignment: operators by decreasing upward rank, each at
+    the earliest gap on its device after its inputs arrive (insertion policy).
+
+    Guarantee: a feasible schedule (precedence with transfer delays, one operator at a time per
+    device). Complexity O(|E| + |V| (log |V| + busy intervals)). Source: Topcuoglu, Hariri, Wu,
+    "Performance-effective and low-complexity task scheduling for heterogeneous computing",
+    IEEE TPDS 13(3), 2002."""
+    rank = upward_rank(graph, assign)
+    start = [0.0] * len(graph.ops)
+    busy: dict[str, list[tuple[float, float]]] = {}
+    for v in sorted(range(len(graph.ops)), key=lambda v: (-rank[v], v)):
+        ready = max(
+            (
+                start[graph.edges[k].src]
+                + graph.stacks[graph.edges[k].src][assign[graph.edges[k].src]].latency
+                + graph.transfer_latency[k][assign[graph.edges[k].src], assign[v]]
+                for k in graph.in_edges[v]
+            ),
+            default=0.0,
+        )
+        length = graph.stacks[v][assign[v]].latency
+        intervals = busy.setdefault(assign[v], [])
+        start[v] = _insert(intervals, ready, length)
+        intervals.append((start[v], start[v] + length))
+        intervals.sort()
+    return start
+
+
+# ------------------------------------------------------------------------------------------------
+# Shared tail: uniform blocks, side-constraint repair, schedule, objective
+# ------------------------------------------------------------------------------------------------
+def _span(instance: Instance, graph: StackedGraph, assign: Assignment) -> float:
+    if instance.objective == "makespan":
+        return makespan(graph, assign, list_schedule(graph, assign))
+    return latency_sum(graph, assign)
+
+
+def _value(instance: Instance, graph: StackedGraph, assign: Assignment) -> float:
+    """The true objective of an assignment (makespan via the list schedule), in seconds or joules."""
+    if instance.objective == "makespan":
+        return _span(instance, graph, assign)
+    return sum_cost(graph, assign, instance.objective)
+
+
+def _excess(instance: Instance, graph: StackedGraph, assign: Assignment) -> float:
+    """Total relative excess over the side constraints (0: all hold)."""
+    total = 0.0
+    for dev in instance.devices:
+        if dev.kind == "photonic" and dev.weight_capacity_mb > 0:
+            cap = dev.weight_capacity_mb * 1e6
+            total += max(0.0, ptu_weight_bytes(instance, graph, assign, dev.name) / cap - 1)
+    lim = instance.limits
+    if lim.max_conversion_elements > 0:
+        total += max(0.0, conversion_elements(instance, graph, assign) / lim.max_conversion_elements - 1)
+    if lim.energy_budget_mj > 0 or lim.power_cap_w > 0:
+        used = energy(graph, assign)
+        if lim.energy_budget_mj > 0:
+            total += max(0.0, used / (lim.energy_budget_mj * 1e-3) - 1)
+        if lim.power_cap_w > 0:
+            total += max(0.0, used / (lim.power_cap_w * _span(instance, graph, assign)) - 1)
+    return total if total > 1e-9 else 0.0
+
+
+def _uniform(instance: Instance, graph: StackedGraph, assign: Assignment) -> Assignment:
+    """One device per role across blocks: each class takes the device that is cheapest for the
+    whole class, given the rest (one pass, classes in operator order)."""
+    if not instance.uniform_blocks:
+        return assign
+    assign = list(assign)
+    kind = _surrogate(instance)
+    for members in graph.classes(True):
+        options = sorted(graph.stacks[members[0]])
+        best = min(options, key=lambda d: (sum_cost(graph, _set(assign, members, d), kind), d))
+        assign = _set(assign, members, best)
+    return assign
+
+
+def _set(assign: Assignment, members: list[int], device: str) -> Assignment:
+    out = list(assign)
+    for v in members:
+        out[v] = device
+    return out
+
+
+def _repair(instance: Instance, graph: StackedGraph, assign: Assignment) -> Assignment:
+    """Move one decision class at a time, the move that cuts the excess most (ties: the cheaper),
+    until every side constraint holds; NoSolution when no move reduces the excess."""
+    excess = _excess(instance, graph, assign)
+    classes = graph.classes(instance.uniform_blocks)
+    while excess > 0:
+        best = None
+        for members in classes:
+            for d in sorted(graph.stacks[members[0]]):
+                if d == assign[members[0]]:
+                    continue
+                trial = _set(assign, members, d)
+                key = (_excess(instance, graph, trial), _value(instance, graph, trial))
+                if best is None or key < best[0]:
+                    best = (key, trial)
+        if best is None or best[0][0] >= excess:
+            raise NoSolution("side constraints cannot be met by single moves")
+        excess, assign = best[0][0], best[1]
+    return assign
+
+
+def _finish(instance: Instance, graph: StackedGraph, assign: Assignment) -> Solution:
+    assign = _repair(instance, graph, _uniform(instance, graph, assign))
+    return _solution(instance, graph, assign)
+
+
+def _solution(
+    instance: Instance, graph: StackedGraph, assign: Assignment, start: list[float] | None = None
+) -> Solution:
+    if instance.objective == "makespan":
+        start = start if start is not None else list_schedule(graph, assign)
+        out = as_solution(graph, assign, start)
+        out["objective"] = makespan(graph, assign, start) * MICRO
+    else:
+        out = as_solution(graph, assign)
+        out["objective"] = sum_cost(graph, assign, instance.objective) * MICRO
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Heuristics
+# ------------------------------------------------------------------------------------------------
+def greedy_per_operator(instance: Instance, seed: int = 0) -> Solution:
+    """Each operator (or class, with uniform blocks) takes the realization minimising its own cost
+    plus every incident transfer priced at the cheapest partner device.
+
+    Guarantee: optimal for energy and latency-sum under the authors' ``sram_hop`` transfers
+    without side constraints (the cost is then a sum of per-operator terms); a heuristic otherwise.
+    Complexity O(|V| K + |E| K^2). Source: the notes' GREEDY-ISOLATED with endpoint attribution."""
+    graph = stacked_graph(instance)
+    own, transfer = _tables(graph, _surrogate(instance))
+    score = []
+    for v, stack in enumerate(graph.stacks):
+        row = {}
+        for d in stack:
+            cost = own[v][d]
+            cost += sum(
+                min(transfer[k][du, d] for du in graph.stacks[graph.edges[k].src]) for k in graph.in_edges[v]
+            )
+            cost += sum(
+                min(transfer[k][d, dv] for dv in graph.stacks[graph.edges[k].dst]) for k in graph.out_edges[v]
+            )
+            row[d] = cost
+        score.append(row)
+    assign = [min(sorted(row), key=row.__getitem__) for row in score]
+    for members in graph.classes(instance.uniform_blocks):
+        best = min(sorted(graph.stacks[members[0]]), key=lambda d: sum(score[v][d] for v in members))
+        assign = _set(assign, members, best)
+    return _finish(instance, graph, assign)
+
+
+def greedy_topological(instance: Instance, seed: int = 0) -> Solution:
+    """In topological order, each operator takes the realization minimising its own cost plus the
+    transfers from its already placed producers (myopic: successors are ignored).
+
+    Guarantee: none beyond feasibility. Complexity O(|V| K + |E| K). Source: notes' GREEDY-TOPO."""
+    graph = stacked_graph(instance)
+    own, transfer = _tables(graph, _surrogate(instance))
+    assign: Assignment = []
+    for v, stack in enumerate(graph.stacks):
+
+        def cost(d: str, v: int = v) -> float:
+            return own[v][d] + sum(transfer[k][assign[graph.edges[k].src], d] for k in graph.in_edges[v])
+
+        assign.append(min(sorted(stack), key=cost))
+    return _finish(instance, graph, assign)
+
+
+def chain_dp(instance: Instance, seed: int = 0) -> Solution:
+    """Dynamic programme along the topological order, one state per realization of the current
+    operator; a transfer from an earlier producer is priced at that producer's device on the best
+    path into the state (exact for the consecutive edge, path-dependent for the others).
+
+    Guarantee: optimal on a chain (every edge joins consecutive operators) for sum objectives.
+    Complexity O(|V| K^2 + |E| K^2 span), span = the longest back-edge in operators.
+    Source: notes' CHAIN-DP."""
+    graph = stacked_graph(instance)
+    own, transfer = _tables(graph, _surrogate(instance))
+    n = len(graph.ops)
+    devices = [sorted(s) for s in graph.stacks]
+    cost: list[dict[str, float]] = []
+    parent: list[dict[str, str]] = []
+
+    def device_on_path(i: int, d: str, u: int) -> str:
+        """Device of operator u < i on the best path ending with operator i on d."""
+        while i > u:
+            d, i = parent[i][d], i - 1
+        return d
+
+    for v in range(n):
+        cost.append({})
+        parent.append({})
+        for d in devices[v]:
+            if v == 0:
+                cost[v][d] = own[v][d]
+                continue
+            best = None
+            for s in devices[v - 1]:
+                c = cost[v - 1][s] + own[v][d]
+                for k in graph.in_edges[v]:
+                    u = graph.edges[k].src
+                    c += transfer[k][device_on_path(v - 1, s, u), d]
+                if best is None or c < best[0]:
+                    best = (c, s)
+            cost[v][d], parent[v][d] = best
+    d = min(devices[-1], key=lambda d: cost[-1][d])
+    assign = [""] * n
+    for v in reversed(range(n)):
+        assign[v] = d
+        if v:
+            d = parent[v][d]
+    return _finish(instance, graph, assign)
+
+
+def articulation_operators(graph: StackedGraph) -> list[int]:
+    """Operators every source-to-sink path passes (single source, single sink): exactly those no
+    edge jumps over in the topological order."""
+    n = len(graph.ops)
+    covered = [0] * (n + 1)
+    for e in graph.edges:
+        if e.dst > e.src + 1:
+            covered[e.src + 1] += 1
+            covered[e.dst] -= 1
+    cuts, depth = [], 0
+    for v in range(n):
+        depth += covered[v]
+        if depth == 0:
+            cuts.append(v)
+    return cuts
+
+
+def _frontier_dp(
+    graph: StackedGraph,
+    seq: list[int],
+    own: list[dict[str, float]],
+    transfer: list[dict[tuple[str, str], float]],
+    first: str,
+    beam: int | None = None,
+) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Min cost of operators ``seq[1:]`` (with ``seq[0]`` fixed on ``first``, its own cost not
+    counted) and of the edges inside ``seq``, for every device of ``seq[-1]``, with the
+    assignment. A state is the devices of the placed operators that still feed unplaced ones."""
+    inside = set(seq)
+    position = {v: i for i, v in enumerate(seq)}
+    last_use = {
+        v: max((position[w] for w in graph.succs[v] if w in inside), default=position[v]) for v in seq
+    }
+    states: dict[tuple, tuple[float, tuple[str, ...]]] = {
+        ((seq[0], first),) if last_use[seq[0]] > 0 else (): (0.0, (first,))
+    }
+    for i, v in enumerate(seq[1:], start=1):
+        nxt: dict[tuple, tuple[float, tuple[str, ...]]] = {}
+        for frontier, (base, path) in states.items():
+            placed = dict(frontier)
+            for d in sorted(graph.stacks[v]):
+                c = base + own[v][d]
+                for k in graph.in_edges[v]:
+                    u = graph.edges[k].src
+                    if u in inside:
+                        c += transfer[k][placed[u], d]
+                keep = tuple((u, du) for u, du in frontier if last_use[u] > i)
+                if last_use[v] > i:
+                    keep += ((v, d),)
+                if i == len(seq) - 1:
+                    keep = ((v, d),)
+                if keep not in nxt or c < nxt[keep][0]:
+                    nxt[keep] = (c, path + (d,))
+        if beam is not None and len(nxt) > beam:
+            nxt = dict(sorted(nxt.items(), key=lambda item: (item[1][0], item[0]))[:beam])
+        states = nxt
+    return {frontier[0][1]: value for frontier, value in states.items()}
+
+
+def segment_dp(instance: Instance, seed: int = 0) -> Solution:
+    """Cut the graph at its articulation operators, solve each segment between consecutive cuts for
+    every pair of cut realizations by a frontier DP, reusing the table of any segment whose costs
+    repeat (identical transformer blocks), then chain the segments by DP over the cut states.
+
+    Guarantee: optimal for energy and latency-sum without side constraints. Complexity
+    O(sum over segments of |segment| K^(w+1)), w = the segment's frontier width (2-4 here).
+    Source: the notes' SEGMENT-DP, mirroring LightCode's partition at cut nodes."""
+    graph = stacked_graph(instance)
+    own, transfer = _tables(graph, _surrogate(instance))
+    cuts = articulation_operators(graph)
+    memo: dict[Any, dict[str, dict[str, tuple[float, tuple[str, ...]]]]] = {}
+    best: dict[str, tuple[float, list[str]]] = {
+        d: (own[cuts[0]][d], [d]) for d in sorted(graph.stacks[cuts[0]])
+    }
+    for a, b in pairwise(cuts):
+        seq = list(range(a, b + 1))
+        signature = tuple(
+            (
+                tuple(sorted(own[v].items())),
+                tuple(
+                    (graph.edges[k].src - a, tuple(sorted(transfer[k].items())))
+                    for k in graph.in_edges[v]
+                    if v > a
+                ),
+            )
+            for v in seq
+        )
+        if signature not in memo:
+            memo[signature] = {d: _frontier_dp(graph, seq, own, transfer, d) for d in sorted(graph.stacks[a])}
+        table = memo[signature]
+        step: dict[str, tuple[float, list[str]]] = {}
+        for d, (base, path) in best.items():
+            for d_end, (c, segment) in table[d].items():
+                if d_end not in step or base + c < step[d_end][0]:
+                    step[d_end] = (base + c, path + list(segment[1:]))
+        best = step
+    assign = min(best.values(), key=lambda item: item[0])[1]
+    return _finish(instance, graph, assign)
+
+
+def best_first(instance: Instance, seed: int = 0, beam: int = 256) -> Solution:
+    """The authors' "rolling Dijkstra" in our form: best-first search over partial assignments in
+    topological order, a state being the devices of the placed operators that still feed unplaced
+    ones (the stacks where choices must agree); the cheapest complete state wins. At most ``beam``
+    states are settled per operator.
+
+    Guarantee: optimal for energy and latency-sum without side constraints whenever the beam does
+    not bind (the number of frontier states per operator <= beam). Complexity
+    O(|V| beam K (deg + log(|V| beam K))). Source: LightCode repo, selection by Dijkstra-style search
+    over (stack, realization) states; states deduplicated on the frontier here."""
+    graph = stacked_graph(instance)
+    own, transfer = _tables(graph, _surrogate(instance))
+    n = len(graph.ops)
+    last_use = [max(graph.succs[v], default=v) for v in range(n)]
+    heap: list[tuple[float, int, tuple, int]] = []
+    trail: list[tuple[int, str]] = []  # (parent trail id, device) per pushed state
+    for d in sorted(graph.stacks[0]):
+        trail.append((-1, d))
+        heapq.heappush(heap, (own[0][d], 0, ((0, d),) if last_use[0] > 0 else (), len(trail) - 1))
+    settled: dict[int, set] = {}
+    while heap:
+        c, i, frontier, tid = heapq.heappop(heap)
+        seen = settled.setdefault(i, set())
+        if frontier in seen or len(seen) >= beam:
+            continue
+        seen.add(frontier)
+        if i == n - 1:
+            assign = [""] * n
+            for v in reversed(range(n)):
+                tid, assign[v] = trail[tid][0], trail[tid][1]
+            return _finish(instance, graph, assign)
+        v = i + 1
+        placed = dict(frontier)
+        for d in sorted(graph.stacks[v]):
+            cost = c + own[v][d] + sum(transfer[k][placed[graph.edges[k].src], d] for k in graph.in_edges[v])
+            keep = tuple((u, du) for u, du in frontier if last_use[u] > v)
+            if last_use[v] > v:
+                keep += ((v, d),)
+            trail.append((tid, d))
+            heapq.heappush(heap, (cost, v, keep, len(trail) - 1))
+    raise NoSolution("search exhausted")
+
+
+def local_search(instance: Instance, seed: int = 0, passes: int = 20) -> Solution:
+    """From the greedy-per-operator solution, move one decision class (one operator, or one role
+    across all blocks when uniform) to another device whenever the true objective (the
+    list-scheduled makespan for makespan) improves and the side constraints still hold; classes in
+    a seeded random order, first improvement, until a pass finds none.
+
+    Guarantee: a local optimum w.r.t. single-class moves (within ``passes``); never worse than its
+    start. Complexity O(passes |classes| K (|V| + |E|) log |V|). Source: notes' LOCAL-SEARCH."""
+    graph = stacked_graph(instance)
+    start = greedy_per_operator(instance, seed)
+    assign = [start["assignment"][op.name] for op in graph.ops]
+    value = _value(instance, graph, assign)
+    classes = graph.classes(instance.uniform_blocks)
+    rng = random.Random(seed)
+    for _ in range(passes):
+        rng.shuffle(classes)
+        improved = False
+        for members in classes:
+            for d in sorted(graph.stacks[members[0]]):
+                if d == assign[members[0]]:
+                    continue
+                trial = _set(assign, members, d)
+                trial_value = _value(instance, graph, trial)
+                if trial_value < value * (1 - 1e-12) and _excess(instance, graph, trial) == 0:
+                    assign, value, improved = trial, trial_value, True
+        if not improved:
+            break
+    return _solution(instance, graph, assign)
+
+
+def heft(instance: Instance, seed: int = 0) -> Solution:
+    """HEFT: rank operators by upward rank with mean realization latencies, then place each, in
+    decreasing rank, on the device where it finishes earliest (insertion policy); the schedule is
+    kept for the makespan objective.
+
+    Guarantee: a feasible schedule; no approximation guarantee. Complexity O(|V| K (deg + gaps)).
+    Source: Topcuoglu, Hariri, Wu, IEEE TPDS 13(3), 2002."""
+    graph = stacked_graph(instance)
+    n = len(graph.ops)
+    mean = [sum(r.latency for r in s.values()) / len(s) for s in graph.stacks]
+    mean_tau = [sum(t.values()) / len(t) for t in graph.transfer_latency]
+    rank = [0.0] * n
+    for u in reversed(range(n)):
+        rank[u] = mean[u] + max(
+            (mean_tau[k] + rank[graph.edges[k].dst] for k in graph.out_edges[u]), default=0.0
+        )
+    assign: Assignment = [""] * n
+    start = [0.0] * n
+    busy: dict[str, list[tuple[float, float]]] = {}
+    for v in sorted(range(n), key=lambda v: (-rank[v], v)):
+        best = None
+        for d in sorted(graph.stacks[v]):
+            ready = max(
+                (
+                    start[graph.edges[k].src]
+                    + graph.stacks[graph.edges[k].src][assign[graph.edges[k].src]].latency
+                    + graph.transfer_latency[k][assign[graph.edges[k].src], d]
+                    for k in graph.in_edges[v]
+                ),
+                default=0.0,
+            )
+            length = graph.stacks[v][d].latency
+            s = _insert(busy.get(d, []), ready, length)
+            if best is None or s + length < best[0]:
+                best = (s + length, s, d)
+        _, start[v], assign[v] = best
+        busy.setdefault(assign[v], []).append((start[v], start[v] + graph.stacks[v][assign[v]].latency))
+        busy[assign[v]].sort()
+    repaired = _repair(instance, graph, _uniform(instance, graph, assign))
+    return _solution(instance, graph, repaired, start if repaired == assign else None)
+
+
+HEURISTICS: dict[str, Callable[..., Solution]] = {
+    "greedy_operator": greedy_per_operator,
+    "greedy_topological": greedy_topological,
+    "chain_dp": chain_dp,
+    "segment_dp": segment_dp,
+    "best_first": best_first,
+    "local_search": local_search,
+    "heft": heft,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# Two-device min cut (an exact check for the sum objectives)
+# ------------------------------------------------------------------------------------------------
+def min_cut(instance: Instance) -> Solution:
+    """Exact minimum of energy or latency-sum on two devices by an s-t minimum cut.
+
+    Applies when every operator can run on the first device, there are exactly two devices, no
+    side constraint is set, and every edge is submodular:
+    ``theta(A,A) + theta(B,B) <= theta(A,B) + theta(B,A)``. Raises ValueError otherwise.
+    Construction: Kolmogorov and Zabih, "What energy functions can be minimized via graph cuts?",
+    IEEE TPAMI 26(2), 2004 (label 0 = source side = first device)."""
+    graph = stacked_graph(instance)
+    kind = instance.objective
+    if kind not in ("energy", "latency_sum") or len(instance.devices) != 2 or instance.uniform_blocks:
+        raise ValueError("min cut needs two devices, a sum objective and no uniform-block constraint")
+    if any(
+        getattr(instance.limits, f) for f in ("energy_budget_mj", "power_cap_w", "max_conversion_elements")
+    ) or any(getattr(d, "weight_capacity_mb", 0) for d in instance.devices):
+        raise ValueError("min cut does not handle side constraints")
+    first, second = instance.device_names
+    own, transfer = _tables(graph, kind)
+    scale = 1e12 if kind == "energy" else 1e9  # pJ or ns keep capacities O(1) and up
+    unary = [0.0] * len(graph.ops)  # cost of label 1 minus cost of label 0
+    fixed = set()
+    for v, stack in enumerate(graph.stacks):
+        if first not in stack:
+            raise ValueError(f"{graph.ops[v].name} cannot run on {first}")
+        if second in stack:
+            unary[v] += own[v][second] - own[v][first]
+        else:
+            fixed.add(v)
+    cut = nx.DiGraph()
+    cut.add_nodes_from(["s", "t"])
+    for k, e in enumerate(graph.edges):
+        t = transfer[k]
+        u, v = e.src, e.dst
+        if u in fixed and v in fixed:
+            continue
+        if u in fixed:
+            unary[v] += t[first, second] - t[first, first]
+        elif v in fixed:
+            unary[u] += t[second, first] - t[first, first]
+        else:
+            a, b, c, d = t[first, first], t[first, second], t[second, first], t[second, second]
+            if b + c - a - d < -1e-12 * max(1.0, abs(b + c)):
+                raise ValueError(f"edge {graph.ops[u].name} -> {graph.ops[v].name} is not submodular")
+            # a + (c - a) x_u + (d - c) x_v + (b + c - a - d) (1 - x_u) x_v
+            unary[u] += c - a
+            unary[v] += d - c
+            if b + c - a - d > 0:
+                old = cut.get_edge_data(u, v, {"capacity": 0.0})["capacity"]
+                cut.add_edge(u, v, capacity=old + (b + c - a - d) * scale)
+    for v, w in enumerate(unary):
+        if v not in fixed and w > 0:
+            cut.add_edge("s", v, capacity=w * scale)
+        elif v not in fixed and w < 0:
+            cut.add_edge(v, "t", capacity=-w * scale)
+    _, (_, sink_side) = nx.minimum_cut(cut, "s", "t")
+    assign = [second if v in sink_side else first for v in range(len(graph.ops))]
+    return _solution(instance, graph, assign)
