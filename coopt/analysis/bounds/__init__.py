@@ -111,7 +111,7 @@ class _Symbols:
         arguments = [self._value(values, q) for q in args]
         for relation in self.relations:
             involved = sorted(relation.free_symbols, key=str)
-            holds = sp.lambdify(involved, relation, modules=["numpy"])(
+            holds = _lambdify(relation, tuple(involved))(
                 *(self._value(values, self.quantity(str(s))) for s in involved)
             )
             if not np.all(holds):

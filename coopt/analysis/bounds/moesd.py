@@ -413,7 +413,8 @@ BOUNDS = [
         relations=k_le_e,
         assumptions=(*ROUTING, *ROOFLINE),
         notes="Expert size cancels. Lies in [1/(gamma+1), 1]; small at B = 1 (more experts woken), ~1 in "
-        "the window, -> 1/(gamma+1) when compute-bound.",
+        "the window, -> 1/(gamma+1) when compute-bound. Unimodal in B: rises while verification is "
+        "memory-bound, falls once it is compute-bound (at or before B_hi).",
     ),
     Bound(
         name="moesd.speedup",
