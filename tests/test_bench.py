@@ -86,6 +86,11 @@ def slow_greedy(instance: knapsack.Instance, seed: int = 0) -> dict:
     return knapsack.greedy(instance, seed)
 
 
+def sleepy(instance: knapsack.Instance, seed: int = 0) -> dict:
+    time.sleep(30)
+    return knapsack.greedy(instance, seed)
+
+
 TOY = replace(
     knapsack.PROBLEM,
     name="toy",
@@ -103,12 +108,13 @@ CLIMB = replace(
     heuristics={"greedy": knapsack.greedy},
 )
 SLOW = replace(TOY, name="slow", build=None, extract=None, heuristics={"greedy": slow_greedy})
+SLEEPY = replace(TOY, name="sleepy", build=None, extract=None, heuristics={"sleepy": sleepy})
 
 
 @pytest.fixture
 def toys(monkeypatch, tmp_path):
     """The registry holds the toy problems; shipped instances live in a temporary directory."""
-    problems = {p.name: p for p in (TOY, CHEAT, CLIMB, SLOW)}
+    problems = {p.name: p for p in (TOY, CHEAT, CLIMB, SLOW, SLEEPY)}
     monkeypatch.setattr(registry, "_all", lambda: dict(sorted(problems.items())))
     shipped = tmp_path / "instances"
     for name, seed in product(("toy",), (1, 2)):
@@ -303,13 +309,13 @@ def test_local_run_covers_every_task_and_checks_every_solution(toys, tmp_path):
 def test_process_pool_and_dask_give_the_local_objectives(toys, tmp_path):
     from dask.distributed import Client, LocalCluster
 
-    local = bench.run_bench(_config(tmp_path, "local"))
-    pool = bench.run_bench(_config(tmp_path, "pool", jobs=2))
+    local = bench.run_bench(_config(tmp_path, "local", seeds=1))
+    pool = bench.run_bench(_config(tmp_path, "pool", seeds=1, jobs=2))
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
-        distributed = bench.run_bench(_config(tmp_path, "dask"), client=client)
+        distributed = bench.run_bench(_config(tmp_path, "dask", seeds=1), client=client)
     assert objectives(local.rows) == objectives(pool.rows) == objectives(distributed.rows)
     assert {r["verdict"] for r in distributed.rows} == {"ok"}
     assert len({r["host"] + str(r["finished_at"]) for r in distributed.rows}) >= 1
@@ -388,6 +394,18 @@ def test_failed_check_is_loud(toys, tmp_path, capsys):
     assert "CHECK FAILED" in capsys.readouterr().err
     report = (tmp_path / "cheat" / "report.md").read_text()
     assert "CHECK FAILED: 1 task(s)" in report and "cheat|generated:size=1|take_all|seed=0" in report
+
+
+def test_watchdog_stops_a_heuristic_past_the_time_limit(toys, tmp_path):
+    config = _config(
+        tmp_path, problems=["sleepy"], families=("generated",), sizes=(1,), seeds=1, time_limit=0.5
+    )
+    started = time.perf_counter()
+    rows = {r["method"]: r for r in bench.run_bench(config).rows}
+    assert time.perf_counter() - started < 20
+    assert rows["sleepy"]["status"] == "time_limit" and rows["sleepy"]["verdict"] == "none"
+    assert "watchdog" in rows["sleepy"]["check"]["violations"][0]
+    assert rows["exact"]["verdict"] == "ok"
 
 
 def test_scaling_climbs_until_the_exact_route_fails_then_runs_heuristics_at_ten_times(toys, tmp_path):

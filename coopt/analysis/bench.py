@@ -29,10 +29,13 @@ import importlib
 import json
 import os
 import platform
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -53,6 +56,8 @@ MAX_SCALING_STEPS = 12
 #: Dask: at most this many tasks are in flight at once (submitting 10^5 futures at once stalls the
 #: scheduler for minutes, dask/distributed#2181).
 DASK_CHUNK = 1000
+#: Seconds added to twice the time limit before the watchdog stops an exact method (see wall_cap).
+WATCHDOG_SLACK = 30.0
 
 
 # -- tasks -----------------------------------------------------------------------------------
@@ -221,49 +226,91 @@ def verdict(row: dict[str, Any]) -> str:
     return "ok"
 
 
+class Overrun(BaseException):
+    """Raised by the watchdog in a task that ran past its wall-clock cap. A BaseException, so that
+    the solve route's own error handling does not turn it into an ordinary error row."""
+
+
+@contextmanager
+def watchdog(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`Overrun` in this thread after ``seconds`` of wall time (SIGALRM; only in the
+    main thread of a process, as in the local workers; elsewhere, as in Dask worker threads, the
+    methods' own time limits are all there is)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Overrun(f"stopped by the bench watchdog after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def wall_cap(task: Task, kind: str) -> float | None:
+    """A heuristic gets the time limit as its wall-clock cap; an exact method, which honours the limit
+    itself, gets a backstop of twice the limit plus :data:`WATCHDOG_SLACK` (building a large model
+    is not covered by HiGHS' limit)."""
+    if task.time_limit is None:
+        return None
+    return task.time_limit if kind == "heuristic" else 2 * task.time_limit + WATCHDOG_SLACK
+
+
+def _failed_row(task: Task, status: str, why: str, seconds: float) -> dict[str, Any]:
+    return {
+        "problem": task.problem,
+        "instance": task.instance,
+        "instance_sha256": "",
+        "method": task.method,
+        "status": status,
+        "sense": None,
+        "objective": None,
+        "bound": None,
+        "gap": None,
+        "times": {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": seconds},
+        "solver": {},
+        "seed": task.seed,
+        "threads": 1,
+        "solution": None,
+        "check": {"feasible": False, "violations": [why], "objective_recomputed": None},
+    }
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task and return its result row; never raises (a failure is a row saying why)."""
     from coopt.instance import load, to_toml
     from coopt.solvers.exact import run
 
-    started = time.time()
+    started = time.perf_counter()
     row: dict[str, Any]
-    numbers = None
+    numbers = sense = None
     kind = "exact" if task.method in ("exact", "milp") else "heuristic"
     try:
         problem = resolve(task.problem, task.module)
         kind = "heuristic" if task.method in problem.heuristics else "exact"
-        if task.path is not None:
-            loaded = load(task.path, registry_get=lambda n: problem if n == problem.name else registry.get(n))
-            instance, sha = loaded.instance, loaded.sha256
-        else:
-            instance = problem.generate(task.seed, task.size)
-            sha = hashlib.sha256(to_toml(problem, instance).encode()).hexdigest()
-        numbers = _count_numbers(problem.dump(instance))
-        options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed)
-        row = run(problem, instance, task.method, options, path=task.instance, sha256=sha).to_json()
+        sense = problem.sense
+        with watchdog(wall_cap(task, kind)):
+            if task.path is not None:
+                loaded = load(
+                    task.path, registry_get=lambda n: problem if n == problem.name else registry.get(n)
+                )
+                instance, sha = loaded.instance, loaded.sha256
+            else:
+                instance = problem.generate(task.seed, task.size)
+                sha = hashlib.sha256(to_toml(problem, instance).encode()).hexdigest()
+            numbers = _count_numbers(problem.dump(instance))
+            options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed)
+            row = run(problem, instance, task.method, options, path=task.instance, sha256=sha).to_json()
+    except Overrun as exc:  # too slow: no solution within the cap, like a time limit
+        row = _failed_row(task, "time_limit", str(exc), time.perf_counter() - started)
     except Exception as exc:  # loading or generating failed: the row says so, loudly
-        row = {
-            "problem": task.problem,
-            "instance": task.instance,
-            "instance_sha256": "",
-            "method": task.method,
-            "status": "error",
-            "sense": None,
-            "objective": None,
-            "bound": None,
-            "gap": None,
-            "times": {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": time.time() - started},
-            "solver": {},
-            "seed": task.seed,
-            "threads": 1,
-            "solution": None,
-            "check": {
-                "feasible": False,
-                "violations": [f"{type(exc).__name__}: {exc}"],
-                "objective_recomputed": None,
-            },
-        }
+        row = _failed_row(task, "error", f"{type(exc).__name__}: {exc}", time.perf_counter() - started)
+    row["sense"] = row.get("sense") or sense
     row.update(
         key=task.key,
         family=task.family,
@@ -595,7 +642,7 @@ def run_scaling(
                         climb.problem,
                         "scaling",
                         config.seeds,
-                        None,
+                        config.time_limit,
                         sorted(climb.problem.heuristics),
                         size=target,
                     )

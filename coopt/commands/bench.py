@@ -22,11 +22,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.progress import Progress as RichProgress
+from rich.table import Column
 
 from coopt.analysis import bench
 from coopt.errors import UsageError
 
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class BarProgress(bench.Progress):
@@ -35,13 +36,12 @@ class BarProgress(bench.Progress):
     def __init__(self) -> None:
         self._bar = RichProgress(
             TextColumn("[bold]bench[/]"),
-            BarColumn(),
+            BarColumn(bar_width=24),
             MofNCompleteColumn(),
-            TextColumn("elapsed"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
             console=err,
             transient=False,
         )
