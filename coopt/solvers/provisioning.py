@@ -72,9 +72,11 @@ class Choice:
     slots: int
 
 
-def ksp_first_fit_choice(instance: P.Instance, state: SpectrumState, request: P.Request) -> Choice | None:
-    """Baseline B0: the first of the K shortest paths with a first-fit block at full rate."""
-    for route in P.routes(instance, request.source, request.target):
+def ksp_first_fit_choice(
+    instance: P.Instance, state: SpectrumState, request: P.Request, routes: tuple[P.Route, ...]
+) -> Choice | None:
+    """Baseline B0: the first of the K shortest ``routes`` with a first-fit block at full rate."""
+    for route in routes:
         if route.modulation is None:
             continue
         n = P.slots_needed(request.bandwidth_bps, route.modulation, instance.guard_band)
@@ -85,7 +87,9 @@ def ksp_first_fit_choice(instance: P.Instance, state: SpectrumState, request: P.
     return None
 
 
-def degraded_choice(instance: P.Instance, state: SpectrumState, request: P.Request) -> Choice | None:
+def degraded_choice(
+    instance: P.Instance, state: SpectrumState, request: P.Request, routes: tuple[P.Route, ...]
+) -> Choice | None:
     """Two-stage QoS-assured degraded provisioning for one request.
 
     Stage 1, degraded routing: each of the K shortest paths offers the largest retained fraction
@@ -95,7 +99,7 @@ def degraded_choice(instance: P.Instance, state: SpectrumState, request: P.Reque
     delta_p = 0 this is exactly :func:`ksp_first_fit_choice`.
     """
     best: Choice | None = None
-    for route in P.routes(instance, request.source, request.target):
+    for route in routes:
         if route.modulation is None:
             continue
         for rho in P.retained_levels(instance, request):
@@ -111,7 +115,7 @@ def degraded_choice(instance: P.Instance, state: SpectrumState, request: P.Reque
     return best
 
 
-ChoiceRule = Callable[[P.Instance, SpectrumState, P.Request], "Choice | None"]
+ChoiceRule = Callable[[P.Instance, SpectrumState, P.Request, tuple[P.Route, ...]], "Choice | None"]
 
 
 def replay(instance: P.Instance, order: list[int], rule: ChoiceRule) -> Solution:
@@ -139,7 +143,7 @@ def replay(instance: P.Instance, order: list[int], rule: ChoiceRule) -> Solution
         ends = (request.source, request.target)
         if instance.transponders_per_node and any(busy[v] >= instance.transponders_per_node for v in ends):
             continue
-        choice = rule(instance, state, request)
+        choice = rule(instance, state, request, P.routes(instance, request.source, request.target))
         if choice is None:
             continue
         state.allocate(choice.route.links, choice.first_slot, choice.slots)

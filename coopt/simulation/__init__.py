@@ -1,0 +1,28 @@
+"""Discrete-event simulation of online provisioning (Poisson arrivals, exponential holding times,
+priority classes), with warm-up, batch-means confidence intervals and state checks."""
+
+from coopt.simulation.engine import (
+    POLICIES,
+    ClassResult,
+    Policy,
+    ProvisioningSimulator,
+    RunControl,
+    SimulationResult,
+    Traffic,
+    simulate,
+)
+from coopt.simulation.statistics import Estimate, batch_means, erlang_b
+
+__all__ = [
+    "POLICIES",
+    "ClassResult",
+    "Estimate",
+    "Policy",
+    "ProvisioningSimulator",
+    "RunControl",
+    "SimulationResult",
+    "Traffic",
+    "batch_means",
+    "erlang_b",
+    "simulate",
+]

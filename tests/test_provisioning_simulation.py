@@ -1,0 +1,128 @@
+"""The provisioning simulator: Erlang-B, Little's law, invariants after every event, reductions."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from coopt.formulations import provisioning as P
+from coopt.instance import load
+from coopt.simulation import (
+    POLICIES,
+    ProvisioningSimulator,
+    RunControl,
+    Traffic,
+    batch_means,
+    erlang_b,
+    simulate,
+)
+from coopt.simulation.statistics import t_quantile_975
+
+ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
+
+
+def one_link(slots: int) -> P.Instance:
+    """One link, requests of exactly one slot (100 Gb/s on a 100 Gb/s-per-slot format, no guard)."""
+    return P.Instance(("a", "b"), (P.Link("a", "b", 100e3),), False, slots, 12.5e9, 0, 1,
+                      (P.Modulation("one", 100e9, 1e6),), (P.PriorityClass("only", 1.0, 0.0),), (1.0,),
+                      False, "time_expanded", 0, ())
+
+
+@pytest.fixture(scope="module")
+def six_node() -> P.Instance:
+    return load(ROOT / "0-six-node-static.toml", registry_get=lambda name: P.PROBLEM).instance
+
+
+def test_erlang_b_recursion_matches_the_closed_form() -> None:
+    for servers, load_erlang in ((1, 0.5), (4, 2.0), (10, 7.5)):
+        terms = [load_erlang**i / math.factorial(i) for i in range(servers + 1)]
+        assert math.isclose(erlang_b(servers, load_erlang), terms[-1] / sum(terms), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(("slots", "load_erlang", "seed"), [(5, 3.0, 1), (10, 7.0, 2)])
+def test_single_link_reproduces_erlang_b(slots: int, load_erlang: float, seed: int) -> None:
+    result = simulate(one_link(slots), Traffic(load_erlang, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+                      RunControl(arrivals=8000, warmup=1000, batches=10, seed=seed))
+    assert result.blocking.covers(erlang_b(slots, load_erlang)), (result.blocking, erlang_b(slots, load_erlang))
+    assert result.blocking.half_width < 0.03
+    # Little's law: connections in service = lambda (1 - B) E[t] (no prolongation without degradation)
+    expected = result.arrival_rate * (1 - result.blocking.mean)
+    assert math.isclose(result.mean_active, expected, rel_tol=0.06)
+    assert math.isclose(result.utilization, result.mean_active / slots, rel_tol=1e-9)
+
+
+def test_blocking_grows_with_load_on_one_link() -> None:
+    runs = [simulate(one_link(6), Traffic(a, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+                     RunControl(arrivals=4000, warmup=500, seed=3)).blocking for a in (2.0, 5.0, 9.0)]
+    assert runs[0].high < runs[1].low and runs[1].high < runs[2].low
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_every_state_passes_the_checker(six_node: P.Instance, policy: str) -> None:
+    sim = ProvisioningSimulator(six_node, Traffic(12.0), POLICIES[policy],
+                                RunControl(arrivals=250, warmup=50, seed=4, validate=True))
+    result = sim.run()
+    assert sim.violations == []
+    assert sum(c.blocked for c in result.classes) > 0  # congested enough to exercise degradation
+    if POLICIES[policy].degradation:
+        assert sum(c.degraded for c in result.classes) > 0
+    if POLICIES[policy].incumbents:
+        assert result.incumbent_degradations > 0
+    sim._depart_until(math.inf)
+    assert sim.active == {} and sim.used_slots == 0 and not any(sim.state.masks)
+    assert sim.violations == []  # data volume preserved across every rate segment
+
+
+def test_the_checker_sees_a_corrupted_state(six_node: P.Instance) -> None:
+    sim = ProvisioningSimulator(six_node, Traffic(12.0), POLICIES["degraded"], RunControl(arrivals=60, warmup=0))
+    sim.run()
+    first, second = list(sim.active.values())[:2]
+    second.route, second.first_slot = first.route, first.first_slot  # two connections on one channel
+    second.request = dataclasses.replace(second.request, source=first.request.source, target=first.request.target)
+    instance, solution = sim.snapshot(sim.clock)
+    assert "non_overlap" in {v.constraint for v in P.check(instance, solution)}
+
+
+def test_prolongation_respects_class_bounds(six_node: P.Instance) -> None:
+    result = simulate(six_node, Traffic(10.0), "degraded_incumbents", RunControl(arrivals=800, warmup=100, seed=5))
+    for cls, spec in zip(result.classes, six_node.classes, strict=True):
+        if not math.isnan(cls.max_prolongation):
+            assert 1.0 <= cls.mean_prolongation <= cls.max_prolongation <= 1 / (1 - spec.max_degradation) + 1e-9
+
+
+def test_degraded_policy_reduces_to_baseline_without_degradation_room(six_node: P.Instance) -> None:
+    rigid = dataclasses.replace(six_node, classes=tuple(dataclasses.replace(c, max_degradation=0.0)
+                                                        for c in six_node.classes))
+    control = RunControl(arrivals=600, warmup=100, seed=6)
+    base = simulate(rigid, Traffic(10.0), "ksp_first_fit", control)
+    for policy in ("degraded", "degraded_incumbents"):
+        other = simulate(rigid, Traffic(10.0), policy, control)
+        assert [c.blocked for c in other.classes] == [c.blocked for c in base.classes]
+        assert other.utilization == base.utilization
+
+
+def test_same_seed_same_run(six_node: P.Instance) -> None:
+    control = RunControl(arrivals=400, warmup=50, seed=7)
+    a = simulate(six_node, Traffic(9.0), "degraded", control)
+    b = simulate(six_node, Traffic(9.0), "degraded", control)
+    assert dataclasses.replace(a, wall_s=0.0) == dataclasses.replace(b, wall_s=0.0)
+    c = simulate(six_node, Traffic(9.0), "degraded", dataclasses.replace(control, seed=8))
+    assert dataclasses.replace(c, wall_s=0.0) != dataclasses.replace(a, wall_s=0.0)
+
+
+def test_batch_means_interval() -> None:
+    estimate = batch_means([1.0, 2.0, 3.0])
+    assert estimate.mean == 2.0
+    assert math.isclose(estimate.half_width, 4.303 * 1.0 / math.sqrt(3))
+    assert t_quantile_975(100) == 1.96
+    assert batch_means([0.5]).half_width == math.inf
+
+
+def test_bad_traffic_is_rejected(six_node: P.Instance) -> None:
+    with pytest.raises(ValueError, match="class shares"):
+        simulate(six_node, Traffic(5.0, class_shares=(1.0,)), "degraded")
+    with pytest.raises(ValueError, match="load"):
+        simulate(six_node, Traffic(0.0), "degraded")
