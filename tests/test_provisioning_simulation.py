@@ -126,3 +126,30 @@ def test_bad_traffic_is_rejected(six_node: P.Instance) -> None:
         simulate(six_node, Traffic(5.0, class_shares=(1.0,)), "degraded")
     with pytest.raises(ValueError, match="load"):
         simulate(six_node, Traffic(0.0), "degraded")
+
+
+def test_simulate_command_writes_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from coopt.cli import main
+
+    png, js = tmp_path / "bp.png", tmp_path / "bp.json"
+    status = main(["simulate", str(ROOT / "0-six-node-static.toml"), "--loads", "6,10", "--arrivals", "300",
+                   "--warmup", "50", "--seeds", "2", "--plot", str(png), "--json", str(js)])
+    assert status == 0
+    text = capsys.readouterr()
+    assert "service failure ratio" in text.out and "gold" in text.out
+    assert "[12/12]" in text.err  # progress: 2 loads x 3 policies x 2 seeds
+    assert png.stat().st_size > 1000
+    import json
+
+    rows = json.loads(js.read_text())
+    assert {(r["load_erlang"], r["policy"]) for r in rows} == {(a, p) for a in (6.0, 10.0) for p in POLICIES}
+    assert all(r["seeds"] == [0, 1] for r in rows)
+
+
+@pytest.mark.parametrize("args", [["--loads", "0"], ["--loads", "5", "--policies", "magic"],
+                                  ["--loads", "5", "--shares", "1,1"], ["--loads", "5", "--batches", "1"]])
+def test_simulate_command_rejects_bad_options(args: list[str], capsys: pytest.CaptureFixture) -> None:
+    from coopt.cli import main
+
+    assert main(["simulate", str(ROOT / "0-six-node-static.toml"), *args]) == 2
+    assert "coopt: error: --" in capsys.readouterr().err

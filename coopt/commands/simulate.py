@@ -1,0 +1,288 @@
+"""``coopt simulate``: blocking (service failure) ratio vs load per priority class, by simulation.
+
+    coopt simulate INSTANCE... --loads 40,60,80 [--policies ksp_first_fit,degraded,degraded_incumbents]
+                   [--arrivals N] [--warmup N] [--batches N] [--seeds N] [--seed S]
+                   [--bandwidths 25,50,75,100] [--shares 1,1,1] [--slots N]
+                   [--plot OUT.png] [--json OUT.json] [--quiet]
+
+Each INSTANCE is a provisioning instance file; only its network is used (topology, spectrum,
+guard band, K, modulation table, classes and retained-fraction menu); the requests come from the
+traffic options. Every policy sees the same requests at each (load, seed). With one seed the
+intervals are batch means; with several, they come from the independent replications.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from coopt.errors import UsageError
+from coopt.formulations import provisioning as P
+from coopt.instance import load
+from coopt.simulation import POLICIES, RunControl, SimulationResult, Traffic, batch_means, simulate
+from coopt.simulation.statistics import Estimate
+
+# Wide when writing to a file or pipe, so the per-class columns are not truncated.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulate online provisioning: blocking vs load per class and policy")
+    p.add_argument("instances", nargs="+", metavar="INSTANCE", help="provisioning instance files (network)")
+    p.add_argument("--loads", required=True, help="offered loads in Erlangs, comma-separated")
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help=f"comma-separated, from {', '.join(POLICIES)}; the first is the baseline")
+    p.add_argument("--arrivals", type=int, default=20_000, help="measured arrivals per run (after warm-up)")
+    p.add_argument("--warmup", type=int, default=2_000, help="arrivals discarded at the start of each run")
+    p.add_argument("--batches", type=int, default=10, help="batches for the batch-means interval")
+    p.add_argument("--seeds", type=int, default=1, help="independent replications per point")
+    p.add_argument("--seed", type=int, default=0, help="first seed")
+    p.add_argument("--bandwidths", default="25,50,75,100", help="request bandwidths in Gb/s, drawn uniformly")
+    p.add_argument("--shares", default="", help="class shares, comma-separated (default: equal)")
+    p.add_argument("--holding", type=float, default=1.0, help="mean holding time in seconds")
+    p.add_argument("--slots", type=int, default=None, help="override the number of slots per link")
+    p.add_argument("--plot", metavar="OUT.png", help="write blocking vs load per class (PNG)")
+    p.add_argument("--json", metavar="OUT.json", help="write every run's statistics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_simulate)
+
+
+def _numbers(text: str, what: str, positive: bool = True) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--{what}: expected comma-separated numbers, got {text!r}") from None
+    if not values or (positive and min(values) <= 0) or not all(math.isfinite(v) for v in values):
+        raise UsageError(f"--{what}: expected positive numbers, got {text!r}")
+    return values
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One (network, load, policy) point over all seeds, per class and overall."""
+
+    network: str
+    load_erlang: float
+    policy: str
+    classes: tuple[str, ...]
+    blocking: tuple[Estimate, ...]  # per class
+    overall: Estimate
+    degraded_share: tuple[float, ...]  # degraded / served, per class
+    prolongation: tuple[float, ...]
+    utilization: float
+    fragmentation: float
+    runs: tuple[SimulationResult, ...]
+
+
+def _combine(network: str, runs: list[SimulationResult]) -> Point:
+    first = runs[0]
+    names = tuple(c.name for c in first.classes)
+    if len(runs) == 1:
+        blocking = tuple(c.blocking for c in first.classes)
+        overall = first.blocking
+    else:
+        blocking = tuple(batch_means([r.classes[i].blocked / max(1, r.classes[i].arrivals) for r in runs])
+                         for i in range(len(names)))
+        overall = batch_means([r.blocking.mean for r in runs])
+    degraded, prolongation = [], []
+    for i in range(len(names)):
+        served = sum(r.classes[i].arrivals - r.classes[i].blocked for r in runs)
+        degraded.append(sum(r.classes[i].degraded for r in runs) / served if served else math.nan)
+        values = [v for v in (r.classes[i].mean_prolongation for r in runs) if not math.isnan(v)]
+        prolongation.append(sum(values) / len(values) if values else math.nan)
+    return Point(network, first.load_erlang, first.policy, names, blocking, overall, tuple(degraded),
+                 tuple(prolongation), sum(r.utilization for r in runs) / len(runs),
+                 sum(r.fragmentation for r in runs) / len(runs), tuple(runs))
+
+
+def sweep(
+    networks: dict[str, P.Instance],
+    loads: tuple[float, ...],
+    policies: list[str],
+    traffic: Traffic,
+    control: RunControl,
+    seeds: int,
+    report=None,
+) -> list[Point]:
+    """Every (network, load, policy) point; ``report(text)`` gets one line per finished run."""
+    points = []
+    total = len(networks) * len(loads) * len(policies) * seeds
+    done = 0
+    for name, instance in networks.items():
+        for load_erlang in loads:
+            for policy in policies:
+                runs = []
+                for s in range(seeds):
+                    run_control = dataclasses.replace(control, seed=control.seed + s)
+                    result = simulate(instance, dataclasses.replace(traffic, load_erlang=load_erlang), policy,
+                                      run_control)
+                    runs.append(result)
+                    done += 1
+                    if report is not None:
+                        report(f"[{done}/{total}] {name} {load_erlang:g} Erl {policy} "
+                               f"seed {run_control.seed}: blocking {result.blocking.mean:.4f}, "
+                               f"{result.wall_s:.1f} s")
+                points.append(_combine(name, runs))
+    return points
+
+
+def claims(points: list[Point], baseline: str) -> list[tuple[str, bool]]:
+    """The paper's qualitative claims, checked point by point against ``baseline``."""
+    out_claims = []
+    base = {(p.network, p.load_erlang): p for p in points if p.policy == baseline}
+    for p in points:
+        if p.policy == baseline or (p.network, p.load_erlang) not in base:
+            continue
+        b = base[(p.network, p.load_erlang)]
+        fewer = p.overall.mean < b.overall.mean
+        out_claims.append((f"{p.network} {p.load_erlang:g} Erl {p.policy}: fewer failures overall "
+                           f"({p.overall.mean:.4f} < {b.overall.mean:.4f})", fewer))
+        gains = [relative_reduction(b.blocking[i].mean, p.blocking[i].mean) for i in range(len(p.classes))]
+        if not any(math.isnan(g) for g in gains):
+            best = max(range(len(gains)), key=lambda i: gains[i])
+            out_claims.append((f"{p.network} {p.load_erlang:g} Erl {p.policy}: largest relative gain for "
+                               f"{p.classes[0]} (gains {', '.join(f'{g:+.0%}' for g in gains)})", best == 0))
+    return out_claims
+
+
+def relative_reduction(base: float, other: float) -> float:
+    """(BP_base - BP) / BP_base; NaN when the baseline never blocks."""
+    return (base - other) / base if base > 0 else math.nan
+
+
+def plot(points: list[Point], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    networks = list(dict.fromkeys(p.network for p in points))
+    classes = points[0].classes
+    fig, axes = plt.subplots(len(networks), len(classes), figsize=(4.2 * len(classes), 3.4 * len(networks)),
+                             squeeze=False, sharey="row")
+    for row, network in enumerate(networks):
+        for col, cls in enumerate(classes):
+            ax = axes[row][col]
+            for policy in dict.fromkeys(p.policy for p in points):
+                mine = [p for p in points if p.network == network and p.policy == policy]
+                loads = [p.load_erlang for p in mine]
+                means = [max(p.blocking[col].mean, 1e-5) for p in mine]
+                errs = [_finite(p.blocking[col].half_width) or 0.0 for p in mine]
+                ax.errorbar(loads, means, yerr=errs, marker="o", capsize=3, label=policy)
+            ax.set_yscale("log")
+            ax.set_title(f"{network}: class {cls}")
+            ax.set_xlabel("offered load (Erlang)")
+            if col == 0:
+                ax.set_ylabel("service failure ratio")
+            ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _to_json(points: list[Point]) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        rows.append({
+            "network": p.network, "load_erlang": p.load_erlang, "policy": p.policy,
+            "classes": [
+                {"class": c, "blocking": b.mean, "half_width": _finite(b.half_width),
+                 "degraded_share": _finite(d), "mean_prolongation": _finite(t)}
+                for c, b, d, t in zip(p.classes, p.blocking, p.degraded_share, p.prolongation, strict=True)
+            ],
+            "blocking": p.overall.mean, "utilization": p.utilization, "fragmentation": p.fragmentation,
+            "seeds": [r.seed for r in p.runs], "wall_s": sum(r.wall_s for r in p.runs),
+        })
+    return rows
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    loads = _numbers(args.loads, "loads")
+    bandwidths = _numbers(args.bandwidths, "bandwidths")
+    policies = [p for p in args.policies.split(",") if p]
+    for policy in policies:
+        if policy not in POLICIES:
+            raise UsageError(f"--policies: unknown policy {policy!r}; expected some of {', '.join(POLICIES)}")
+    for flag, value, low in (("arrivals", args.arrivals, 1), ("warmup", args.warmup, 0),
+                             ("batches", args.batches, 2), ("seeds", args.seeds, 1)):
+        if value < low:
+            raise UsageError(f"--{flag} must be >= {low}, got {value}")
+    if not args.holding > 0:
+        raise UsageError(f"--holding must be > 0, got {args.holding}")
+    networks: dict[str, P.Instance] = {}
+    for path in args.instances:
+        loaded = load(path)
+        if loaded.problem.name != "provisioning":
+            raise UsageError(f"{path}: expected a provisioning instance, got problem {loaded.problem.name!r}")
+        instance = loaded.instance
+        if args.slots is not None:
+            if args.slots < 1:
+                raise UsageError(f"--slots must be >= 1, got {args.slots}")
+            instance = dataclasses.replace(instance, num_slots=args.slots)
+        networks[Path(path).stem] = instance
+    shares = _numbers(args.shares, "shares") if args.shares else ()
+    for name, instance in networks.items():
+        if shares and len(shares) != len(instance.classes):
+            raise UsageError(f"--shares: {name} has {len(instance.classes)} classes, "
+                             f"got {len(shares)} shares")
+    traffic = Traffic(loads[0], args.holding, bandwidths, shares)
+    control = RunControl(arrivals=args.arrivals, warmup=args.warmup, batches=args.batches, seed=args.seed)
+
+    def report(text: str) -> None:
+        if not args.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
+    _print(points, policies[0])
+    if args.json:
+        Path(args.json).write_text(json.dumps(_to_json(points), indent=1))
+        out.print(f"wrote {args.json}")
+    if args.plot:
+        plot(points, args.plot)
+        out.print(f"wrote {args.plot}")
+    return 0
+
+
+def _print(points: list[Point], baseline: str) -> None:
+    for network in dict.fromkeys(p.network for p in points):
+        mine = [p for p in points if p.network == network]
+        table = Table(title=f"{network}: service failure ratio (95% CI) per class", title_justify="left")
+        table.add_column("load (Erl)", justify="right")
+        table.add_column("policy")
+        for cls in mine[0].classes:
+            table.add_column(cls, justify="right")
+        for col in ("all", "degraded", "t'/t", "util."):
+            table.add_column(col, justify="right")
+        base = {p.load_erlang: p for p in mine if p.policy == baseline}
+        for p in mine:
+            cells = []
+            for i, b in enumerate(p.blocking):
+                text = f"{b.mean:.4f}±{b.half_width:.4f}" if math.isfinite(b.half_width) else f"{b.mean:.4f}"
+                ref = base.get(p.load_erlang)
+                if ref is not None and p.policy != baseline:
+                    gain = relative_reduction(ref.blocking[i].mean, b.mean)
+                    text += "" if math.isnan(gain) else f" ({gain:+.0%})"
+                cells.append(text)
+            degraded = sum(d for d in p.degraded_share if not math.isnan(d)) / len(p.degraded_share)
+            stretch = [t for t in p.prolongation if not math.isnan(t)]
+            table.add_row(f"{p.load_erlang:g}", p.policy, *cells, f"{p.overall.mean:.4f}", f"{degraded:.1%}",
+                          f"{max(stretch):.2f}" if stretch else "-", f"{p.utilization:.1%}")
+        out.print(table)
+    verdicts = claims(points, baseline)
+    if verdicts:
+        out.print(f"paper's claims vs {baseline} (gain = relative reduction of the failure ratio):")
+        for text, ok in verdicts:
+            out.print(f"  {'yes' if ok else 'NO '}  {text}")
