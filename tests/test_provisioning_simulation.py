@@ -67,10 +67,10 @@ def test_every_state_passes_the_checker(six_node: P.Instance, policy: str) -> No
     result = sim.run()
     assert sim.violations == []
     assert sum(c.blocked for c in result.classes) > 0  # congested enough to exercise degradation
-    if POLICIES[policy].degradation:
+    if POLICIES[policy].degrade_arrivals:
         assert sum(c.degraded for c in result.classes) > 0
-    if POLICIES[policy].incumbents:
-        assert result.incumbent_degradations > 0
+    if POLICIES[policy].degrade_in_service:
+        assert result.in_service_degradations > 0
     sim._depart_until(math.inf)
     assert sim.active == {} and sim.used_slots == 0 and not any(sim.state.masks)
     assert sim.violations == []  # data volume preserved across every rate segment
@@ -87,7 +87,7 @@ def test_the_checker_sees_a_corrupted_state(six_node: P.Instance) -> None:
 
 
 def test_prolongation_respects_class_bounds(six_node: P.Instance) -> None:
-    result = simulate(six_node, Traffic(10.0), "degraded_incumbents", RunControl(arrivals=800, warmup=100, seed=5))
+    result = simulate(six_node, Traffic(10.0), "degraded_in_service", RunControl(arrivals=800, warmup=100, seed=5))
     for cls, spec in zip(result.classes, six_node.classes, strict=True):
         if not math.isnan(cls.max_prolongation):
             assert 1.0 <= cls.mean_prolongation <= cls.max_prolongation <= 1 / (1 - spec.max_degradation) + 1e-9
@@ -98,7 +98,7 @@ def test_degraded_policy_reduces_to_baseline_without_degradation_room(six_node: 
                                                         for c in six_node.classes))
     control = RunControl(arrivals=600, warmup=100, seed=6)
     base = simulate(rigid, Traffic(10.0), "ksp_first_fit", control)
-    for policy in ("degraded", "degraded_incumbents"):
+    for policy in ("degraded", "degraded_in_service", "in_service_only"):
         other = simulate(rigid, Traffic(10.0), policy, control)
         assert [c.blocked for c in other.classes] == [c.blocked for c in base.classes]
         assert other.utilization == base.utilization
@@ -137,7 +137,7 @@ def test_simulate_command_writes_table_json_and_plot(tmp_path: Path, capsys: pyt
     assert status == 0
     text = capsys.readouterr()
     assert "service failure ratio" in text.out and "gold" in text.out
-    assert "[12/12]" in text.err  # progress: 2 loads x 3 policies x 2 seeds
+    assert "[16/16]" in text.err  # progress: 2 loads x 4 policies x 2 seeds
     assert png.stat().st_size > 1000
     import json
 

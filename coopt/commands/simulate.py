@@ -1,6 +1,6 @@
 """``coopt simulate``: blocking (service failure) ratio vs load per priority class, by simulation.
 
-    coopt simulate INSTANCE... --loads 40,60,80 [--policies ksp_first_fit,degraded,degraded_incumbents]
+    coopt simulate INSTANCE... --loads 40,60,80 [--policies ksp_first_fit,degraded,...]
                    [--arrivals N] [--warmup N] [--batches N] [--seeds N] [--seed S]
                    [--bandwidths 25,50,75,100] [--shares 1,1,1] [--slots N]
                    [--plot OUT.png] [--json OUT.json] [--quiet]
@@ -144,7 +144,7 @@ def claims(points: list[Point], baseline: str) -> list[tuple[str, bool]]:
         b = base[(p.network, p.load_erlang)]
         fewer = p.overall.mean < b.overall.mean
         out_claims.append((f"{p.network} {p.load_erlang:g} Erl {p.policy}: fewer failures overall "
-                           f"({p.overall.mean:.4f} < {b.overall.mean:.4f})", fewer))
+                           f"({p.overall.mean:.4f} vs {b.overall.mean:.4f})", fewer))
         gains = [relative_reduction(b.blocking[i].mean, p.blocking[i].mean) for i in range(len(p.classes))]
         if not any(math.isnan(g) for g in gains):
             best = max(range(len(gains)), key=lambda i: gains[i])

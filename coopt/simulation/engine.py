@@ -6,16 +6,21 @@ ordered pairs, bandwidths uniform over a list, priority classes drawn with given
 request stream depends only on the seed, never on the decisions, so every policy sees exactly
 the same requests at a given (load, seed): common random numbers.
 
-Policies (single layer; :mod:`coopt.solvers.provisioning` holds the decision rules):
+Policies (single layer; :mod:`coopt.solvers.provisioning` holds the decision rules) are two
+switches; the instance file's own ``degradation`` flag is ignored, its class menus are used:
 
-* ``ksp_first_fit``: baseline B0, no degradation.
-* ``degraded``: the two-stage QoS-assured degraded provisioning, fixed for life.
-* ``degraded_incumbents``: as ``degraded``; when it fails, in-service connections of strictly
-  lower priority on a candidate path are degraded (one at a time, lowest class and largest
-  retained fraction first, each to the smallest width its class menu allows) by releasing slots
-  from the top edge of their block, so continuity and contiguity hold without retuning; each
-  victim's departure moves to now + (remaining volume) / (new rate). If the request still does
-  not fit, every shrink on that path is rolled back.
+* optical-layer degradation of the arriving request: the two-stage QoS-assured degraded
+  provisioning (:func:`~coopt.solvers.provisioning.degraded_choice`) instead of KSP-FF;
+* in-service degradation: when the arriving request does not fit, in-service connections of
+  strictly lower priority on a candidate path are degraded (one at a time, lowest class and
+  largest retained fraction first, each to the smallest width its class menu allows) by
+  releasing slots from the top edge of their block, so continuity and contiguity hold without
+  retuning; each victim's departure moves to now + (remaining volume) / (new rate). If the
+  request still does not fit, every shrink on that path is rolled back.
+
+``ksp_first_fit`` has neither (baseline B0), ``degraded`` the first, ``degraded_in_service``
+both, ``in_service_only`` the second (arrivals are served at full rate or not at all, so only
+a class with lower classes below it can gain).
 
 Output analysis: the first ``warmup`` arrivals are discarded; the measured arrivals are split into
 consecutive batches and per-class blocking is reported as a batch-means 95% t-interval.
@@ -50,14 +55,15 @@ class Traffic:
 @dataclass(frozen=True)
 class Policy:
     name: str
-    degradation: bool
-    incumbents: bool = False
+    degrade_arrivals: bool
+    degrade_in_service: bool = False
 
 
 POLICIES = {p.name: p for p in (
-    Policy("ksp_first_fit", degradation=False),
-    Policy("degraded", degradation=True),
-    Policy("degraded_incumbents", degradation=True, incumbents=True),
+    Policy("ksp_first_fit", degrade_arrivals=False),
+    Policy("degraded", degrade_arrivals=True),
+    Policy("degraded_in_service", degrade_arrivals=True, degrade_in_service=True),
+    Policy("in_service_only", degrade_arrivals=False, degrade_in_service=True),
 )}
 
 
@@ -107,7 +113,7 @@ class SimulationResult:
     fragmentation: float  # mean external fragmentation 1 - largest free block / free slots
     mean_active: float  # time-averaged number of connections in service
     arrival_rate: float
-    incumbent_degradations: int
+    in_service_degradations: int
     wall_s: float
 
 
@@ -120,8 +126,10 @@ class ProvisioningSimulator:
         shares = traffic.class_shares or tuple(1.0 for _ in instance.classes)
         if len(shares) != len(instance.classes) or min(shares) < 0 or sum(shares) <= 0:
             raise ValueError(f"expected {len(instance.classes)} non-negative class shares, got {shares}")
-        self.view = dataclasses.replace(instance, degradation=policy.degradation, model="time_expanded",
+        # view: the menus of connections (victims may be degraded); arrivals: the arriving request's
+        self.view = dataclasses.replace(instance, degradation=True, model="time_expanded",
                                         requests=(), background=(), transponders_per_node=0)
+        self.arrivals = dataclasses.replace(self.view, degradation=policy.degrade_arrivals)
         self.traffic, self.policy, self.control = traffic, policy, control
         self.shares = shares
         self.pairs = [(s, d) for s in instance.nodes for d in instance.nodes if s != d]
@@ -136,7 +144,7 @@ class ProvisioningSimulator:
         self.measuring = False
         self.slot_time = self.active_time = 0.0
         self.prolongations: dict[int, list[float]] = {p: [] for p in range(1, len(instance.classes) + 1)}
-        self.incumbent_degradations = 0
+        self.in_service_degradations = 0
         self.violations: list[Violation] = []
 
     # -- time and state ---------------------------------------------------------------------------
@@ -182,15 +190,16 @@ class ProvisioningSimulator:
 
     # -- in-service degradation -------------------------------------------------------------------
     def _shrink(self, cid: int, now: float) -> tuple | None:
-        """Degrade connection ``cid`` to the narrowest width of its class menu; None if it cannot
-        get narrower. Returns what :meth:`_undo` needs."""
+        """Degrade connection ``cid`` to the next narrower width of its class menu; None if it
+        cannot get narrower. Returns what :meth:`_undo` needs."""
         conn = self.active[cid]
         req = conn.request
-        levels = P.retained_levels(self.view, req)
-        rho = levels[-1]
-        width = P.slots_needed(rho * req.bandwidth_bps, conn.route.modulation, self.view.guard_band)
-        if width >= conn.slots:
+        narrower = [(rho, n) for rho in P.retained_levels(self.view, req)
+                    if (n := P.slots_needed(rho * req.bandwidth_bps, conn.route.modulation,
+                                            self.view.guard_band)) < conn.slots]
+        if not narrower:
             return None
+        rho, width = narrower[0]
         undo = (cid, conn.slots, conn.retained, conn.end_s)
         remaining = conn.retained * req.bandwidth_bps * (conn.end_s - now)
         self.state.release(conn.route.links, conn.first_slot + width, conn.slots - width)
@@ -220,15 +229,19 @@ class ProvisioningSimulator:
                 key=lambda cid: (-self.active[cid].request.priority, -self.active[cid].retained, cid),
             )
             done = []
-            for cid in victims:
-                undo = self._shrink(cid, now)
-                if undo is None:
-                    continue
-                done.append(undo)
-                choice = degraded_choice(self.view, self.state, request, (route,))
-                if choice is not None:
-                    self.incumbent_degradations += len(done)
-                    return choice
+            progressed = True
+            while progressed:  # one width step per victim per pass, until the request fits
+                progressed = False
+                for cid in victims:
+                    undo = self._shrink(cid, now)
+                    if undo is None:
+                        continue
+                    done.append(undo)
+                    progressed = True
+                    choice = degraded_choice(self.arrivals, self.state, request, (route,))
+                    if choice is not None:
+                        self.in_service_degradations += len(done)
+                        return choice
             for undo in reversed(done):
                 self._undo(undo)
         return None
@@ -248,7 +261,7 @@ class ProvisioningSimulator:
         offered_bps = blocked_bps = 0.0
         fragmentation: list[float] = []
         start_clock = 0.0
-        rule = degraded_choice if self.policy.degradation else ksp_first_fit_choice
+        rule = degraded_choice if self.policy.degrade_arrivals else ksp_first_fit_choice
         now = 0.0
         for index in range(total):
             now += rng.expovariate(rate)
@@ -263,8 +276,8 @@ class ProvisioningSimulator:
             self._advance(now)
             request = P.Request(source, target, bandwidth, holding, now, priority)
             routes = self.routes[(source, target)]
-            choice = rule(self.view, self.state, request, routes)
-            if choice is None and self.policy.incumbents:
+            choice = rule(self.arrivals, self.state, request, routes)
+            if choice is None and self.policy.degrade_in_service:
                 choice = self._make_room(request, routes, now)
             measured = index >= control.warmup
             if choice is not None:
@@ -302,7 +315,7 @@ class ProvisioningSimulator:
             utilization=self.slot_time / (span * slots_total),
             fragmentation=sum(fragmentation) / len(fragmentation) if fragmentation else math.nan,
             mean_active=self.active_time / span, arrival_rate=rate,
-            incumbent_degradations=self.incumbent_degradations, wall_s=time.perf_counter() - started,
+            in_service_degradations=self.in_service_degradations, wall_s=time.perf_counter() - started,
         )
 
     def _fragmentation(self) -> float:
