@@ -33,10 +33,11 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,7 @@ def plan(
     small_shipped: Callable[[str], list[Path]] | None = None,
 ) -> list[Task]:
     """The tasks of the static families (``scaling`` is planned round by round, see
-    :func:`run_scaling`), without duplicates, in a stable order."""
+    :class:`Climb`), without duplicates, in a stable order."""
     from coopt import cli
 
     shipped = shipped or cli.shipped
@@ -379,10 +380,13 @@ class ResultsWriter:
 
 # -- executors -------------------------------------------------------------------------------
 
+#: Called with each finished row; returns the tasks that row makes ready (the next scaling size).
+OnRow = Callable[[dict[str, Any]], list[Task]]
+
 
 class LocalExecutor:
-    """Tasks in a pool of ``jobs`` worker processes (``jobs == 1``: in this process). Spawned
-    workers: no state inherited from the parent but what each task carries."""
+    """Tasks in a pool of ``jobs`` spawned worker processes (``jobs == 1``: in this process).
+    Spawned workers inherit nothing from the parent but what each task carries."""
 
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
@@ -399,30 +403,27 @@ class LocalExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def map_unordered(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
+    def drive(self, tasks: Iterable[Task], on_row: OnRow) -> None:
+        """Run ``tasks`` and every task ``on_row`` makes ready, until none is left."""
+        queue = deque(tasks)
         if self._pool is None:
-            for task in tasks:
-                yield run_task(task)
+            while queue:
+                queue.extend(on_row(run_task(queue.popleft())))
             return
-        # Submit a bounded window: the pool never holds more than a few tasks per worker, so an
-        # interrupted run does not leave thousands of queued tasks behind.
+        # A window of one task per worker beyond the running ones: tasks made ready by a result
+        # start soon, and an interrupted run leaves little queued behind.
         pending: set = set()
-        queue = iter(tasks)
-        while True:
-            for task in queue:
-                pending.add(self._pool.submit(run_task, task))
-                if len(pending) >= 4 * self.jobs:
-                    break
-            if not pending:
-                return
+        while queue or pending:
+            while queue and len(pending) < 2 * self.jobs:
+                pending.add(self._pool.submit(run_task, queue.popleft()))
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                yield future.result()
+                queue.extend(on_row(future.result()))
 
 
 class DaskExecutor:
     """Tasks on a Dask distributed cluster at ``address`` (or through an existing ``client``),
-    at most :data:`DASK_CHUNK` in flight."""
+    submitted in chunks: at most :data:`DASK_CHUNK` in flight."""
 
     def __init__(self, address: str | None = None, client: Any = None, chunk: int = DASK_CHUNK):
         self.address, self.chunk = address, chunk
@@ -439,23 +440,28 @@ class DaskExecutor:
         if self._own and self._client is not None:
             self._client.close()
 
-    def map_unordered(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
+    def drive(self, tasks: Iterable[Task], on_row: OnRow) -> None:
+        """Run ``tasks`` and every task ``on_row`` makes ready, until none is left."""
         from dask.distributed import as_completed
 
-        queue = iter(tasks)
-        first = [self._submit(t) for _, t in zip(range(self.chunk), queue, strict=False)]
-        if not first:
-            return
-        stream = as_completed(first)
-        for future in stream:
-            yield future.result()
-            following = next(queue, None)
-            if following is not None:
-                stream.add(self._submit(following))
+        queue = deque(tasks)
+        stream = as_completed()
+        in_flight = 0
 
-    def _submit(self, task: Task) -> Any:
-        # pure=False: equal tasks are still separate runs (their times are what we measure).
-        return self._client.submit(run_task, task, pure=False, key=f"coopt-bench-{task.key}-{time.time_ns()}")
+        def top_up() -> None:
+            nonlocal in_flight
+            while queue and in_flight < self.chunk:
+                task = queue.popleft()
+                # pure=False: equal tasks are still separate runs (their times are what we measure).
+                key = f"coopt-bench-{task.key}-{time.time_ns()}"
+                stream.add(self._client.submit(run_task, task, pure=False, key=key))
+                in_flight += 1
+
+        top_up()
+        for future in stream:
+            in_flight -= 1
+            queue.extend(on_row(future.result()))
+            top_up()
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -471,11 +477,6 @@ class BenchConfig:
     jobs: int = 2
     scheduler: str | None = None
     out: Path = Path("bench-out")
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["out"] = str(self.out)
-        return data
 
 
 @dataclass
@@ -497,7 +498,7 @@ class Progress:
         """One task finished with ``row``."""
 
 
-def _selected(config: BenchConfig) -> list[Problem]:
+def selected_problems(config: BenchConfig) -> list[Problem]:
     names = config.problems or registry.names()
     found = []
     for name in names:
@@ -506,21 +507,6 @@ def _selected(config: BenchConfig) -> list[Problem]:
         except KeyError:
             raise KeyError(f"unknown problem {name!r}; known: {', '.join(registry.names())}") from None
     return found
-
-
-def _execute(
-    tasks: Sequence[Task],
-    executor: Any,
-    writer: ResultsWriter,
-    progress: Progress,
-    rows: dict[str, dict[str, Any]],
-) -> int:
-    progress.add(len(tasks))
-    for row in executor.map_unordered(tasks):
-        writer.write(row)
-        rows[row["key"]] = row
-        progress.advance(row)
-    return len(tasks)
 
 
 def run_bench(
@@ -536,7 +522,7 @@ def run_bench(
     overrides the registry lookup of ``config.problems``.
     """
     progress = progress or Progress()
-    selected = list(problems) if problems is not None else _selected(config)
+    selected = list(problems) if problems is not None else selected_problems(config)
     results = Path(config.out) / RESULTS
     rows = {row["key"]: row for row in read_results(results)}
     static = plan(
@@ -546,8 +532,28 @@ def run_bench(
         sizes=config.sizes,
         time_limit=config.time_limit,
     )
-    todo = [t for t in static if t.key not in rows]
-    skipped = len(static) - len(todo)
+    claimed = {t.key for t in static}
+    first = [t for t in static if t.key not in rows]
+    skipped = len(static) - len(first)
+    climbs = []
+    if "scaling" in config.families:
+        for problem in selected:
+            climb = Climb(problem, config)
+            first += climb.advance(rows, claimed)
+            climbs.append(climb)
+    progress.add(len(first))
+    ran = 0
+
+    def on_row(row: dict[str, Any]) -> list[Task]:
+        nonlocal ran
+        writer.write(row)
+        rows[row["key"]] = row
+        ran += 1
+        progress.advance(row)
+        ready = [t for climb in climbs for t in climb.advance(rows, claimed)]
+        progress.add(len(ready))
+        return ready
+
     if client is not None or config.scheduler:
         executor: Any = DaskExecutor(config.scheduler, client)
     else:
@@ -555,13 +561,10 @@ def run_bench(
     writer = ResultsWriter(results)
     try:
         with executor:
-            ran = _execute(todo, executor, writer, progress, rows)
-            if "scaling" in config.families:
-                more_ran, more_skipped = run_scaling(selected, config, executor, writer, progress, rows)
-                ran, skipped = ran + more_ran, skipped + more_skipped
+            executor.drive(first, on_row)
     finally:
         writer.close()
-    return BenchRun(rows=list(rows.values()), ran=ran, skipped=skipped)
+    return BenchRun(rows=list(rows.values()), ran=ran, skipped=skipped + sum(c.skipped for c in climbs))
 
 
 # -- the scaling family ----------------------------------------------------------------------
@@ -575,78 +578,65 @@ def scaling_sizes(start: Sequence[int]) -> list[int]:
     return sizes[:MAX_SCALING_STEPS]
 
 
-@dataclass
-class _Climb:
-    """One problem's walk up the sizes."""
+class Climb:
+    """One problem's walk up the sizes of the ``scaling`` family.
 
-    problem: Problem
-    sizes: list[int]
-    step: int = 0
-    alive: list[str] = field(default_factory=list)  # exact methods still proving optimality
-    largest: dict[str, int] = field(default_factory=dict)  # exact method -> largest size proved
-    finished: bool = False
+    At each size every exact method still climbing and every heuristic runs on every seed. An exact
+    method drops out at the first size where some seed is not proved optimal within the time
+    limit. When none is left (or the sizes run out) the heuristics run once more, at
+    :data:`SCALE_UP` times the largest size proved, and the climb is over. Climbs of different
+    problems advance independently, each as soon as its own results are in.
+    """
+
+    def __init__(self, problem: Problem, config: BenchConfig):
+        self.problem, self.config = problem, config
+        self.sizes = scaling_sizes(config.sizes or problem.sizes)
+        self.step = 0
+        self.alive = list(problem.exact_methods)
+        self.largest: dict[str, int] = {}
+        self.waiting: list[Task] = []  # the current round
+        self.finale = False
+        self.done = False
+        self.skipped = 0  # tasks found already finished in the results file
+
+    def _round(self) -> list[Task]:
+        methods = (
+            sorted(self.problem.heuristics) if self.finale else self.alive + sorted(self.problem.heuristics)
+        )
+        size = SCALE_UP * max(self.largest.values()) if self.finale else self.sizes[self.step]
+        return _tasks(self.problem, "scaling", self.config.seeds, self.config.time_limit, methods, size=size)
+
+    def _close_round(self, rows: dict[str, dict[str, Any]]) -> None:
+        if self.finale:
+            self.done = True
+            return
+        for method in list(self.alive):
+            if all(_proved(rows[t.key]) for t in self.waiting if t.method == method):
+                self.largest[method] = self.sizes[self.step]
+            else:
+                self.alive.remove(method)
+        self.step += 1
+        if not self.alive or self.step == len(self.sizes):
+            self.finale = True
+            self.done = not (self.largest and self.problem.heuristics)
+
+    def advance(self, rows: dict[str, dict[str, Any]], claimed: set[str]) -> list[Task]:
+        """The tasks to start now: none while the current round is still running; else the next
+        round's tasks that are neither finished nor already claimed (by a static family)."""
+        ready: list[Task] = []
+        while not self.done:
+            if not self.waiting:
+                self.waiting = self._round()
+                fresh = [t for t in self.waiting if t.key not in rows]
+                self.skipped += len(self.waiting) - len(fresh)
+                ready += [t for t in fresh if t.key not in claimed]
+                claimed.update(t.key for t in fresh)
+            if any(t.key not in rows for t in self.waiting):
+                break
+            self._close_round(rows)
+            self.waiting = []
+        return ready
 
 
-def _proved(rows: dict[str, dict[str, Any]], tasks: Iterable[Task]) -> bool:
-    return all(
-        rows.get(t.key, {}).get("status") == "optimal" and rows[t.key].get("verdict") == "ok" for t in tasks
-    )
-
-
-def run_scaling(
-    problems: Sequence[Problem],
-    config: BenchConfig,
-    executor: Any,
-    writer: ResultsWriter,
-    progress: Progress,
-    rows: dict[str, dict[str, Any]],
-) -> tuple[int, int]:
-    """Climb the sizes of every problem in lock step (one round = one size per problem); an exact
-    method drops out at the first size where some seed is not proved optimal within the limit;
-    when all have dropped out (or the sizes run out) the heuristics run at :data:`SCALE_UP` times
-    the largest size proved. Returns (tasks run, tasks found already done)."""
-    climbs = [
-        _Climb(p, scaling_sizes(config.sizes or p.sizes), alive=list(p.exact_methods)) for p in problems
-    ]
-    ran = skipped = 0
-    while True:
-        round_tasks: list[tuple[_Climb, list[Task]]] = []
-        for climb in climbs:
-            if climb.finished:
-                continue
-            size = climb.sizes[climb.step]
-            methods = climb.alive + sorted(climb.problem.heuristics)
-            round_tasks.append(
-                (climb, _tasks(climb.problem, "scaling", config.seeds, config.time_limit, methods, size=size))
-            )
-        if not round_tasks:
-            break
-        flat = [t for _, tasks in round_tasks for t in tasks]
-        todo = [t for t in flat if t.key not in rows]
-        skipped += len(flat) - len(todo)
-        ran += _execute(todo, executor, writer, progress, rows)
-        finale: list[Task] = []
-        for climb, tasks in round_tasks:
-            size = climb.sizes[climb.step]
-            for method in list(climb.alive):
-                if _proved(rows, [t for t in tasks if t.method == method]):
-                    climb.largest[method] = size
-                else:
-                    climb.alive.remove(method)
-            climb.step += 1
-            if not climb.alive or climb.step == len(climb.sizes):
-                climb.finished = True
-                if climb.largest and climb.problem.heuristics:
-                    target = SCALE_UP * max(climb.largest.values())
-                    finale += _tasks(
-                        climb.problem,
-                        "scaling",
-                        config.seeds,
-                        config.time_limit,
-                        sorted(climb.problem.heuristics),
-                        size=target,
-                    )
-        todo = [t for t in finale if t.key not in rows]
-        skipped += len(finale) - len(todo)
-        ran += _execute(todo, executor, writer, progress, rows)
-    return ran, skipped
+def _proved(row: dict[str, Any]) -> bool:
+    return row.get("status") == "optimal" and row.get("verdict") == "ok"

@@ -31,9 +31,11 @@ import numpy as np
 #: The 10-second shift of the shifted geometric mean.
 SGM_SHIFT = 10.0
 
-#: Times are floored here before taking ratios: below a millisecond the timer measures Python
-#: call overhead, not the method, and a ratio of two such noises means nothing.
+#: Times are floored here before taking performance ratios: below a millisecond the timer measures
+#: Python call overhead, not the method, and a ratio of two such noises means nothing.
 TIME_FLOOR = 1e-3
+#: Times are floored here before taking logarithms (scaling fits and plots): the timer's resolution.
+TIMER_RESOLUTION = 1e-6
 
 
 def shifted_geometric_mean(times: Iterable[float], shift: float = SGM_SHIFT) -> float:
@@ -104,7 +106,7 @@ def primal_integral(incumbents: Sequence[tuple[float, float]], optimum: float, h
 
 def fit_power_law(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, float] | None:
     """(k, a) of the least-squares fit ln t = ln a + k ln n; None with fewer than two sizes."""
-    pairs = [(n, max(t, TIME_FLOOR)) for n, t in zip(sizes, times, strict=True) if n > 0]
+    pairs = [(n, max(t, TIMER_RESOLUTION)) for n, t in zip(sizes, times, strict=True) if n > 0]
     if len({n for n, _ in pairs}) < 2:
         return None
     x = np.log([n for n, _ in pairs])

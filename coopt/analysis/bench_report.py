@@ -32,6 +32,7 @@ from coopt.analysis.bench import SCALE_UP
 from coopt.analysis.bench_metrics import (
     SGM_SHIFT,
     TIME_FLOOR,
+    TIMER_RESOLUTION,
     fit_power_law,
     performance_ratios,
     primal_integral,
@@ -234,30 +235,43 @@ def profile_costs(problem: ProblemResults, kind: str) -> tuple[list[Case], dict[
     return cases, costs
 
 
+def _succeeded(row: Row, heuristics: set[str]) -> bool:
+    """A proved optimum for an exact method, a checked solution for a heuristic."""
+    return row["verdict"] == "ok" and (row["method"] in heuristics or row["status"] == "optimal")
+
+
+def _mean_time(rows: Iterable[Row]) -> float:
+    return statistics.fmean(r["times"]["total"] for r in rows)
+
+
 @dataclass
 class Curve:
     method: str
     sizes: list[int]
     times: list[float]  # mean total time over the seeds of each size
     fit: tuple[float, float] | None
+    stopped: list[tuple[int, float]]  # (size, mean time) where some seed did not succeed
 
 
 def scaling_curves(problem: ProblemResults) -> list[Curve]:
-    """Time against generator size per method, from successful runs only (an exact method's time
-    at a size counts only if it proved optimality there)."""
+    """Time against generator size per method. A size is on the curve (and in the fit) when every
+    seed succeeded there: a proved optimum for an exact method, a checked solution for a
+    heuristic; the other sizes are listed as ``stopped``."""
     curves = []
     for method in problem.methods:
-        per_size: dict[int, list[float]] = defaultdict(list)
+        per_size: dict[int, list[Row]] = defaultdict(list)
         for row in problem.rows:
-            if row["method"] != method or row.get("size") is None or row["verdict"] != "ok":
-                continue
-            if method not in problem.heuristics and row["status"] != "optimal":
-                continue
-            per_size[int(row["size"])].append(row["times"]["total"])
-        sizes = sorted(per_size)
-        times = [statistics.fmean(per_size[s]) for s in sizes]
-        if sizes:
-            curves.append(Curve(method, sizes, times, fit_power_law(sizes, times)))
+            if row["method"] == method and row.get("size") is not None:
+                per_size[int(row["size"])].append(row)
+        sizes = sorted(
+            s for s, rows in per_size.items() if all(_succeeded(r, problem.heuristics) for r in rows)
+        )
+        stopped = [(s, _mean_time(rows)) for s, rows in sorted(per_size.items()) if s not in sizes]
+        times = [_mean_time(per_size[s]) for s in sizes]
+        if per_size:
+            curves.append(
+                Curve(method, sizes, times, fit_power_law(sizes, times) if sizes else None, stopped)
+            )
     return curves
 
 
@@ -273,34 +287,20 @@ class Reach:
 
 
 def reach(problem: ProblemResults) -> Reach:
-    sized = [r for r in problem.rows if r.get("size") is not None]
-    largest, at_largest = {}, {}
-    limits = [r["time_limit"] for r in sized if r.get("time_limit") is not None]
-    for method in problem.methods:
-        if method in problem.heuristics:
-            continue
-        per_size: dict[int, list[Row]] = defaultdict(list)
-        for row in sized:
-            if row["method"] == method:
-                per_size[int(row["size"])].append(row)
-        proved = [
-            s
-            for s, rs in per_size.items()
-            if all(r["status"] == "optimal" and r["verdict"] == "ok" for r in rs)
-        ]
-        if proved:
-            largest[method] = max(proved)
-            at_largest[method] = statistics.fmean(r["times"]["total"] for r in per_size[max(proved)])
+    """Largest size each exact method proved on every seed, and the heuristics at SCALE_UP times the
+    largest of those (a heuristic stopped there by the watchdog shows as inf)."""
+    curves = {c.method: c for c in scaling_curves(problem)}
+    largest = {m: c.sizes[-1] for m, c in curves.items() if m not in problem.heuristics and c.sizes}
+    at_largest = {m: curves[m].times[-1] for m in largest}
+    limits = [r["time_limit"] for r in problem.rows if r.get("size") is not None and r.get("time_limit")]
     target = SCALE_UP * max(largest.values()) if largest else None
     heuristic_times = {}
     for method in sorted(problem.heuristics):
-        times = [
-            r["times"]["total"]
-            for r in sized
-            if r["method"] == method and int(r["size"]) == target and r["verdict"] == "ok"
-        ]
-        if times:
-            heuristic_times[method] = statistics.fmean(times)
+        curve = curves.get(method)
+        if curve is not None and target in curve.sizes:
+            heuristic_times[method] = curve.times[curve.sizes.index(target)]
+        elif curve is not None and target in [s for s, _ in curve.stopped]:
+            heuristic_times[method] = math.inf
     return Reach(largest, at_largest, max(limits) if limits else None, target, heuristic_times)
 
 
@@ -347,16 +347,31 @@ def _plot_scaling(problem: ProblemResults, curves: Sequence[Curve], limit: float
         return False
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
+    sizes = set()
     for curve in curves:
         label = curve.method if curve.fit is None else f"{curve.method} (k = {curve.fit[0]:.2f})"
-        ax.plot(curve.sizes, [max(t, TIME_FLOOR) for t in curve.times], marker="o", label=label)
+        (line,) = ax.plot(
+            curve.sizes, [max(t, TIMER_RESOLUTION) for t in curve.times], marker="o", label=label
+        )
+        if curve.stopped:
+            ax.plot(
+                [s for s, _ in curve.stopped],
+                [max(t, TIMER_RESOLUTION) for _, t in curve.stopped],
+                linestyle="none",
+                marker="x",
+                markersize=9,
+                color=line.get_color(),
+            )
+        sizes |= set(curve.sizes) | {s for s, _ in curve.stopped}
     if limit is not None:
         ax.axhline(limit, color="grey", linestyle=":", label=f"time limit {limit:g} s")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(sorted(sizes), [str(s) for s in sorted(sizes)], fontsize=7)
+    ax.minorticks_off()
     ax.set_xlabel("instance size (generator scale)")
     ax.set_ylabel("mean total time [s]")
-    ax.set_title(f"{problem.name}: scaling, fitted t ~ size^k", fontsize=10)
+    ax.set_title(f"{problem.name}: scaling, fitted t ~ size^k (x: not solved / not proved)", fontsize=10)
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=110)
     return True
@@ -432,7 +447,13 @@ def reach_table(analysis: Analysis) -> str:
             "; ".join(f"{m}: {s} ({_fmt(r.time_at_largest[m])} s)" for m, s in sorted(r.largest.items()))
             or "-"
         )
-        heur = "; ".join(f"{m}: {_fmt(t)} s" for m, t in r.heuristic_times.items()) or "- (not run)"
+        heur = (
+            "; ".join(
+                f"{m}: {_fmt(t)} s" if math.isfinite(t) else f"{m}: **no solution within the limit**"
+                for m, t in r.heuristic_times.items()
+            )
+            or "- (not run)"
+        )
         body.append(
             [
                 problem.name,
