@@ -193,7 +193,7 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _to_json(points: list[Point]) -> list[dict[str, Any]]:
+def points_json(points: list[Point]) -> list[dict[str, Any]]:
     rows = []
     for p in points:
         rows.append({
@@ -246,9 +246,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(text, file=sys.stderr, flush=True)
 
     points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
-    _print(points, policies[0])
+    print_points(points, policies[0])
     if args.json:
-        Path(args.json).write_text(json.dumps(_to_json(points), indent=1))
+        Path(args.json).write_text(json.dumps(points_json(points), indent=1))
         out.print(f"wrote {args.json}")
     if args.plot:
         plot(points, args.plot)
@@ -256,7 +256,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(points: list[Point], baseline: str) -> None:
+def print_points(points: list[Point], baseline: str) -> None:
     for network in dict.fromkeys(p.network for p in points):
         mine = [p for p in points if p.network == network]
         table = Table(title=f"{network}: service failure ratio (95% CI) per class", title_justify="left")
