@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -24,6 +25,7 @@ from coopt.formulations.lightcode_graph import (
     MICRO,
     Assignment,
     Instance,
+    Limits,
     StackedGraph,
     as_solution,
     conversion_elements,
@@ -584,3 +586,26 @@ def min_cut(instance: Instance) -> Solution:
     _, (_, sink_side) = nx.minimum_cut(cut, "s", "t")
     assign = [second if v in sink_side else first for v in range(len(graph.ops))]
     return _solution(instance, graph, assign)
+
+
+# ------------------------------------------------------------------------------------------------
+# The sequence-length crossover scan (repo: threshold search for runtime dispatch)
+# ------------------------------------------------------------------------------------------------
+def photonic_lengths(
+    instance: Instance, role: str, lengths: list[int], objective: str = "energy"
+) -> list[int]:
+    """The sequence lengths, among ``lengths``, at which the optimum of ``objective`` (energy or
+    latency_sum, by the exact segment DP, side constraints dropped) runs the first operator with
+    ``role`` on a photonic device. The repo scans L = 0..4095 the same way, one operator at a time
+    with its neighbours fixed; here the whole graph is re-optimised at every length."""
+    photonic = {d.name for d in instance.devices if d.kind == "photonic"}
+    found = []
+    for length in lengths:
+        model = replace(instance.model, sequence_length=length)
+        variant = replace(instance, model=model, objective=objective, uniform_blocks=False, limits=Limits())
+        graph = stacked_graph(variant)
+        solution = segment_dp(variant)
+        target = next(op.name for op in graph.ops if op.role == role)
+        if solution["assignment"][target] in photonic:
+            found.append(length)
+    return found

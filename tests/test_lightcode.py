@@ -1,0 +1,401 @@
+"""LightCode: the Stacked Graph, the checker, the exact models against each other, the heuristics'
+guarantees, and the closed-form crossovers against the sequence-length scan."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from coopt.analysis.bounds import registry as bounds
+from coopt.analysis.bounds.lightcode import ROLE_BOUND
+from coopt.errors import InstanceError
+from coopt.formulations.lightcode import PROBLEM, check, incomparable_pairs, makespan_relaxation, objective
+from coopt.formulations.lightcode_graph import (
+    Limits,
+    energy,
+    latency_sum,
+    makespan,
+    ptu_cycles,
+    stacked_graph,
+)
+from coopt.instance import load
+from coopt.problem import SolveOptions, close
+from coopt.solvers import lightcode as heuristics
+from coopt.solvers.exact import run, solve_model
+
+SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
+EXACT = SolveOptions(gap=1e-9)
+
+
+def shipped(name: str):
+    return load(SHIPPED / name).instance
+
+
+def resized(instance, **model):
+    return replace(instance, model=replace(instance.model, **model))
+
+
+def optimum(instance) -> dict:
+    report = run(PROBLEM, instance, "exact", EXACT)
+    assert report.status == "optimal" and report.check["feasible"], report.check["violations"]
+    return report.solution
+
+
+def devices_of(instance, solution) -> list[str]:
+    return [solution["assignment"][op.name] for op in stacked_graph(instance).ops]
+
+
+# -- the Stacked Graph and the cost model -------------------------------------------------------
+@pytest.mark.parametrize(
+    "family, layers, d, heads, ffn, vocab, photonic_stacks",
+    [("gpt2", 12, 768, 12, 3072, 50257, 73), ("llama", 32, 4096, 32, 11008, 32000, 289)],
+)
+@pytest.mark.parametrize("graph", ["block", "full"])
+def test_operator_lists_match_the_models(family, layers, d, heads, ffn, vocab, photonic_stacks, graph):
+    """73 PTU-capable stacks for GPT-2 (the repo's count), 289 for Llama-2-7B, and the MACs of a
+    prefill counted by hand: per block 4 d^2 L (+ 2 d ffn L, or 3 d ffn L for SwiGLU) + 2 d L^2."""
+    base = shipped("1-gpt2-L128-energy.toml" if family == "gpt2" else "1-llama-L512-energy.toml")
+    for length in (1, 50, 333):
+        instance = replace(base, graph=graph, model=replace(base.model, sequence_length=length))
+        g = stacked_graph(instance)
+        assert sum("ptu" in s for s in g.stacks) == photonic_stacks
+        mlp = (2 if family == "gpt2" else 3) * d * ffn
+        per_block = (4 * d * d + mlp) * length + 2 * d * length * length
+        assert sum(op.macs for op in g.ops) == layers * per_block + d * vocab * length
+    assert (layers, d, heads, ffn, vocab) == (
+        base.model.layers,
+        base.model.d_model,
+        base.model.heads,
+        base.model.d_ff,
+        base.model.vocab,
+    )
+
+
+def test_graph_is_topologically_ordered_with_one_source_and_one_sink():
+    for name in ("1-gpt2-L128-energy.toml", "1-llama-L512-energy.toml"):
+        for graph_kind in ("block", "full"):
+            g = stacked_graph(replace(shipped(name), graph=graph_kind))
+            assert all(e.src < e.dst for e in g.edges)
+            assert [v for v in range(len(g.ops)) if not g.preds[v]] == [0]
+            assert [v for v in range(len(g.ops)) if not g.succs[v]] == [len(g.ops) - 1]
+
+
+def test_sram_hop_transfers_reproduce_the_repo_hop_energies():
+    """Repo: CPU->CPU 28, PTU->PTU 32.78, CPU->PTU 31.18, PTU->CPU 29.6 pJ per element."""
+    instance = replace(shipped("0-llama-tiny-makespan.toml"), transfer_model="sram_hop")
+    g = stacked_graph(instance)
+    k = next(k for k, e in enumerate(g.edges) if g.ops[e.src].role == "q" and g.ops[e.dst].role == "rope_q")
+    e = g.edges[k]
+    assert g.ops[e.src].kind == "dense"
+    per_element = {pair: value / e.elements / 1e-12 for pair, value in g.transfer_energy[k].items()}
+    assert per_element[("cpu", "cpu")] == pytest.approx(28.0)
+    q = next(k for k, e in enumerate(g.edges) if g.ops[e.src].role == "v" and g.ops[e.dst].role == "av")
+    both = {pair: value / g.edges[q].elements / 1e-12 for pair, value in g.transfer_energy[q].items()}
+    assert both[("ptu", "ptu")] == pytest.approx(32.78)
+    assert both[("cpu", "ptu")] == pytest.approx(31.18)
+    assert both[("ptu", "cpu")] == pytest.approx(29.6)
+
+
+def test_more_multiplexing_never_slows_the_ptu():
+    instance = shipped("1-gpt2-L128-makespan.toml")
+    ptu = instance.device("ptu")
+    ops = [op for op in stacked_graph(instance).ops if op.kind != "elementwise"]
+    for op in ops:
+        cycles = [
+            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=m)) for m in (1, 2, 3, 8, 64, 1000)
+        ]
+        assert cycles == sorted(cycles, reverse=True)
+        assert cycles[0] == op.outputs * op.inner  # one lane: one MAC per cycle
+
+
+# -- loader -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("heads = 4", "heads = 3", "model.heads"),
+        ('objective = "makespan"', 'objective = "throughput"', "objective"),
+        ("clock_ghz = 9.7", "clock_ghz = -9.7", "device[1].clock_ghz"),
+        ("bytes_per_element = 4", "bytes_per_element = 4\nbogus = 1", "memory.bogus"),
+    ],
+)
+def test_loader_names_the_field(tmp_path, old, new, field):
+    text = (SHIPPED / "0-gpt2-small-makespan.toml").read_text()
+    assert old in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InstanceError) as error:
+        load(path)
+    assert error.value.field == field and str(path) in str(error.value)
+
+
+def test_loader_needs_an_electronic_device(tmp_path):
+    text = (SHIPPED / "0-gpt2-small-makespan.toml").read_text()
+    head, rest = text.split("[[device]]", 1)
+    path = tmp_path / "bad.toml"
+    path.write_text(head + "[[device]]" + rest.split("[[device]]", 1)[1])
+    with pytest.raises(InstanceError, match="electronic"):
+        load(path)
+
+
+# -- checker ------------------------------------------------------------------------------------
+def test_checker_rejects_malformed_and_infeasible_solutions():
+    instance = shipped("0-llama-tiny-makespan.toml")
+    good = optimum(instance)
+    assert check(instance, good) == []
+    g = stacked_graph(instance)
+    softmax = next(op.name for op in g.ops if op.role == "softmax")
+    cases = {
+        "no assignment": {"start": good["start"]},
+        "wrong device": {**good, "assignment": {**good["assignment"], softmax: "ptu"}},
+        "unknown op": {**good, "assignment": {**good["assignment"], "ghost": "gpu"}},
+        "no start": {"assignment": good["assignment"]},
+        "negative start": {**good, "start": {**good["start"], softmax: -1.0}},
+        "bad start": {**good, "start": {**good["start"], softmax: "soon"}},
+    }
+    for why, solution in cases.items():
+        assert check(instance, solution), why
+    late = g.ops[-1].name
+    early = {**good, "start": {**good["start"], late: 0.0}}
+    assert any(v.constraint == "precedence" for v in check(instance, early))
+
+
+def test_checker_catches_two_operators_on_one_device_at_once():
+    instance = shipped("0-llama-tiny-makespan.toml")
+    g = stacked_graph(instance)
+    assign = ["gpu"] * len(g.ops)
+    start = heuristics.list_schedule(g, assign)
+    q, k = (next(v for v, op in enumerate(g.ops) if op.role == r) for r in ("q", "k"))
+    assert (min(q, k), max(q, k)) in incomparable_pairs(g)
+    start[k] = start[q]  # both inputs are ready then, but the GPU is busy with q
+    solution = {
+        "assignment": {op.name: d for op, d in zip(g.ops, assign, strict=True)},
+        "start": {op.name: s for op, s in zip(g.ops, start, strict=True)},
+    }
+    assert [v.constraint for v in check(instance, solution)] == ["device_exclusive"]
+
+
+def test_checker_flags_uniform_blocks_and_capacity():
+    instance = shipped("0-gpt2-small-latency-limits.toml")
+    g = stacked_graph(instance)
+    all_ptu = {op.name: ("ptu" if "ptu" in s else "gpu") for op, s in zip(g.ops, g.stacks, strict=True)}
+    found = {v.constraint for v in check(instance, {"assignment": all_ptu})}
+    assert "capacity" in found
+    mixed = dict.fromkeys(all_ptu, "gpu") | {"b0.qk": "ptu"}
+    assert "uniform_blocks" in {v.constraint for v in check(instance, {"assignment": mixed})}
+
+
+# -- exact models -------------------------------------------------------------------------------
+def realistic_two_device(objective_name: str, length: int, layers: int = 2):
+    base = shipped("0-gpt2-small-makespan.toml")
+    return replace(resized(base, sequence_length=length, layers=layers), objective=objective_name)
+
+
+@pytest.mark.parametrize("objective_name", ["energy", "latency_sum"])
+@pytest.mark.parametrize("length", [16, 200, 512])
+def test_milp_equals_min_cut_on_two_device_sum_instances(objective_name, length):
+    instance = realistic_two_device(objective_name, length)
+    milp = optimum(instance)
+    cut = heuristics.min_cut(instance)
+    assert check(instance, cut) == []
+    assert close(cut["objective"], milp["objective"] if "objective" in milp else objective(instance, milp))
+    assert close(objective(instance, cut), objective(instance, milp))
+
+
+def test_min_cut_refuses_what_it_cannot_solve():
+    with pytest.raises(ValueError):
+        heuristics.min_cut(shipped("0-gpt2-small-makespan.toml"))
+    with pytest.raises(ValueError):
+        heuristics.min_cut(shipped("0-gpt2-small-latency-limits.toml"))
+
+
+def test_relaxation_lower_bounds_the_makespan_and_the_list_schedule_upper_bounds_it():
+    for name in ("0-llama-tiny-makespan.toml", "0-gpt2-small-makespan.toml"):
+        instance = shipped(name)
+        best = objective(instance, optimum(instance))
+        relaxed = solve_model(makespan_relaxation(instance), EXACT)
+        assert relaxed.status == "optimal" and relaxed.objective <= best * (1 + 1e-7)
+        g = stacked_graph(instance)
+        for method in PROBLEM.heuristics:
+            solution = PROBLEM.heuristics[method](instance)
+            assign = devices_of(instance, solution)
+            start = heuristics.list_schedule(g, assign)
+            load_bound = max(
+                sum(g.stacks[v][d].latency for v in range(len(g.ops)) if assign[v] == d) for d in set(assign)
+            )
+            assert makespan(g, assign, start) >= load_bound * (1 - 1e-12)
+            assert makespan(g, assign, start) * 1e6 >= best * (1 - 1e-7)
+
+
+def test_energy_and_latency_optima_differ_and_trade_off():
+    """The paper's third claim: the two objectives give different mappings."""
+    for name in ("1-gpt2-L1024-energy.toml", "0-gpt2-small-makespan.toml"):
+        base = shipped(name)
+        frugal = replace(base, objective="energy")
+        fast = replace(base, objective="latency_sum")
+        g = stacked_graph(base)
+        a_frugal, a_fast = devices_of(frugal, optimum(frugal)), devices_of(fast, optimum(fast))
+        assert a_frugal != a_fast
+        assert energy(g, a_frugal) <= energy(g, a_fast)
+        assert latency_sum(g, a_fast) <= latency_sum(g, a_frugal)
+
+
+def test_without_a_ptu_the_optimum_is_the_all_gpu_baseline():
+    for objective_name in ("energy", "latency_sum", "makespan"):
+        base = replace(shipped("0-gpt2-small-makespan.toml"), objective=objective_name)
+        gpu_only = replace(base, devices=base.devices[:1])
+        solution = optimum(gpu_only)
+        assert set(solution["assignment"].values()) == {"gpu"}
+        with_ptu = objective(base, optimum(base))
+        assert with_ptu <= objective(gpu_only, solution) * (1 + 1e-9)
+
+
+def test_energy_budget_sweep_gives_a_monotone_front():
+    base = replace(shipped("0-gpt2-small-makespan.toml"), objective="latency_sum")
+    g = stacked_graph(base)
+    frugal = devices_of(base, optimum(replace(base, objective="energy")))
+    fast = devices_of(base, optimum(base))
+    low, high = energy(g, frugal), energy(g, fast)
+    assert high > low
+    front = []
+    for share in (0.0, 0.25, 0.5, 0.75, 1.0):
+        budget = (low + share * (high - low)) * 1e3 * (1 + 1e-9)
+        instance = replace(base, limits=Limits(energy_budget_mj=budget))
+        front.append(objective(instance, optimum(instance)))
+    assert front == sorted(front, reverse=True) and front[0] > front[-1]
+
+
+# -- heuristics ---------------------------------------------------------------------------------
+SUM_EXACT = ("segment_dp", "best_first")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_heuristics_are_feasible_and_never_beat_the_milp(seed):
+    instance = PROBLEM.generate(seed, 2)
+    best = objective(instance, optimum(instance))
+    for method, heuristic in PROBLEM.heuristics.items():
+        solution = heuristic(instance, seed=seed)
+        assert check(instance, solution) == [], method
+        assert close(objective(instance, solution), solution["objective"]), method
+        assert solution["objective"] >= best * (1 - 1e-7), method
+        if instance.objective != "makespan" and method in SUM_EXACT and not instance.uniform_blocks:
+            assert close(solution["objective"], best), method
+
+
+@pytest.mark.parametrize(
+    "name", ["1-gpt2-L1024-energy.toml", "1-gpt2-L128-energy.toml", "1-llama-L512-energy.toml"]
+)
+def test_segment_dp_and_best_first_are_exact_for_sum_objectives(name):
+    for objective_name in ("energy", "latency_sum"):
+        instance = replace(shipped(name), objective=objective_name)
+        best = objective(instance, optimum(instance))
+        for method in SUM_EXACT:
+            assert close(PROBLEM.heuristics[method](instance)["objective"], best), (objective_name, method)
+
+
+def test_greedy_per_operator_is_exact_under_the_authors_transfers():
+    """With every hop through SRAM, energy and latency-sum separate per operator."""
+    for name in ("1-gpt2-L1024-energy-sram.toml", "0-gpt2-small-energy-sram.toml"):
+        for objective_name in ("energy", "latency_sum"):
+            instance = replace(shipped(name), objective=objective_name)
+            greedy = heuristics.greedy_per_operator(instance)
+            assert close(greedy["objective"], objective(instance, optimum(instance)))
+
+
+def test_articulation_operators_cut_every_path():
+    g = stacked_graph(shipped("1-llama-L512-energy.toml"))
+    cuts = heuristics.articulation_operators(g)
+    assert cuts[0] == 0 and cuts[-1] == len(g.ops) - 1
+    assert {g.ops[v].role for v in cuts[1:-1]} == {"add1", "add2", "rms_f"}
+    for v in cuts:
+        assert not any(e.src < v < e.dst for e in g.edges)
+
+
+def test_best_first_beam_still_returns_a_feasible_solution():
+    instance = shipped("0-llama-tiny-makespan.toml")
+    solution = heuristics.best_first(instance, beam=1)
+    assert check(instance, solution) == []
+
+
+def test_local_search_never_worsens_its_start():
+    for name in ("0-llama-tiny-makespan.toml", "0-gpt2-small-makespan.toml"):
+        instance = shipped(name)
+        start = heuristics.greedy_per_operator(instance)["objective"]
+        assert heuristics.local_search(instance)["objective"] <= start
+
+
+# -- closed forms against the sequence-length scan ----------------------------------------------
+def test_dense_crossover_balances_saving_and_conversion():
+    bound = bounds()["lightcode.energy_crossover_dense"]
+    q = bound.symbols
+    length = sp.Symbol("L", positive=True)
+    k, n = q["K"].symbol, q["N"].symbol
+    saving = (q["e"].symbol - q["e_PTU"].symbol) * length * k * n
+    cost = q["E_DAC"].symbol * (length * k + k * n) + q["E_ADC"].symbol * length * n
+    assert sp.simplify((saving - cost).subs(length, bound.expr)) == 0
+
+
+def first_integer_above(value: float) -> int:
+    return math.floor(value + 1e-9) + 1
+
+
+@pytest.mark.parametrize(
+    "family, name", [("gpt2", "1-gpt2-L1024-energy-sram.toml"), ("llama", "1-llama-L512-energy.toml")]
+)
+def test_energy_crossover_matches_the_sequence_length_scan(family, name):
+    """Under the authors' transfers, the first L whose energy optimum moves an operator to the PTU
+    is the first integer above the closed-form L*; a non-positive L* means it never moves."""
+    instance = replace(resized(shipped(name), layers=1), transfer_model="sram_hop", objective="energy")
+    ptu = instance.device("ptu")
+    gpu = instance.device(instance.baseline)
+    values = {
+        "e": gpu.mac_energy_pj * 1e-12,
+        "e_PTU": ptu.mac_energy_pj * 1e-12,
+        "E_DAC": ptu.dac_energy_pj * 1e-12,
+        "E_ADC": ptu.adc_energy_pj * 1e-12,
+    }
+    g = stacked_graph(instance)
+    for op in g.ops:
+        if op.kind == "elementwise" or op.role not in ROLE_BOUND or op.role == "lm_head":
+            continue
+        bound = bounds()[ROLE_BOUND[op.role]]
+        shape = (
+            {"K": op.inner, "N": op.outputs // instance.model.sequence_length}
+            if op.kind == "dense"
+            else {"d_h": instance.model.d_head}
+        )
+        predicted = float(bound.evaluate(values | shape))
+        if predicted <= 0:
+            assert heuristics.photonic_lengths(instance, op.role, [64, 1024, 4096]) == []
+            continue
+        first = first_integer_above(predicted)
+        window = list(range(max(1, first - 2), first + 3))
+        scanned = heuristics.photonic_lengths(instance, op.role, window)
+        assert scanned == [length for length in window if length >= first], (op.role, predicted)
+
+
+def test_latency_crossover_matches_a_multiplexing_scan():
+    """The PTU overtakes a compute-bound GPU matmul once m c exceeds Phi / (2 f_PTU)."""
+    instance = shipped("1-gpt2-L1024-makespan.toml")
+    gpu, ptu = instance.device("gpu"), instance.device("ptu")
+    predicted = float(
+        bounds()["lightcode.latency_crossover_lanes"].evaluate(
+            {"Phi": gpu.peak_tflops * 1e12, "f_PTU": ptu.clock_ghz * 1e9}
+        )
+    )
+    assert predicted == pytest.approx(25500, rel=1e-3)
+    op = next(op for op in stacked_graph(instance).ops if op.role == "fc1")
+    gpu_time = 2 * op.macs / (gpu.peak_tflops * 1e12)  # compute-bound, launch excluded
+
+    def ptu_faster(lanes: int) -> bool:
+        return (
+            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=lanes)) / (ptu.clock_ghz * 1e9)
+            < gpu_time
+        )
+
+    first = next(m for m in range(20000, 30000) if ptu_faster(m))
+    # the ceiling ceil(D / m) delays the crossover by at most one cycle row: D / m_first >= D / m* - 1
+    assert predicted < first <= op.outputs / (op.outputs / predicted - 1) + 1
