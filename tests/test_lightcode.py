@@ -399,3 +399,16 @@ def test_latency_crossover_matches_a_multiplexing_scan():
     first = next(m for m in range(20000, 30000) if ptu_faster(m))
     # the ceiling ceil(D / m) delays the crossover by at most one cycle row: D / m_first >= D / m* - 1
     assert predicted < first <= op.outputs / (op.outputs / predicted - 1) + 1
+
+
+def test_decomposition_matches_the_full_milp_on_makespan():
+    """The natural exact method (segments between articulation operators, solved once per
+    distinct segment) against the one-piece disjunctive MILP."""
+    for instance in (
+        shipped("1-gpt2-L128-makespan.toml"),
+        resized(shipped("1-llama-L512-makespan.toml"), layers=2),
+    ):
+        whole, parts = run(PROBLEM, instance, "milp", EXACT), run(PROBLEM, instance, "exact", EXACT)
+        assert whole.status == parts.status == "optimal"
+        assert parts.check["feasible"] and close(parts.check["objective_recomputed"], parts.objective)
+        assert close(whole.objective, parts.objective)
