@@ -36,6 +36,7 @@ from coopt.analysis.bench_report import (
     README_END,
     analyse,
     reach,
+    scaling_curves,
     update_readme,
     write_report,
 )
@@ -255,6 +256,19 @@ def test_analysis_gaps_counts_and_conflicts():
     assert any("better than the proven optimum" in c for c in analyse(beating).conflicts)
     broken = [*rows, _row("h2", 12.0, instance="a", verdict="failed")]
     assert [r["method"] for r in analyse(broken).failures] == ["h2"]
+
+
+def test_a_proof_past_the_time_limit_does_not_count_for_scaling():
+    rows = []
+    for size, total in ((1, 0.5), (2, 5.0), (4, 90.0)):  # the last one proved, but after 90 s
+        for method, kind, status in (("exact", "exact", "optimal"), ("h", "heuristic", "feasible")):
+            row = _row(method, 10.0, status, 10.0, kind, instance=f"generated:size={size}", total=total)
+            rows.append({**row, "size": size})
+    assert not bench.proved_within_limit(rows[-2]) and bench.proved_within_limit(rows[0])
+    curves = {c.method: c for c in scaling_curves(analyse(rows).problems["p"])}
+    assert curves["exact"].sizes == [1, 2] and curves["exact"].stopped == [(4, 90.0)]
+    assert curves["h"].sizes == [1, 2, 4]
+    assert reach(analyse(rows).problems["p"]).largest == {"exact": 2}
 
 
 # -- the runner ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopt.analysis.bench import SCALE_UP
+from coopt.analysis.bench import SCALE_UP, proved_within_limit
 from coopt.analysis.bench_metrics import (
     SGM_SHIFT,
     TIME_FLOOR,
@@ -236,8 +236,8 @@ def profile_costs(problem: ProblemResults, kind: str) -> tuple[list[Case], dict[
 
 
 def _succeeded(row: Row, heuristics: set[str]) -> bool:
-    """A proved optimum for an exact method, a checked solution for a heuristic."""
-    return row["verdict"] == "ok" and (row["method"] in heuristics or row["status"] == "optimal")
+    """A checked solution for a heuristic; a proved optimum within the time limit for an exact method."""
+    return row["verdict"] == "ok" if row["method"] in heuristics else proved_within_limit(row)
 
 
 def _mean_time(rows: Iterable[Row]) -> float:
@@ -255,8 +255,8 @@ class Curve:
 
 def scaling_curves(problem: ProblemResults) -> list[Curve]:
     """Time against generator size per method. A size is on the curve (and in the fit) when every
-    seed succeeded there: a proved optimum for an exact method, a checked solution for a
-    heuristic; the other sizes are listed as ``stopped``."""
+    seed succeeded there: a proved optimum within the time limit for an exact method, a checked
+    solution for a heuristic; the other sizes are listed as ``stopped``."""
     curves = []
     for method in problem.methods:
         per_size: dict[int, list[Row]] = defaultdict(list)
