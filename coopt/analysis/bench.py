@@ -384,6 +384,11 @@ class ResultsWriter:
 OnRow = Callable[[dict[str, Any]], list[Task]]
 
 
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (see LocalExecutor.__exit__)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class LocalExecutor:
     """Tasks in a pool of ``jobs`` spawned worker processes (``jobs == 1``: in this process).
     Spawned workers inherit nothing from the parent but what each task carries."""
@@ -396,12 +401,18 @@ class LocalExecutor:
         if self.jobs > 1:
             import multiprocessing
 
-            self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                self.jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+            )
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if self._pool is None:
+            return
+        if kind is not None:  # interrupted or failed: stop the running tasks now, not when they end
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def drive(self, tasks: Iterable[Task], on_row: OnRow) -> None:
         """Run ``tasks`` and every task ``on_row`` makes ready, until none is left."""
