@@ -213,6 +213,7 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
     """(P4)/(P5): the memory level at every allocation event is within the cap."""
     rec, off = instance.allow_recompute, instance.allow_offload
     add = model.cons.add
+    Mc = M + max((instance.tau_d(k) / u for k in range(instance.virtual_stages)), default=0.0)
     model.z = pyo.Var(pyo.Any, bounds=(0, 1), dense=False)
     model.bin = pyo.Var(pyo.Any, domain=pyo.Binary, dense=False)
 
@@ -271,7 +272,7 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
                     delta, nu = binary(("dE", i, e)), binary(("nE", i, e))
                     add(delta <= model.o[i])
                     add(nu <= model.o[i])
-                    add(model.S[e] >= model.D[i] + instance.tau_d(ki) / u - M * (1 - delta))
+                    add(model.S[e] >= model.D[i] + instance.tau_d(ki) / u - Mc * (1 - delta))
                     add(model.U[i] >= model.S[e] - M * nu - M * (1 - model.o[i]))
                     level += a_o[ki] * (nu - delta)
             _at_most(model, level, cap)
@@ -312,7 +313,7 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
                 delta, nu = binary(("dU", i2, i)), binary(("nU", i2, i))
                 add(delta <= model.o[i2])
                 add(nu <= model.o[i2])
-                add(model.U[i] >= model.D[i2] + instance.tau_d(k2) / u - M * (1 - delta))
+                add(model.U[i] >= model.D[i2] + instance.tau_d(k2) / u - Mc * (1 - delta))
                 add(model.U[i2] >= model.U[i] - M * nu - M * (1 - model.o[i2]))
                 if i2 < i:
                     add(nu + binary(("nU", i, i2)) >= model.o[i] + model.o[i2] - 1)

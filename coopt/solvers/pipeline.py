@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from coopt.formulations.pipeline_model import (
-    KEEP,
     OFFLOAD,
     RECOMPUTE,
     Deadlock,
@@ -179,37 +178,33 @@ def _list_schedule(
     priority: Priority,
     name: str,
     budget: Callable[[int], float] | None = None,
-    modes: dict[Item, str] | None = None,
 ) -> Timed:
     """Dispatch passes in time order: each device, when free, starts the ready pass of best
     ``priority`` (per (kind, stage) FIFO) that keeps its activations within min(cap, budget) and,
     for a forward, keeps fewer than ``window(k)`` micro-batches in flight on virtual stage k.
+    A forward also reserves room for the same micro-batch's later chunks on its device, so a
+    micro-batch that entered a device can always finish there (no memory deadlock from chunks).
     O(n^2) for n passes."""
-    modes = dict(modes or {})
     p, m = instance.stages, instance.microbatches
     nxt = {(x, k): 0 for x in instance.kinds for k in range(instance.virtual_stages)}
     start: dict[PassKey, float] = {}
     end: dict[PassKey, float] = {}
     free = [0.0] * p
     level = [0.0] * p
+    reserved = [0.0] * p
     inflight = [0] * instance.virtual_stages
     limit = [min(instance.cap(d), budget(d) if budget else float("inf")) * (1 + 1e-9) for d in range(p)]
-    orders: Orders = {d: [] for d in range(p)}
+    first = [min(instance.stages_on(d)) for d in range(p)]
+    later = {k: sum(instance.a(q) for q in instance.stages_on(instance.device(k)) if q > k)
+             for k in range(instance.virtual_stages)}
 
-    def alloc(key: PassKey) -> float:
-        kind, k, j = key
-        mode = modes.get((k, j), KEEP)
-        if kind == "F":
-            return instance.a_c(k) if mode == RECOMPUTE else instance.a(k)
-        return instance.a(k) - instance.a_c(k) if kind == "B" and mode == RECOMPUTE else 0.0
-
-    def net(key: PassKey) -> float:
+    def admissible(key: PassKey, d: int) -> bool:
         kind, k, _ = key
-        if kind == "F":
-            return alloc(key)
-        if kind == "B":
-            return alloc(key) - (instance.a(k) - instance.a_w(k))
-        return -instance.a_w(k)
+        if kind != "F":
+            return True
+        if k != first[d]:
+            return True  # a later chunk of a micro-batch already on this device: room is reserved
+        return inflight[k] < window(k) and level[d] + reserved[d] + instance.a(k) + later[k] <= limit[d]
 
     while len(start) < len(nxt) * m:
         best: tuple | None = None
@@ -222,14 +217,9 @@ def _list_schedule(
                         continue
                     key = (kind, k, j)
                     preds = instance.predecessors(key)
-                    if any(q not in end for q, _ in preds):
+                    if any(q not in end for q, _ in preds) or not admissible(key, d):
                         continue
-                    if level[d] + alloc(key) > limit[d]:
-                        continue
-                    if kind == "F" and inflight[k] >= window(k):
-                        continue
-                    ready = max([free[d]] + [end[q] + lag for q, lag in preds])
-                    cands.append((ready, key))
+                    cands.append((max([free[d]] + [end[q] + lag for q, lag in preds]), key))
             if not cands:
                 continue
             t = min(r for r, _ in cands)
@@ -241,13 +231,19 @@ def _list_schedule(
         t, d, key = best
         kind, k, j = key
         start[key] = t
-        end[key] = t + instance.duration(key, modes.get((k, j), KEEP))
+        end[key] = t + instance.duration(key)
         free[d] = end[key]
-        level[d] += net(key)
-        inflight[k] += 1 if kind == "F" else -1 if kind == "B" else 0
+        if kind == "F":
+            level[d] += instance.a(k)
+            reserved[d] += later[k] if k == first[d] else -instance.a(k)
+            inflight[k] += 1
+        elif kind == "B":
+            level[d] -= instance.a(k) - instance.a_w(k)
+            inflight[k] -= 1
+        else:
+            level[d] -= instance.a_w(k)
         nxt[(kind, k)] += 1
-        orders[d].append(key)
-    return _fits(instance, Timed(start=start, modes=modes, d2h={}, h2d={}), name)
+    return _fits(instance, Timed(start=start, modes={}, d2h={}, h2d={}), name)
 
 
 def zb_h2(instance: Instance, seed: int = 0) -> Solution:
@@ -279,7 +275,7 @@ def v_shape(instance: Instance, seed: int = 0) -> Solution:
     rank = {"B": 0, "F": 1, "W": 2}
     timed = _list_schedule(
         instance,
-        lambda k: instance.microbatches,
+        lambda k: instance.virtual_stages - k,
         lambda x, _: (rank[x[0]], -x[1], x[2]),
         "v_shape",
         budget=lambda d: instance.stages * instance.activation_gb[d],
@@ -305,11 +301,9 @@ def _chronos_priority(x: PassKey, start: dict[PassKey, float]) -> tuple:
     return (2, -k, j)
 
 
-def _chronos_timed(instance: Instance, modes: dict[Item, str] | None = None, capped: bool = True) -> Timed:
-    if capped:
-        return _list_schedule(instance, _chronos_window(instance), _chronos_priority, "chronos_pipe", modes=modes)
-    uncapped = replace(instance, memory_cap_gb=None)
-    return _list_schedule(uncapped, _chronos_window(instance), _chronos_priority, "chronos_pipe", modes=modes)
+def _chronos_timed(instance: Instance, capped: bool = True) -> Timed:
+    target = instance if capped else replace(instance, memory_cap_gb=None)
+    return _list_schedule(target, _chronos_window(instance), _chronos_priority, "chronos_pipe")
 
 
 def chronos_pipe(instance: Instance, seed: int = 0) -> Solution:
