@@ -207,3 +207,17 @@ def test_hecaton_beats_megatron_from_64_dies_and_the_gap_grows_under_weak_scalin
         speedups.append(best["1d"] / best["agrs"])
     assert all(s > 1 for s in speedups)
     assert speedups == sorted(speedups)
+
+
+@pytest.mark.parametrize("name", ["0-mixed-ffn-n16-energy", "0-llama2-7b-slice-n4"])
+def test_epigraph_and_collapsed_forms_agree(name):
+    """t_l >= each of t^C, t^N, t^D (epigraph) and t_l = sum_o max(...) x_lo (collapsed) give one optimum."""
+    from coopt.solvers.exact import solve_model
+
+    instance = read(SHIPPED / f"{name}.toml")
+    values = []
+    for epigraph in (False, True):
+        result = solve_model(hecaton.build(instance, epigraph=epigraph), OPTIONS)
+        assert result.status == "optimal"
+        values.append(result.objective)
+    assert close(*values), values

@@ -101,6 +101,7 @@ def test_formulation_moves_the_closed_form_volumes(q):
         (Option("summa", q, q, 1, False), at("hecaton.nop_volume_summa", values)),
         (Option("agrs", q, q, 1, False), at("hecaton.nop_volume_agrs", {**values, "kappa_b": 2})),
         (Option("agrs", q, q, 1, True), at("hecaton.nop_volume_agrs", {**values, "kappa_b": 3})),
+        (Option("agrs", q, q, 1, False, regather=True), at("hecaton.nop_volume_agrs_regather", values)),
     ]
     for option, elements in pairs:
         assert cost(instance, 53248, option).nop_bytes == pytest.approx(beta * elements, rel=1e-12), option

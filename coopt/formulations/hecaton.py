@@ -61,7 +61,8 @@ from coopt.solvers import hecaton as methods
 
 
 # -- formulation -----------------------------------------------------------------------------
-def build(instance: Instance) -> pyo.ConcreteModel:
+def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
+    """The MILP above; ``epigraph`` keeps t_l and its rows instead of the collapsed block costs."""
     ffn = instance.model.block_ffn
     table = [candidates(instance, f) for f in ffn]
     costs = [[cost(instance, f, o) for o in row] for f, row in zip(ffn, table, strict=True)]
@@ -77,36 +78,31 @@ def build(instance: Instance) -> pyo.ConcreteModel:
     m.time_unit = time_unit
     m.pick = pyo.Set(initialize=[(b, i) for b in blocks for i in range(len(table[b]))], dimen=2)
     m.x = pyo.Var(m.pick, domain=pyo.Binary)
-    m.t = pyo.Var(blocks, domain=pyo.NonNegativeReals)
     m.one_option = pyo.Constraint(
-        blocks,
-        rule=lambda m, b: (
-            sum(m.x[b, i] for i in range(len(table[b]))) == 1 if table[b] else pyo.Constraint.Infeasible
-        ),
+        [b for b in blocks if table[b]], rule=lambda m, b: sum(m.x[b, i] for i in range(len(table[b]))) == 1
     )
-
-    parts = ("compute_s", "nop_s", "dram_s") if instance.overlap == "full" else ("time_s",)
-    m.epigraph = pyo.Constraint(
-        [(b, p) for b in blocks for p in range(len(parts))],
-        rule=lambda m, b, p: m.t[b]
-        >= sum(getattr(costs[b][i], parts[p]) / time_unit * m.x[b, i] for i in range(len(table[b]))),
-    )
+    if not all(table):  # a block without an SRAM-feasible option: state the infeasibility to HiGHS
+        m.unplaced = pyo.Var(bounds=(0, 0))
+        m.every_block_placed = pyo.Constraint(expr=m.unplaced >= 1)
 
     def z(b: int, layout: tuple) -> pyo.Expression:
         return sum(m.x[b, i] for i, o in enumerate(table[b]) if o.layout == layout)
 
-    pairs = [
-        (b, a, a2)
-        for b in blocks[:-1]
-        for a in layouts[b]
-        for a2 in layouts[b + 1]
-        if transition(instance, a, a2) > 0
-    ]
+    # layout flow between consecutive blocks: y[b, a, a2] = z[b, a] z[b+1, a2] (a = a2 included)
+    pairs = [(b, a, a2) for b in blocks[:-1] for a in layouts[b] for a2 in layouts[b + 1]]
     m.relayout_index = pyo.Set(initialize=range(len(pairs)))
     m.y = pyo.Var(m.relayout_index, bounds=(0, 1))
-    m.relayout = pyo.Constraint(
-        m.relayout_index,
-        rule=lambda m, k: m.y[k] >= z(pairs[k][0], pairs[k][1]) + z(pairs[k][0] + 1, pairs[k][2]) - 1,
+    leaving: dict[tuple, list[int]] = {}
+    entering: dict[tuple, list[int]] = {}
+    for j, (b, a, a2) in enumerate(pairs):
+        leaving.setdefault((b, a), []).append(j)
+        entering.setdefault((b + 1, a2), []).append(j)
+    out_keys, in_keys = list(leaving), list(entering)
+    m.flow_out = pyo.Constraint(
+        range(len(out_keys)), rule=lambda m, k: sum(m.y[j] for j in leaving[out_keys[k]]) == z(*out_keys[k])
+    )
+    m.flow_in = pyo.Constraint(
+        range(len(in_keys)), rule=lambda m, k: sum(m.y[j] for j in entering[in_keys[k]]) == z(*in_keys[k])
     )
 
     stash = [[c.stash_bytes for c in row] for row in costs]
@@ -126,12 +122,27 @@ def build(instance: Instance) -> pyo.ConcreteModel:
             rule=lambda m, b, s: sum(m.x[b, i] for i, o in enumerate(table[b]) if o.scheme == s) <= m.u[s],
         )
 
+    if epigraph:
+        m.t = pyo.Var(blocks, domain=pyo.NonNegativeReals)
+        parts = ("compute_s", "nop_s", "dram_s") if instance.overlap == "full" else ("time_s",)
+        m.epigraph = pyo.Constraint(
+            [(b, p) for b in blocks for p in range(len(parts))],
+            rule=lambda m, b, p: m.t[b]
+            >= sum(getattr(costs[b][i], parts[p]) / time_unit * m.x[b, i] for i in range(len(table[b]))),
+        )
+        times = [time_unit * m.t[b] for b in blocks]
+    else:
+        times = [sum(costs[b][i].time_s * m.x[b, i] for i in range(len(table[b]))) for b in blocks]
     if instance.objective == "time":
-        blocks_cost = sum(time_unit * m.t[b] for b in blocks)
+        blocks_cost = sum(times)
     else:
         dynamic = sum((costs[b][i].energy_j - static * costs[b][i].time_s) * m.x[b, i] for b, i in m.pick)
-        blocks_cost = dynamic + sum(static * time_unit * m.t[b] for b in blocks)
-    relayout_cost = sum(transition(instance, pairs[k][1], pairs[k][2]) * m.y[k] for k in m.relayout_index)
+        blocks_cost = dynamic + static * sum(times)
+    relayout_cost = sum(
+        transition(instance, pairs[k][1], pairs[k][2]) * m.y[k]
+        for k in m.relayout_index
+        if pairs[k][1] != pairs[k][2]
+    )
     m.cost = pyo.Objective(expr=(blocks_cost + relayout_cost) / unit, sense=pyo.minimize)
     m.table = table
     return m

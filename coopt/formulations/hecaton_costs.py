@@ -12,10 +12,11 @@ Y = X W with (k, n):  QKV (h, h(1+2g)),  O (h, h),  up+gate (h, 2f),  down (f, h
 W_blk = sum k n = h^2 (2 + 2g) + 3 h f.  Forward FLOPs 2 T W_blk + 4 b s^2 h kappa_c
 (kappa_c = 1/2 with a causal mask); training = 3x forward, 4x with recompute.
 
-An option o = (scheme, r x c, mu, rho): scheme in {1d, summa, agrs}; the logical mesh r x c with
+An option o = (scheme, r x c, mu, rho, gamma): scheme in {1d, summa, agrs}; the logical mesh r x c with
 r c = N (1d uses the whole package as one ring: r = 1, c = N; summa needs r = c); mu micro-batches
 (token tiles of T/mu tokens, run one after another through each layer); rho = 1 recomputes the
-forward pass in the backward pass.
+forward pass in the backward pass; gamma = 1 (agrs without recompute only) stashes the sharded
+inputs and re-gathers them in the backward pass instead of stashing the gathered ones.
 Per die and per block, with T_mu = T/mu and "swapped" marking the O and down linears (they take the
 previous linear's output layout, so r and c trade places for them):
 
@@ -28,7 +29,10 @@ previous linear's output layout, so r and c trade places for them):
   (c-1)/c T k/r + (r-1)/r T n/c per linear (r, c swapped for O and down); backward mirrors it
   (all-gather dY, reduce-scatter dX) and reuses the gathered X kept in DRAM; recompute repeats
   the forward collectives. V = (2 + rho) sum_linears forward volume, i.e. kappa_b = 2 + rho in
-  the notes' V_AGRS = kappa_b (sqrt N - 1)/N T S_kn. Attention is local when every row block
+  the notes' V_AGRS = kappa_b (sqrt N - 1)/N T S_kn. With gamma = 1 the backward pass all-gathers
+  X again ((c-1)/c T k/r more per linear) and the stash holds T k/N instead of T k/r: the notes'
+  kappa_b = 3 "re-gathered" case made exact (research notes 1.d list both; the choice is the
+  solver's, since it trades NoP time for DRAM capacity and traffic). Attention is local when every row block
   of a tile holds whole sequences (mu | b and (b/mu) mod r = 0); otherwise K and V are
   all-gathered along the column, (r-1)/r 2 T h g/c per pass. SRAM: T_mu k/r + kn/N + T_mu n/c.
 * summa (Optimus 2D tensor parallelism, q x q): per linear and micro-batch the forward moves
@@ -329,6 +333,7 @@ class Option:
     cols: int
     microbatches: int
     recompute: bool
+    regather: bool = False
 
     @property
     def layout(self) -> tuple[str, int, int]:
@@ -342,6 +347,7 @@ class Option:
             "cols": self.cols,
             "microbatches": self.microbatches,
             "recompute": self.recompute,
+            "regather": self.regather,
         }
 
 
@@ -375,6 +381,8 @@ def options(instance: Instance) -> tuple[Option, ...]:
             for mu in instance.microbatches:
                 for rho in instance.recompute:
                     out.append(Option(scheme, rows, cols, mu, rho))
+                    if scheme == "agrs" and not rho:
+                        out.append(Option(scheme, rows, cols, mu, rho, regather=True))
     return tuple(sorted(out))
 
 
@@ -393,6 +401,8 @@ def valid_option(instance: Instance, option: Option) -> str | None:
         return f"micro-batch count {option.microbatches} not in {list(instance.microbatches)}"
     if option.recompute not in instance.recompute:
         return f"recompute={option.recompute} not allowed"
+    if option.regather and (option.scheme != "agrs" or option.recompute):
+        return "regather applies to agrs without recompute only"
     return None
 
 
@@ -429,6 +439,9 @@ def cost(instance: Instance, ffn: int, option: Option) -> Cost:
         )
         volume = (2 + rho) * forward
         steps = mu * (2 + rho) * 4 * (r + c - 2)
+        if option.regather:
+            volume += sum((r - 1) / r * T * k / c if sw else (c - 1) / c * T * k / r for k, _, sw in linears)
+            steps += mu * 2 * (r + c - 2)
         if not attention_split:
             volume += (2 + rho) * (r - 1) / r * 2 * T * h * g / c
             steps += mu * (2 + rho) * (r - 1)
@@ -436,7 +449,12 @@ def cost(instance: Instance, ffn: int, option: Option) -> Cost:
             (t_mu * k / c + k * nn / n + t_mu * nn / r) if sw else (t_mu * k / r + k * nn / n + t_mu * nn / c)
             for k, nn, sw in linears
         )
-        stash = T * h / n if rho else sum(T * k / (c if sw else r) for k, _, sw in linears) + elementwise
+        if rho:
+            stash = T * h / n
+        elif option.regather:
+            stash = sum(T * k / n for k, _, _ in linears) + elementwise
+        else:
+            stash = sum(T * k / (c if sw else r) for k, _, sw in linears) + elementwise
         busy_attention = r * min(c, m.heads)
     else:  # summa on q x q
         q = r
@@ -520,6 +538,7 @@ def parse(instance: Instance, solution: Solution) -> tuple[list[Option] | None, 
                 cols=_as_int(op["cols"]),
                 microbatches=_as_int(op["microbatches"]),
                 recompute=_as_bool(op["recompute"]),
+                regather=_as_bool(op["regather"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             return None, [f"op {i}: unreadable option ({type(exc).__name__}: {exc})"]

@@ -69,7 +69,7 @@ def tiny(seed: int):
     return replace(instance, package=replace(instance.package, dram_gb=dram_gb))
 
 
-SEEDS = [s for s in range(14) if len(options(tiny(s))) ** 3 <= 8000]
+SEEDS = [s for s in range(10) if len(options(tiny(s))) ** 3 <= 22000]
 
 
 @pytest.mark.parametrize("seed", SEEDS)

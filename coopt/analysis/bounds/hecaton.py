@@ -13,9 +13,10 @@ cost models). One Llama block (GQA ratio g, FFN ratio phi = f/h), T tokens per i
     V_SUMMA = 2 (sqrt N - 1)/N (T S_kn + W_blk)
     V_AGRS  = kappa_b (sqrt N - 1)/N T S_kn    (kappa_b = 2 keeps the gathered inputs; 3 re-gathers)
 
-The formulation (coopt.formulations.hecaton_costs) moves exactly V_1D, V_SUMMA (one micro-batch)
-and V_AGRS with kappa_b = 2 + rho on a square mesh without recompute (rho = 0) when attention is
-local; tests/test_hecaton_bounds.py checks that.
+The formulation (coopt.formulations.hecaton_costs) moves exactly V_1D and V_SUMMA (no recompute,
+one micro-batch), V_AGRS with kappa_b = 2 (gathered inputs kept) or 3 (recompute), and
+hecaton.nop_volume_agrs_regather (inputs re-gathered) on a square mesh when attention is local;
+tests/test_hecaton_bounds.py checks that.
 
 Weak scaling: T fixed, h = h0 sqrt(N/N0), so per-die compute T h^2/N stays constant. Then
 R_AGRS tends to a constant, R_1D and R_SUMMA to 0. DRAM: the per-die compute-to-DRAM ratio of the
@@ -107,6 +108,17 @@ BOUNDS = [
         assumptions=("square mesh", "attention local (every row block holds whole sequences)"),
         notes="V_AGRS(kappa_b = 2) = V_SUMMA - 2 (sqrt N - 1)/N W_blk: SUMMA without moving weights. "
         "V_AGRS N / (sqrt N - 1) does not depend on N.",
+    ),
+    Bound(
+        name="hecaton.nop_volume_agrs_regather",
+        summary="Per-die NoP elements of one block under AG-RS when the backward pass re-gathers X",
+        source=SOURCE,
+        output=_elements,
+        inputs=(N, T, h, g, phi),
+        expr=(_root - 1) / N.symbol * T.symbol * (2 * _s_kn + h.symbol * (3 + phi.symbol)),
+        assumptions=("square mesh", "attention local", "sharded inputs stashed, gathered again in backward"),
+        notes="The exact form of the notes' kappa_b = 3 're-gathered' case: only the inputs (sum k = "
+        "h (3 + phi)) cross a third time, so it lies between kappa_b = 2 and 3.",
     ),
     Bound(
         name="hecaton.crossover_agrs_1d",
