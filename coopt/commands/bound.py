@@ -2,7 +2,7 @@
 
     coopt bound list
     coopt bound NAME [--solve-for SYMBOL] [--set sym=value ...] [--sweep sym=start:stop:count[:log]]
-                     [--latex] [--json OUT] [--plot OUT.png]
+                     [--latex] [--json OUT] [--plot OUT.png] [--fit DATA.csv]
 
 Values accept plain numbers and simple arithmetic (``2^-8``, ``3e12``, ``0.2/2**15``). Unknown
 names and symbols, and values outside a symbol's physical range, are usage errors (exit 2).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import json
 import operator
 from pathlib import Path
@@ -92,7 +93,10 @@ def _equation(entry: bounds.Entry, solve_for: str | None) -> str:
         return f"{entry.output.name} = {entry.method}"
     if solve_for is None or solve_for == entry.output.name:
         return f"{entry.output.name} = {sp.sstr(entry.expr)}"
-    return f"{solve_for} = {sp.sstr(entry.solve_for(solve_for))}"
+    try:
+        return f"{solve_for} = {sp.sstr(entry.solve_for(solve_for))}"
+    except bounds.NoClosedForm:
+        return f"{solve_for} solves {entry.output.name} = {sp.sstr(entry.expr)} (numeric root)"
 
 
 def _latex(entry: bounds.Entry, solve_for: str | None) -> str:
@@ -101,6 +105,15 @@ def _latex(entry: bounds.Entry, solve_for: str | None) -> str:
     target = entry.quantity(solve_for)
     names = {q.symbol: q.latex for q in entry.symbols.values() if q.latex}
     return sp.latex(sp.Eq(target.symbol, entry.solve_for(solve_for)), symbol_names=names)
+
+
+def _latex_or_none(entry: bounds.Entry, solve_for: str | None) -> str | None:
+    if isinstance(entry, bounds.Curve):
+        return None
+    try:
+        return _latex(entry, solve_for)
+    except bounds.NoClosedForm:
+        return None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -134,6 +147,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
         values[name] = sweep[1]
     if solve_for and solve_for != entry.output.name and solve_for in values:
         raise UsageError(f"cannot both set and solve for {solve_for}")
+    fitted = _fit(entry, args.fit, values) if args.fit else None
     if args.plot and not sweep:
         raise UsageError("--plot needs a --sweep to plot over")
 
@@ -147,6 +161,10 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
     if not args.latex:
         _describe(entry, solve_for)
+    if fitted:
+        coefficients, error, rows = fitted
+        fits = ", ".join(f"{k} = {_fmt(v)} {entry.quantity(k).unit}" for k, v in coefficients.items())
+        out.print(f"fit to {rows} rows of {args.fit}: {fits}; L1 error {_fmt(error)} {entry.output.unit}")
     if sweep:
         name, grid, _ = sweep
         result = np.broadcast_to(result, grid.shape)
@@ -169,10 +187,13 @@ def cmd_bound(args: argparse.Namespace) -> int:
             "result_symbol": target.name,
             "unit": target.unit,
             "equation": _equation(entry, solve_for),
-            "latex": None if isinstance(entry, bounds.Curve) else _latex(entry, solve_for),
+            "latex": _latex_or_none(entry, solve_for),
             "values": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in used.items()},
             "sweep": None if not sweep else {"symbol": sweep[0], "values": sweep[1].tolist()},
             "result": result.tolist(),
+            "fit": None if not fitted else {
+                "data": args.fit, "rows": fitted[2], "coefficients": fitted[0], "l1_error": fitted[1],
+            },
         }
         write_atomic(args.json, json.dumps(report, indent=2) + "\n")
         out.print(f"wrote {args.json}")
@@ -180,6 +201,42 @@ def cmd_bound(args: argparse.Namespace) -> int:
         _plot(entry, target, sweep, result, args.plot)
         out.print(f"wrote {args.plot}")
     return 0
+
+
+def _fit(entry: bounds.Entry, path: str, values: dict[str, Any]) -> tuple[dict[str, float], float, int]:
+    """Read measured rows (CSV, one column per symbol) and fit the entry's coefficients to them.
+
+    The fitted coefficients join ``values`` so the rest of the command evaluates the fitted bound.
+    """
+    fit = getattr(entry, "fit", None)
+    if fit is None:
+        raise UsageError(f"bound {entry.name!r} has no fit; --fit works for bounds whose notes offer it")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            table = list(csv.reader(fh))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(table) < 2:
+        raise UsageError(f"{path}: expected a header row and at least one data row")
+    header, rows = [h.strip() for h in table[0]], table[1:]
+    columns: dict[str, np.ndarray] = {}
+    for j, name in enumerate(header):
+        quantity = entry.quantity(name)
+        try:
+            column = np.array([float(row[j]) for row in rows])
+        except (ValueError, IndexError):
+            raise UsageError(f"{path}: column {name!r}: expected a number in every row") from None
+        quantity.validate(column, f"{path}: column {name!r}")
+        columns[name] = column
+    try:
+        coefficients, error = fit(columns)
+    except KeyError as exc:
+        raise UsageError(f"{path}: missing column {exc.args[0]!r}") from None
+    clash = sorted(set(coefficients) & set(values))
+    if clash:
+        raise UsageError(f"--fit determines {', '.join(clash)}; do not also --set or --sweep it")
+    values.update(coefficients)
+    return coefficients, error, len(rows)
 
 
 def _describe(entry: bounds.Entry, solve_for: str | None) -> None:
@@ -236,4 +293,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--latex", action="store_true", help="print the equation as LaTeX")
     p.add_argument("--json", metavar="OUT", help="write the evaluation as JSON")
     p.add_argument("--plot", metavar="OUT.png", help="plot the sweep")
+    p.add_argument("--fit", metavar="DATA.csv", help="fit the bound's coefficients to measured rows first")
     p.set_defaults(func=cmd_bound)

@@ -144,6 +144,9 @@ class Bound(_Symbols):
     constants: Mapping[sp.Symbol, float] = field(default_factory=dict)
     #: Relations between inputs that ranges alone cannot state (e.g. ``K <= E``).
     relations: tuple[sp.Rel, ...] = ()
+    #: Fits the bound's coefficients to measured rows: ``fit(columns) -> (symbol -> value, error)``,
+    #: where ``columns`` maps the other symbols (output included) to equal-length arrays.
+    fit: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, float], float]] | None = None
 
     def equation(self) -> sp.Eq:
         return sp.Eq(self.output.symbol, self.expr)
@@ -159,9 +162,16 @@ class Bound(_Symbols):
         target = self.quantity(name).symbol
         if name in self.solved:
             return self.solved[name]
-        roots = _real_roots(self.equation(), target)
+        if self.expr.has(*_NOT_INVERTIBLE):
+            raise NoClosedForm(f"bound {self.name!r} is piecewise or discrete: no closed form for {name}")
+        if _transcendental_in(self.expr, target):
+            raise NoClosedForm(f"bound {self.name!r} is transcendental in {name}: no closed form")
+        try:
+            roots = _real_roots(self.equation(), target)
+        except (NotImplementedError, RecursionError):
+            roots = []
         if not roots:
-            raise UsageError(f"bound {self.name!r}: SymPy finds no closed form for {name}")
+            raise NoClosedForm(f"bound {self.name!r}: SymPy finds no closed form for {name}")
         return roots[-1] if len(roots) > 1 else roots[0]
 
     def evaluator(self, name: str | None = None) -> tuple[Callable[..., Any], list[Quantity]]:
@@ -174,9 +184,66 @@ class Bound(_Symbols):
         return _lambdify(expr, tuple(q.symbol for q in args)), args
 
     def evaluate(self, values: Mapping[str, Any], solve_for: str | None = None) -> Any:
-        """Evaluate the bound (or the solved form) at ``values``; defaults fill the rest."""
-        fn, args = self.evaluator(solve_for)
-        return fn(*self._arguments(values, args))
+        """Evaluate the bound (or the solved form) at ``values``; defaults fill the rest.
+
+        Solving for an input without a closed form falls back to a numeric root (see
+        :meth:`solve_numerically`).
+        """
+        try:
+            fn, args = self.evaluator(solve_for)
+        except NoClosedForm:
+            return self.solve_numerically(solve_for, values)
+        arguments = self._arguments(values, args)
+        try:
+            return fn(*arguments)
+        except NameError:  # a special function numpy lacks (LambertW without scipy)
+            if solve_for is None:
+                raise
+            return self.solve_numerically(solve_for, values)
+
+    def solve_numerically(self, name: str, values: Mapping[str, Any]) -> Any:
+        """The value of input ``name`` at which the bound's output equals the given output value.
+
+        A geometric bracket search from the symbol's default (factor 2 per step, down to 1e-60
+        of it and up to 1e60) followed by bisection to 1e-13 relative width. It returns the root
+        in the first bracket found, which is the root when the bound is monotone in ``name``.
+        """
+        quantity = self.quantity(name)
+        if quantity.domain == "real":
+            raise UsageError(f"bound {self.name!r}: numeric solving needs a sign-definite {name}")
+        fn, args = self.evaluator()
+        given = {k: v for k, v in values.items() if k != name}
+        others = [q for q in args if q.name != name]
+        columns = dict(zip([q.name for q in others], self._arguments(given, others), strict=True))
+        goal = self._arguments(given, [self.output])[0]
+        start = quantity.default if quantity.default else 1.0
+
+        def root(target: float, *other: float) -> float:
+            point = dict(zip(columns, other, strict=True))
+
+            def gap(x: float) -> float:
+                return float(fn(*(x if q.name == name else point[q.name] for q in args))) - target
+
+            low = high = start
+            with np.errstate(all="ignore"):
+                for _ in range(200):
+                    low, high = low / 2, high * 2
+                    for a, b in ((low, low * 2), (high / 2, high)):
+                        if np.sign(gap(a)) * np.sign(gap(b)) <= 0:
+                            for _ in range(200):
+                                mid = math.sqrt(a * b)
+                                if np.sign(gap(a)) * np.sign(gap(mid)) <= 0:
+                                    b = mid
+                                else:
+                                    a = mid
+                                if b - a <= 1e-13 * b:
+                                    break
+                            return math.sqrt(a * b)
+            raise UsageError(f"bound {self.name!r}: no {name} in 1e-60..1e60 x its default gives "
+                             f"{self.output.name} = {target:g}")
+
+        result = np.vectorize(root, otypes=[float])(goal, *columns.values())
+        return result[()] if result.ndim == 0 else result
 
 
 @dataclass(frozen=True)
@@ -219,6 +286,28 @@ class Curve(_Symbols):
 
 #: Anything ``coopt bound`` can show: a closed form or a computed curve.
 Entry = Bound | Curve
+
+
+class NoClosedForm(UsageError):
+    """SymPy cannot rearrange the bound for the requested symbol."""
+
+
+#: Functions whose presence rules out a symbolic inverse (and makes ``sympy.solve`` slow).
+_NOT_INVERTIBLE = (sp.Max, sp.Min, sp.floor, sp.ceiling, sp.Sum, sp.Piecewise)
+
+
+_TRANSCENDENTAL = (sp.exp, sp.sinh, sp.cosh, sp.tanh, sp.coth, sp.sin, sp.cos, sp.tan)
+
+
+def _transcendental_in(expr: sp.Expr, target: sp.Symbol) -> bool:
+    """Whether ``target`` sits inside a hyperbolic/trigonometric/exponential function or under a
+    symbolic power; ``sympy.solve`` then either fails slowly or returns special functions."""
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, _TRANSCENDENTAL) and node.has(target):
+            return True
+        if isinstance(node, sp.Pow) and node.has(target) and node.exp.free_symbols:
+            return True
+    return False
 
 
 @lru_cache(maxsize=1024)

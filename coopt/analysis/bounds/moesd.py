@@ -307,6 +307,27 @@ gpus = Quantity("G", "tensor-parallel GPUs", "1", "positive_integer", default=2)
 longest = Quantity("Gamma", "longest draft length to consider", "1", "positive_integer", default=8,
                    latex=r"\Gamma")
 
+memory_bytes = Quantity("X_mem", "bytes loaded by one forward pass", "B", default=28e9,
+                        latex=r"X_{\mathrm{mem}}")
+compute_flops = Quantity("X_comp", "FLOPs of one forward pass", "FLOP", default=28e9,
+                         latex=r"X_{\mathrm{comp}}")
+fixed_time = Quantity("c0", "fixed time per forward pass (launches, sync)", "s", "nonnegative",
+                      default=0.6e-3, latex="c_0")
+time_per_byte = Quantity("c_mem", "seconds per byte loaded (1 / effective bandwidth)", "s/B", "nonnegative",
+                         default=1 / (2 * 2.039e12), latex=r"c_{\mathrm{mem}}")
+time_per_flop = Quantity("c_comp", "seconds per FLOP (1 / effective compute)", "s/FLOP", "nonnegative",
+                         default=1 / (2 * 312e12), latex=r"c_{\mathrm{comp}}")
+step = Quantity("T", "forward-pass (step) time", "s")
+
+
+def _fitter(form: str):
+    def fit(columns):
+        result = fit_time_model(columns["T"], columns["X_mem"], columns["X_comp"], form=form)
+        return {"c0": result.c0, "c_mem": result.c_mem, "c_comp": result.c_comp}, result.l1_error
+
+    return fit
+
+
 n_act = experts.symbol * (1 - (1 - top_k.symbol / experts.symbol) ** tokens.symbol)
 expert_weights = 3 * hidden.symbol * expert_ffn.symbol
 ridge = beta.symbol * flops.symbol / (2 * bandwidth.symbol)
@@ -449,6 +470,32 @@ BOUNDS = [
         relations=k_le_e,
         assumptions=(*ROUTING, *ROOFLINE, "all experts loaded (B >= B_lo)"),
         notes="Dense FFN: m*/(gamma+1) (set E = K). Grows linearly with E/K: sparser MoE, wider window.",
+    ),
+    Bound(
+        name="moesd.time_model",
+        summary="step-time model fitted to measurements: c0 + c_mem X_mem + c_comp X_comp (L1 fit by LP)",
+        source=SOURCE + "; our stand-in for the paper's Algorithm 1",
+        output=step,
+        inputs=(memory_bytes, compute_flops, fixed_time, time_per_byte, time_per_flop),
+        expr=fixed_time.symbol + time_per_byte.symbol * memory_bytes.symbol
+        + time_per_flop.symbol * compute_flops.symbol,
+        fit=_fitter("sum"),
+        assumptions=("time is affine in bytes loaded and FLOPs", "coefficients >= 0"),
+        notes="`--fit DATA.csv` (columns X_mem, X_comp, T) fits c0, c_mem, c_comp by least absolute "
+        "deviations, an LP solved by HiGHS. Defaults: 2 x A800 peak, 20 us x 28 layers + 40 us.",
+    ),
+    Bound(
+        name="moesd.time_model_max",
+        summary="roofline-form step-time model: c0 + max(c_mem X_mem, c_comp X_comp) (L1 fit by n+1 LPs)",
+        source=SOURCE + "; our stand-in for the paper's Algorithm 1",
+        output=step,
+        inputs=(memory_bytes, compute_flops, fixed_time, time_per_byte, time_per_flop),
+        expr=fixed_time.symbol + sp.Max(time_per_byte.symbol * memory_bytes.symbol,
+                                        time_per_flop.symbol * compute_flops.symbol),
+        fit=_fitter("max"),
+        assumptions=("one roofline for the whole pass", "coefficients >= 0"),
+        notes="`--fit DATA.csv` labels points memory- or compute-bound by a threshold on X_comp / X_mem "
+        "and solves one LP per threshold; the best is the exact L1 optimum.",
     ),
     Curve(
         name="moesd.sd_speedup",

@@ -78,6 +78,7 @@ symbol_energy = Quantity("E_x", "client energy per activation symbol (DAC + modu
 readout_energy = Quantity("E_read", "client energy per readout (reset + ADC + digital)", "J", default=1e-12)
 
 a = (kappa.symbol + rate.symbol) / (2 * spacing.symbol)
+width = sp.pi * (kappa.symbol + rate.symbol)
 k = sp.Symbol("k", integer=True, positive=True)
 k_B = sp.Symbol("k_B", positive=True)
 q_e = sp.Symbol("q", positive=True)
@@ -127,6 +128,7 @@ def simulate_link(
 
 # -- crosstalk -------------------------------------------------------------------------------
 
+max_channels = Quantity("N_max", "maximum channel count", "1", "nonnegative_integer", latex=r"N_{\max}")
 snr = Quantity("SNR", "full-scale signal-to-noise ratio", "1", default=16.0)
 crosstalk = Quantity("epsilon_xt", "worst-case relative crosstalk error", "1", "nonnegative",
                      latex=r"\varepsilon_{\mathrm{xt}}")
@@ -202,16 +204,17 @@ BOUNDS = [
         name="netcast.max_channels",
         summary="most WDM channels that fit in B_opt at crosstalk tolerance epsilon",
         source=SOURCE,
-        output=Quantity("N_max", "maximum channel count", "1", "nonnegative_integer", latex=r"N_{\max}"),
+        output=max_channels,
         inputs=(bandwidth, kappa, rate, tolerance),
         expr=sp.floor(2 * sp.sqrt(3 * tolerance.symbol) * bandwidth.symbol
                       / (sp.pi * (kappa.symbol + rate.symbol))),
         assumptions=(*LORENTZ, "small-a spacing Delta_min", "N_max = floor(B_opt / Delta_min)"),
         solved={
-            "B_opt": sp.Symbol("N_max", nonnegative=True, integer=True) * sp.pi
-            * (kappa.symbol + rate.symbol) / (2 * sp.sqrt(3 * tolerance.symbol)),
+            "B_opt": max_channels.symbol * width / (2 * sp.sqrt(3 * tolerance.symbol)),
+            "epsilon": (max_channels.symbol * width / (2 * bandwidth.symbol)) ** 2 / 3,
         },
-        notes="Solved for B_opt it gives the bandwidth needed for N_max channels. Max MAC rate = N_max R.",
+        notes="Solved for B_opt: the bandwidth N_max channels need; for epsilon: the crosstalk they cost. "
+        "Max MAC rate = N_max R.",
     ),
     Bound(
         name="netcast.calibrated_noise_gain",
