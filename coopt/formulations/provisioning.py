@@ -139,7 +139,22 @@ class Instance:
     background: tuple[Background, ...] = ()
 
 
-def load(fields: Fields) -> Instance:
+@dataclass(frozen=True)
+class Network:
+    """The fields every provisioning model shares (read by :func:`load_network`)."""
+
+    nodes: tuple[str, ...]
+    links: tuple[Link, ...]
+    directed: bool
+    num_slots: int
+    slot_width_hz: float
+    guard_band: int
+    k_paths: int
+    modulations: tuple[Modulation, ...]
+    classes: tuple[PriorityClass, ...]
+
+
+def load_network(fields: Fields) -> Network:
     nodes = fields.strings("nodes", min_length=2)
     if len(set(nodes)) != len(nodes):
         fields.fail("nodes", "expected distinct node names")
@@ -174,14 +189,13 @@ def load(fields: Fields) -> Instance:
             PriorityClass(cf.str("name"), cf.float("weight", positive=True),
                           cf.float("max_degradation", min=0.0, max=0.999))
         )
-    fractions = fields.numbers("retained_fractions", min_length=1, positive=True, max=1.0, default=(1.0,))
-    if 1.0 not in fractions or len(set(fractions)) != len(fractions):
-        fields.fail("retained_fractions",
-                    f"expected distinct fractions in (0, 1] including 1, got {list(fractions)}")
-    degradation = fields.bool("degradation")
-    model = fields.str("model", choices=MODELS)
-    transponders = fields.int("transponders_per_node", min=0, default=0)
+    return Network(tuple(nodes), tuple(links), directed, num_slots, slot_width_hz, guard_band, k_paths,
+                   tuple(modulations), tuple(classes))
+
+
+def load_requests(fields: Fields, network: Network) -> tuple[Request, ...]:
     requests = []
+    known = set(network.nodes)
     for i, rf in enumerate(fields.tables("requests", default=[])):
         source, target = rf.str("source"), rf.str("target")
         if source not in known or target not in known or source == target:
@@ -190,19 +204,32 @@ def load(fields: Fields) -> Instance:
         requests.append(Request(
             source, target, rf.float("bandwidth_gbps", positive=True) * GBPS,
             rf.float("holding_s", positive=True, default=1.0), rf.float("arrival_s", min=0.0, default=0.0),
-            rf.int("priority", min=1, max=len(classes)),
+            rf.int("priority", min=1, max=len(network.classes)),
         ))
+    return tuple(requests)
+
+
+def load(fields: Fields) -> Instance:
+    net = load_network(fields)
+    fractions = fields.numbers("retained_fractions", min_length=1, positive=True, max=1.0, default=(1.0,))
+    if 1.0 not in fractions or len(set(fractions)) != len(fractions):
+        fields.fail("retained_fractions",
+                    f"expected distinct fractions in (0, 1] including 1, got {list(fractions)}")
+    degradation = fields.bool("degradation")
+    model = fields.str("model", choices=MODELS)
+    transponders = fields.int("transponders_per_node", min=0, default=0)
+    requests = load_requests(fields, net)
     background = []
     for i, bf in enumerate(fields.tables("background", default=[])):
         path = bf.strings("path", min_length=2)
         first, slots = bf.int("first_slot", min=0), bf.int("slots", min=1)
-        if first + slots > num_slots:
-            fields.fail(f"background[{i}]", f"expected first_slot + slots <= num_slots = {num_slots}")
+        if first + slots > net.num_slots:
+            fields.fail(f"background[{i}]", f"expected first_slot + slots <= num_slots = {net.num_slots}")
         background.append(Background(tuple(path), first, slots, bf.float("end_s", min=0.0, default=math.inf)))
     instance = Instance(
-        tuple(nodes), tuple(links), directed, num_slots, slot_width_hz, guard_band, k_paths,
-        tuple(modulations), tuple(classes), tuple(fractions), degradation, model, transponders,
-        tuple(requests), tuple(background),
+        net.nodes, net.links, net.directed, net.num_slots, net.slot_width_hz, net.guard_band, net.k_paths,
+        net.modulations, net.classes, tuple(fractions), degradation, model, transponders,
+        requests, tuple(background),
     )
     for i, bg in enumerate(background):
         if path_links(instance, bg.path) is None:
@@ -210,18 +237,15 @@ def load(fields: Fields) -> Instance:
     return instance
 
 
-def dump(instance: Instance) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def dump_network(instance: Any) -> dict[str, Any]:
+    """The shared fields of :class:`Network` (any instance carrying them) as TOML-ready values."""
+    return {
         "nodes": list(instance.nodes),
         "directed": instance.directed,
         "num_slots": instance.num_slots,
         "slot_width_ghz": instance.slot_width_hz / GHZ,
         "guard_band_slots": instance.guard_band,
         "k_paths": instance.k_paths,
-        "retained_fractions": list(instance.retained_fractions),
-        "degradation": instance.degradation,
-        "model": instance.model,
-        "transponders_per_node": instance.transponders_per_node,
         "links": [{"ends": [lk.a, lk.b], "length_km": lk.length_m / KM} for lk in instance.links],
         "modulations": [
             {"name": m.name, "gbps_per_slot": m.bps_per_slot / GBPS, "reach_km": m.reach_m / KM}
@@ -236,6 +260,15 @@ def dump(instance: Instance) -> dict[str, Any]:
              "holding_s": r.holding_s, "arrival_s": r.arrival_s, "priority": r.priority}
             for r in instance.requests
         ],
+    }
+
+
+def dump(instance: Instance) -> dict[str, Any]:
+    out = dump_network(instance) | {
+        "retained_fractions": list(instance.retained_fractions),
+        "degradation": instance.degradation,
+        "model": instance.model,
+        "transponders_per_node": instance.transponders_per_node,
     }
     if instance.background:
         out["background"] = [
@@ -304,12 +337,16 @@ def slots_needed(bandwidth_bps: float, modulation: Modulation, guard_band: int) 
 
 def routes(instance: Instance, source: str, target: str) -> tuple[Route, ...]:
     """The K shortest simple paths by length; ties broken by hop count, then node sequence."""
-    return _routes(instance.nodes, instance.links, instance.directed, instance.modulations,
-                   instance.k_paths, source, target)
+    return k_shortest_routes(instance.nodes, instance.links, instance.directed, instance.modulations,
+                             instance.k_paths, source, target)
 
 
 @cache
-def _routes(nodes, links, directed, modulations, k, source, target) -> tuple[Route, ...]:
+def k_shortest_routes(
+    nodes: tuple[str, ...], links: tuple[Link, ...], directed: bool, modulations: tuple[Modulation, ...],
+    k: int, source: str, target: str,
+) -> tuple[Route, ...]:
+    """:func:`routes` from the network fields alone (shared with the multi-layer model)."""
     graph = nx.DiGraph() if directed else nx.Graph()
     graph.add_nodes_from(nodes)
     for lk in links:

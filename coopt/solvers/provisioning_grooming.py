@@ -1,0 +1,191 @@
+"""Multi-layer heuristics for Model C: grooming on an auxiliary graph, without and with degradation.
+
+Both take the requests in file order and decide each once. For each request they look at every
+virtual route of at most H hops (direct, then through each other node) on the auxiliary graph
+whose edges are the existing lightpath of a node pair (weight 1) or, where the pair has none and
+both ends have a free transponder, a new lightpath set up first-fit on the pair's K shortest
+paths (weight 10 + its width). Same state, same tie-breaks: with degradation off the degraded
+variant makes exactly the baseline's decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coopt.formulations import provisioning_grooming as G
+from coopt.problem import Solution
+from coopt.solvers.provisioning import SpectrumState
+
+WEIGHT_EXISTING = 1.0
+WEIGHT_NEW = 10.0
+
+
+@dataclass
+class _Lightpath:
+    ends: tuple[str, str]
+    route: G.P.Route
+    width: int
+    first_slot: int
+    residual_bps: float
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One virtual hop of a plan: an existing lightpath (index) or a new one (route, width, slot)."""
+
+    ends: tuple[str, str]
+    offer_bps: float
+    weight: float
+    existing: int | None = None
+    route: G.P.Route | None = None
+    width: int = 0
+    first_slot: int = 0
+
+
+class _State:
+    def __init__(self, instance: G.Instance):
+        self.instance = instance
+        self.spectrum = SpectrumState(len(instance.links), instance.num_slots)
+        self.lightpaths: list[_Lightpath] = []
+        self.by_pair: dict[tuple[str, str], int] = {}
+        self.transponders = dict.fromkeys(instance.nodes, 0)
+
+    def new_lightpath(self, q: tuple[str, str], need_bps: float, largest: bool) -> _Hop | None:
+        """First fit on the pair's K shortest paths: the narrowest width carrying ``need_bps``
+        (``largest=False``), or the widest width that fits and carries at least ``need_bps``."""
+        inst = self.instance
+        best: _Hop | None = None
+        for route in G.pair_routes(inst, q):
+            if route.modulation is None:
+                continue
+            widths = sorted(inst.lightpath_widths, reverse=largest)
+            for w in widths:
+                cap = G.capacity_bps(inst, route, w)
+                if cap < need_bps * (1 - 1e-12):
+                    continue
+                f = self.spectrum.first_fit(route.links, w)
+                if f is None:
+                    continue
+                hop = _Hop(q, cap, WEIGHT_NEW + w, route=route, width=w, first_slot=f)
+                if not largest:
+                    return hop
+                if best is None or cap > best.offer_bps:
+                    best = hop
+                break
+        return best
+
+    def plan(self, request: G.P.Request, route_nodes: tuple[str, ...], floor_bps: float,
+             largest: bool) -> list[_Hop] | None:
+        """Hops for one virtual route, each offering at least ``floor_bps``; new lightpaths are
+        placed tentatively (so two new hops cannot take the same slots) and then released."""
+        inst = self.instance
+        hops: list[_Hop] = []
+        taken: list[_Hop] = []
+        used = dict.fromkeys(inst.nodes, 0)
+        try:
+            for a, b in zip(route_nodes, route_nodes[1:], strict=False):
+                q = G.pair(inst, a, b)
+                if q in self.by_pair:
+                    lp = self.by_pair[q]
+                    residual = self.lightpaths[lp].residual_bps
+                    if residual < floor_bps * (1 - 1e-12):
+                        return None
+                    hops.append(_Hop(q, residual, WEIGHT_EXISTING, existing=lp))
+                    continue
+                if any(self.transponders[v] + used[v] >= inst.transponders_per_node for v in q):
+                    return None
+                hop = self.new_lightpath(q, request.bandwidth_bps, largest=False)
+                if hop is None and largest:
+                    hop = self.new_lightpath(q, floor_bps, largest=True)
+                if hop is None:
+                    return None
+                self.spectrum.allocate(hop.route.links, hop.first_slot, hop.width)
+                taken.append(hop)
+                for v in q:
+                    used[v] += 1
+                hops.append(hop)
+            return hops
+        finally:
+            for hop in taken:
+                self.spectrum.release(hop.route.links, hop.first_slot, hop.width)
+
+    def commit(self, hops: list[_Hop], rate_bps: float) -> list[int]:
+        out = []
+        for hop in hops:
+            if hop.existing is None:
+                self.spectrum.allocate(hop.route.links, hop.first_slot, hop.width)
+                for v in hop.ends:
+                    self.transponders[v] += 1
+                self.by_pair[hop.ends] = len(self.lightpaths)
+                self.lightpaths.append(_Lightpath(hop.ends, hop.route, hop.width, hop.first_slot,
+                                                  G.capacity_bps(self.instance, hop.route, hop.width)))
+            index = self.by_pair[hop.ends]
+            self.lightpaths[index].residual_bps -= rate_bps
+            out.append(index)
+        return out
+
+    def solution(self, connections: list[dict]) -> Solution:
+        records = [G.lightpath_record(self.instance, lp.ends, lp.route, lp.width, lp.first_slot)
+                   for lp in self.lightpaths]
+        return G.solution_from(self.instance, records, connections)
+
+
+def _provision(instance: G.Instance, degrade: bool) -> Solution:
+    state = _State(instance)
+    connections = []
+    for r, request in enumerate(instance.requests):
+        b = request.bandwidth_bps
+        full = []  # (weight, order, hops) of routes carrying the full rate
+        for order, nodes in enumerate(G.virtual_routes(instance, request)):
+            hops = state.plan(request, nodes, b, largest=False)
+            if hops is not None:
+                full.append((sum(h.weight for h in hops), order, hops))
+        if full:
+            hops = min(full, key=lambda x: x[:2])[2]
+            connections.append(G.connection_record(instance, r, state.commit(hops, b), b))
+            continue
+        if not degrade:
+            continue
+        floor = G.min_rate_bps(instance, request)
+        partial = []
+        for order, nodes in enumerate(G.virtual_routes(instance, request)):
+            hops = state.plan(request, nodes, floor, largest=True)
+            if hops is not None:
+                rate = min(min(h.offer_bps for h in hops), b)
+                partial.append((-rate, sum(h.weight for h in hops), order, hops))
+        if partial:
+            best = min(partial, key=lambda x: x[:3])
+            rate = -best[0]
+            connections.append(G.connection_record(instance, r, state.commit(best[3], rate), rate))
+    return state.solution(connections)
+
+
+def grooming_first_fit(instance: G.Instance, seed: int = 0) -> Solution:
+    """Baseline B1: multi-layer grooming on an auxiliary graph, no degradation. Among virtual
+    routes of at most H hops that carry the full rate, the one of least weight (existing
+    lightpath 1, new lightpath 10 + width; ties: direct first) wins; new lightpaths take the
+    narrowest width of the menu that carries the request, first fit.
+
+    Guarantee: feasible; no optimality bound. Complexity O(R |V| H K |W| |path| |S|).
+    Source: research notes d.2 (auxiliary-graph grooming); ``seed`` unused."""
+    return _provision(instance, degrade=False)
+
+
+def degraded_grooming(instance: G.Instance, seed: int = 0) -> Solution:
+    """Two-stage QoS-assured degraded provisioning in two layers: as :func:`grooming_first_fit`
+    when the full rate fits; otherwise degraded routing keeps every virtual route whose hops
+    all offer at least (1 - delta_p) b (an existing lightpath's residual: electrical-layer
+    degradation; the widest new lightpath that fits: optical-layer degradation), and degraded
+    resource allocation serves the route offering the highest rate, continuously, held for
+    t b / rate.
+
+    Guarantee: feasible, class windows and data volume kept; equals :func:`grooming_first_fit`
+    without degradation. Complexity as the baseline, twice. Source: Zhong et al., GLOBECOM 2016
+    (two-stage structure; rules reconstructed, research notes d.3)."""
+    return _provision(instance, degrade=instance.degradation)
+
+
+HEURISTICS = {
+    "grooming_first_fit": grooming_first_fit,
+    "degraded_grooming": degraded_grooming,
+}

@@ -1,0 +1,216 @@
+"""Model C (multi-layer grooming): loader, checker, MILP vs enumeration, heuristics."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from coopt.errors import InstanceError
+from coopt.formulations import provisioning as P
+from coopt.formulations import provisioning_grooming as G
+from coopt.instance import load, to_toml
+from coopt.problem import SolveOptions
+from coopt.solvers import provisioning_grooming as H
+from coopt.solvers.exact import export, lp_relaxation, run, solve_file
+
+NODES = ("a", "b", "c")
+TRIANGLE = (("a", "b", 300), ("b", "c", 400), ("a", "c", 900))
+QPSK_16QAM = (P.Modulation("QPSK", 25e9, 2000e3), P.Modulation("16QAM", 50e9, 500e3))
+CLASSES = (P.PriorityClass("gold", 100.0, 0.25), P.PriorityClass("silver", 10.0, 0.5),
+           P.PriorityClass("bronze", 1.0, 0.75))
+
+
+def tiny(seed: int, requests: int = 3, hops: int = 2, degradation: bool = False) -> G.Instance:
+    rng = random.Random(seed)
+    reqs = []
+    for _ in range(requests):
+        s, d = rng.sample(NODES, 2)
+        reqs.append(P.Request(s, d, rng.choice((30, 50, 80)) * 1e9, 1.0, 0.0, rng.randint(1, 3)))
+    return G.Instance(NODES, tuple(P.Link(a, b, km * 1e3) for a, b, km in TRIANGLE), 3, 12.5e9, 1, 2,
+                      QPSK_16QAM, CLASSES, (2, 3), hops, 2, degradation, tuple(reqs))
+
+
+def read(path: Path) -> G.Instance:
+    return load(path, registry_get=lambda name: G.PROBLEM).instance
+
+
+# -- enumeration oracle (degradation off: every served request at its full rate) ----------------------
+
+
+def brute_force(instance: G.Instance) -> float:
+    """Best sum of weights minus eps2 per lightpath, over every way to serve each request on a
+    chain of existing or new lightpaths (each new one: any of the pair's paths, widths, slots)."""
+    _, eps2 = G.epsilons(instance)
+    graph_links = {frozenset((lk.a, lk.b)): e for e, lk in enumerate(instance.links)}
+
+    def new_options(q, cells, ports):
+        if any(ports[v] >= instance.transponders_per_node for v in q):
+            return
+        for route in G.pair_routes(instance, q):
+            links = [graph_links[frozenset(x)] for x in zip(route.nodes, route.nodes[1:], strict=False)]
+            for w in instance.lightpath_widths:
+                for f in range(instance.num_slots - w + 1):
+                    mine = {(e, s) for e in links for s in range(f, f + w)}
+                    if not mine & cells:
+                        yield mine, (w - instance.guard_band) * route.modulation.bps_per_slot
+
+    best = -math.inf
+
+    def walk(r, lps, cells, ports, value):
+        nonlocal best
+        if r == len(instance.requests):
+            best = max(best, value - eps2 * len(lps))
+            return
+        walk(r + 1, lps, cells, ports, value)
+        req = instance.requests[r]
+        weight = instance.classes[req.priority - 1].weight
+        for nodes in G.virtual_routes(instance, req):
+            hops = [G.pair(instance, a, b) for a, b in zip(nodes, nodes[1:], strict=False)]
+            extend(r, hops, 0, dict(lps), cells, dict(ports), value + weight, req.bandwidth_bps)
+
+    def extend(r, hops, i, lps, cells, ports, value, rate):
+        if i == len(hops):
+            walk(r + 1, lps, cells, ports, value)
+            return
+        q = hops[i]
+        if q in lps:
+            if lps[q] >= rate - 1e-6:
+                extend(r, hops, i + 1, {**lps, q: lps[q] - rate}, cells, ports, value, rate)
+            return
+        for mine, cap in list(new_options(q, cells, ports)):
+            if cap >= rate - 1e-6:
+                more = {v: ports[v] + (v in q) for v in ports}
+                extend(r, hops, i + 1, {**lps, q: cap - rate}, cells | mine, more, value, rate)
+
+    walk(0, {}, frozenset(), dict.fromkeys(instance.nodes, 0), 0.0)
+    return best
+
+
+@pytest.mark.parametrize(("seed", "hops"), [(0, 2), (1, 2), (2, 2), (3, 1), (4, 1)])
+def test_model_c_matches_enumeration_without_degradation(seed: int, hops: int) -> None:
+    instance = tiny(seed, hops=hops)
+    expected = brute_force(instance)
+    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    assert report.status == "optimal"
+    assert report.check["feasible"], report.check
+    assert math.isclose(report.objective, expected, rel_tol=1e-6)
+    for method, heuristic in G.PROBLEM.heuristics.items():
+        assert G.objective(instance, heuristic(instance)) <= expected + 1e-9, method
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_degradation_and_heuristics_bounded_by_the_optimum(seed: int) -> None:
+    rigid = tiny(seed, requests=4)
+    flexible = dataclasses.replace(rigid, degradation=True)
+    on = run(G.PROBLEM, flexible, "exact")
+    off = run(G.PROBLEM, rigid, "exact")
+    assert on.status == off.status == "optimal"
+    assert on.check["feasible"], on.check
+    assert on.objective >= off.objective - 1e-6
+    for method in G.PROBLEM.heuristics:
+        report = run(G.PROBLEM, flexible, method)
+        assert report.check["feasible"], (method, report.check)
+        assert math.isclose(report.check["objective_recomputed"], report.objective, rel_tol=1e-12)
+        assert not G.PROBLEM.better(report.objective, on.objective), method
+    assert lp_relaxation(G.PROBLEM, flexible) >= on.objective * (1 - 1e-6)
+
+
+def test_grooming_and_electrical_degradation_are_used() -> None:
+    """Two 30 Gb/s requests a->b and a 50 Gb/s lightpath: grooming carries both only if one
+    is degraded to 20 Gb/s (bronze may go down to 7.5 Gb/s); spectrum allows one lightpath."""
+    reqs = (P.Request("a", "b", 30e9, 1.0, 0.0, 1), P.Request("a", "b", 30e9, 2.0, 0.0, 3))
+    instance = dataclasses.replace(tiny(0), requests=reqs, num_slots=2, lightpath_widths=(2,),
+                                   max_virtual_hops=1, degradation=True)
+    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    solution = report.solution
+    assert report.check["feasible"], report.check
+    assert len(solution["lightpaths"]) == 1 and len(solution["connections"]) == 2
+    rates = {c["request"]: c["rate_gbps"] for c in solution["connections"]}
+    assert math.isclose(rates[0], 30.0, rel_tol=1e-6) and math.isclose(rates[1], 20.0, rel_tol=1e-6)
+    bronze = next(c for c in solution["connections"] if c["request"] == 1)
+    assert math.isclose(bronze["end_s"], 2.0 * 30 / 20, rel_tol=1e-6)  # t b / g
+    assert len(H.degraded_grooming(instance)["connections"]) == 2
+    assert len(H.grooming_first_fit(instance)["connections"]) == 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_degraded_grooming_reduces_to_the_baseline_without_degradation(seed: int) -> None:
+    instance = dataclasses.replace(G.generate(seed, 3), degradation=False)
+    assert H.degraded_grooming(instance) == H.grooming_first_fit(instance)
+
+
+def test_checker_flags_broken_solutions() -> None:
+    instance = dataclasses.replace(tiny(1, requests=4), degradation=True)
+    good = run(G.PROBLEM, instance, "exact").solution
+    assert G.check(instance, good) == []
+    first = good["lightpaths"][0]
+
+    def broken(**edits) -> dict:
+        s = copy.deepcopy(good)
+        for key, value in edits.items():
+            target, field = key.split("__")
+            s[target][0][field] = value
+        return s
+
+    cases = {
+        "width": broken(lightpaths__slots=1),
+        "contiguity": broken(lightpaths__first_slot=instance.num_slots - first["slots"] + 1),
+        "class_bound": broken(connections__rate_gbps=0.1),
+        "data_volume": broken(connections__end_s=123.0),
+        "virtual_route": broken(connections__hops=[]),
+        "immediate_access": broken(connections__start_s=0.5),
+    }
+    twin = copy.deepcopy(good)
+    twin["lightpaths"].append(copy.deepcopy(first))
+    cases["non_overlap"] = twin
+    cases["one_per_pair"] = twin
+    for constraint, solution in cases.items():
+        assert constraint in {v.constraint for v in G.check(instance, solution)}, constraint
+    for bad in ({}, {"lightpaths": [], "connections": [None]}, {"lightpaths": [None], "connections": []},
+                {"lightpaths": [{"path": 3}], "connections": [{"request": 0, "hops": "x"}]}):
+        assert G.check(instance, bad)
+        G.objective(instance, bad)
+
+
+def test_capacity_and_transponders_are_checked() -> None:
+    instance = tiny(0)
+    route = G.pair_routes(instance, ("a", "b"))[0]
+    lp = G.lightpath_record(instance, ("a", "b"), route, 2, 0)  # 16QAM, 50 Gb/s
+    reqs = (P.Request("a", "b", 30e9, 1.0, 0.0, 1), P.Request("a", "b", 30e9, 1.0, 0.0, 1))
+    two = dataclasses.replace(instance, requests=reqs)
+    conns = [G.connection_record(two, r, [0], 30e9) for r in (0, 1)]
+    assert {v.constraint for v in G.check(two, {"lightpaths": [lp], "connections": conns})} == {"capacity"}
+    one_port = dataclasses.replace(two, transponders_per_node=1)
+    other = G.lightpath_record(instance, ("a", "c"), G.pair_routes(instance, ("a", "c"))[0], 2, 2)
+    names = {v.constraint for v in G.check(one_port, {"lightpaths": [lp, other], "connections": []})}
+    assert "transponders" in names
+
+
+def test_round_trip_and_loader_errors(tmp_path: Path) -> None:
+    instance = G.generate(3, 1)
+    path = tmp_path / "c.toml"
+    path.write_text(to_toml(G.PROBLEM, instance))
+    assert read(path) == instance
+    text = path.read_text()
+    for old, new, field in (("max_virtual_hops = 2", "max_virtual_hops = 3", "max_virtual_hops"),
+                            ("transponders_per_node = 2", "transponders_per_node = 0", "transponders_per_node"),
+                            ("directed = false", "directed = true", "directed")):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text.replace(old, new))
+        with pytest.raises(InstanceError) as err:
+            read(bad)
+        assert err.value.field == field
+
+
+def test_export_round_trip(tmp_path: Path) -> None:
+    instance = dataclasses.replace(tiny(2), degradation=True)
+    model = G.build(instance)
+    optimum = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9)).objective
+    out = tmp_path / "c.lp"
+    export(model, out)
+    assert math.isclose(solve_file(out) * model.objective_unit, optimum, rel_tol=1e-6)
