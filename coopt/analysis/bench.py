@@ -31,6 +31,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -67,8 +68,9 @@ WATCHDOG_SLACK = 30.0
 @dataclass(frozen=True)
 class Task:
     """One method on one instance with one seed. ``path`` (a shipped file) or ``size`` (a generated
-    instance, seeded by ``seed``) names the instance. ``module`` is where the problem object lives,
-    for workers whose registry does not know it (a problem registered at run time)."""
+    instance, seeded by ``seed``) names the instance. ``module`` is where the problem object lives:
+    a worker imports that module alone (so one broken problem module does not stop the others, and
+    a problem registered at run time, as in the tests, is found too)."""
 
     problem: str
     module: str
@@ -90,8 +92,6 @@ class Task:
 
 def _module_of(problem: Problem) -> str:
     """The module holding ``problem`` as a global (where a worker can find it again), or ""."""
-    import sys
-
     guess = getattr(problem.check, "__module__", "")
     for name in [guess, *sorted(sys.modules)]:
         module = sys.modules.get(name)
@@ -110,10 +110,11 @@ def _tasks(
     path: Path | None = None,
     size: int | None = None,
 ) -> list[Task]:
+    module = _module_of(problem)
     return [
         Task(
             problem.name,
-            _module_of(problem),
+            module,
             family,
             method,
             seed,
