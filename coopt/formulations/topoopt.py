@@ -201,13 +201,23 @@ def random_instance(rng: np.random.Generator, n: int, d: int, gbps: float, densi
 # -- formulation P1 --------------------------------------------------------------------------
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1."""
+def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteModel:
+    """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1.
+
+    With ``links`` given the topology is fixed (a parameter, arcs restricted to existing links)
+    and the model is the routing + ring-split LP on that topology.
+    """
     n, d = instance.servers, instance.degree
     unit = busiest_sender(instance)
     m_scaled = mp_matrix(instance) / unit
-    arcs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    arcs = [(i, j) for i in range(n) for j in range(n) if i != j and (links is None or links[i][j] > 0)]
+    out_arcs: list[list[int]] = [[] for _ in range(n)]
+    in_arcs: list[list[int]] = [[] for _ in range(n)]
+    for i, j in arcs:
+        out_arcs[i].append(j)
+        in_arcs[j].append(i)
     shares = [(g, q) for g, group in enumerate(instance.allreduce) for q in candidate_strides(n, group.size)]
+    ring_c = [ring_bytes(g) / unit for g in instance.allreduce]
 
     model = pyo.ConcreteModel(name="topoopt_P1")
     model.objective_unit = instance.port_rate / unit
@@ -215,35 +225,37 @@ def build(instance: Instance) -> pyo.ConcreteModel:
     model.A = pyo.Set(initialize=arcs, dimen=2)
     model.G = pyo.Set(initialize=range(len(instance.allreduce)))
     model.Q = pyo.Set(initialize=shares, dimen=2)
-    model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+    if links is None:
+        model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+        model.out_degree = pyo.Constraint(
+            model.N, rule=lambda m, i: sum(m.links[i, j] for j in out_arcs[i]) == d
+        )
+        model.in_degree = pyo.Constraint(
+            model.N, rule=lambda m, j: sum(m.links[i, j] for i in in_arcs[j]) == d
+        )
+    else:
+        model.links = pyo.Param(model.A, initialize={(i, j): int(links[i][j]) for i, j in arcs})
     model.flow = pyo.Var(model.N, model.A, domain=pyo.NonNegativeReals)
     model.ring = pyo.Var(model.Q, domain=pyo.NonNegativeReals)  # mu_gq = theta * lambda_gq
     model.theta = pyo.Var(domain=pyo.NonNegativeReals)
 
-    model.out_degree = pyo.Constraint(
-        model.N, rule=lambda m, i: sum(m.links[i, j] for j in m.N if j != i) == d
-    )
-    model.in_degree = pyo.Constraint(
-        model.N, rule=lambda m, j: sum(m.links[i, j] for i in m.N if i != j) == d
-    )
     model.split = pyo.Constraint(
         model.G, rule=lambda m, g: sum(m.ring[h, q] for h, q in m.Q if h == g) == m.theta
     )
-    ring_c = [ring_bytes(g) / unit for g in instance.allreduce]
 
     def conservation(m: pyo.ConcreteModel, s: int, v: int) -> Any:
-        net = sum(m.flow[s, v, j] for j in m.N if j != v) - sum(m.flow[s, i, v] for i in m.N if i != v)
+        net = sum(m.flow[s, v, j] for j in out_arcs[v]) - sum(m.flow[s, i, v] for i in in_arcs[v])
         if v == s:
-            sent = m.theta * float(m_scaled[s].sum()) + sum(ring_c[g] * m.ring[g, q] for g, q in m.Q)
+            sent = m.theta * float(m_scaled[s].sum()) + sum(ring_c[g] * m.ring[g, q] for g, q in shares)
             return net == sent
         received = m.theta * float(m_scaled[s, v]) + sum(
-            ring_c[g] * m.ring[g, q] for g, q in m.Q if (s + q) % n == v
+            ring_c[g] * m.ring[g, q] for g, q in shares if (s + q) % n == v
         )
         return net == -received
 
     model.conservation = pyo.Constraint(model.N, model.N, rule=conservation)
     model.capacity = pyo.Constraint(
-        model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in m.N) <= m.links[i, j]
+        model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in range(n)) <= m.links[i, j]
     )
     model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
     return model
@@ -389,6 +401,29 @@ def objective(instance: Instance, solution: Solution) -> float:
         return math.inf
     with np.errstate(divide="ignore"):
         return float(np.min(instance.port_rate * x[loaded] / load[loaded]))
+
+
+def permutations_of(links: np.ndarray) -> list[list[int]]:
+    """Split a ``d``-regular link matrix into ``d`` permutations (Koenig): repeatedly take a perfect
+    matching of the bipartite transmit/receive multigraph (Hopcroft-Karp) and remove it.
+    Returns ``d`` successor lists ``perm[i]``; raises ValueError if ``links`` is not regular."""
+    import networkx as nx
+
+    x = np.array(links, dtype=int)
+    n = len(x)
+    perms = []
+    while x.any():
+        graph = nx.Graph()
+        graph.add_nodes_from(range(2 * n))
+        graph.add_edges_from((i, n + j) for i, j in zip(*np.nonzero(x), strict=True))
+        matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=range(n))
+        if any(i not in matching for i in range(n)):
+            raise ValueError("links are not a sum of permutations (rows and columns must sum to d)")
+        perm = [matching[i] - n for i in range(n)]
+        for i, j in enumerate(perm):
+            x[i, j] -= 1
+        perms.append(perm)
+    return perms
 
 
 # -- P3: b-matching with diminishing returns -------------------------------------------------

@@ -18,15 +18,17 @@ import numpy as np
 
 from coopt.formulations.topoopt import (
     Instance,
+    build,
     candidate_strides,
     circulant_distances,
     demand_matrix,
+    extract,
     mp_matrix,
     objective,
     ring_bytes,
 )
-from coopt.problem import Solution
-from coopt.solvers.exact import NoSolution
+from coopt.problem import Solution, SolveOptions
+from coopt.solvers.exact import NoSolution, solve_model
 
 # -- building blocks -------------------------------------------------------------------------
 
@@ -37,12 +39,14 @@ def select_permutations(candidates: Sequence[int], count: int, exclude: Sequence
     Walk ``cur = min``, ``cur *= (max/min)^(1/(count-1))``, taking at each step the first unused
     candidate ``>= cur``; the index is clamped to the largest unused candidate (the authors' walk
     can overshoot it through rounding and then asserts). ``exclude`` are strides already taken.
-    Guarantee: ``min(count, #available)`` distinct strides, the smallest always among them.
+    Guarantee: exactly ``count`` strides, distinct while the pool lasts (beyond that whole copies
+    of the pool, i.e. parallel rings), the smallest always among them.
     O(count * |candidates|). Source: TopoOpt simulator, one-directional rings.
     """
     pool = sorted(c for c in candidates if c not in set(exclude)) or sorted(candidates)
     if count >= len(pool):
-        return pool
+        copies, rest = divmod(count, len(pool))
+        return sorted(pool * copies + (select_permutations(pool, rest) if rest else []))
     ratio = (pool[-1] / pool[0]) ** (1 / (count - 1)) if count > 1 else 1.0
     chosen: list[int] = []
     cur = float(pool[0])
@@ -190,7 +194,7 @@ def _ring_plan(instance: Instance, rings: int) -> tuple[list[int], list[list[lis
     shares = []
     for g, group in enumerate(instance.allreduce):
         if g in own:
-            shares.append([[q, 1 / len(own[g])] for q in own[g]])
+            shares.append([[q, own[g].count(q) / len(own[g])] for q in sorted(set(own[g]))])
         else:
             shares.append([[_nearest_candidate(n, candidate_strides(n, group.size), strides), 1.0]])
     return strides, shares
@@ -231,14 +235,34 @@ def rings_only(instance: Instance, seed: int = 0) -> Solution:
 
 
 def matching_only(instance: Instance, seed: int = 0) -> Solution:
-    """All ``d`` ports by damped repeated max-weight matching on the total demand, with each group's
-    AllReduce on its base stride ``n/k`` (a demand-oblivious ring order). Guarantee: a
-    ``d``-regular topology; NoSolution if ``n`` is odd or the matchings leave a demand
-    unreachable. O(d n^3). Deterministic. Source: the MP step of TopoOpt applied to everything."""
+    """One Hamiltonian stride-1 ring (for connectivity) plus ``d - 1`` rounds of damped max-weight
+    matching on the *total* demand, each group's AllReduce kept on its base stride ``n/k`` (a
+    demand-oblivious ring order, no mutability). Guarantee: a strongly connected ``d``-regular
+    topology; NoSolution if ``n`` is odd and ``d > 1``. O(d n^3). Deterministic. Source: the MP
+    step of TopoOpt applied to all traffic, as a baseline for the degree split."""
     n = instance.servers
-    shares = [[[n // g.size, 1.0]] for g in instance.allreduce]
-    demand = demand_matrix(instance, [[(n // g.size, 1.0)] for g in instance.allreduce])
-    return _solution(instance, repeated_matching(demand, instance.degree), shares)
+    base = [[(n // g.size, 1.0)] for g in instance.allreduce]
+    links = ring_links(n, [1])
+    if instance.degree > 1:
+        links += repeated_matching(demand_matrix(instance, base), instance.degree - 1)
+    return _solution(instance, links, [[[q, v] for q, v in g] for g in base])
+
+
+def route_lp(instance: Instance, links: np.ndarray) -> Solution:
+    """Optimal routing and AllReduce ring split on a fixed topology: P1 with ``x`` fixed, an LP.
+
+    Guarantee: the best concurrent-flow rate any routing achieves on ``links`` (so never below
+    ECMP on the same links); NoSolution when some demand cannot be routed at all. Polynomial
+    (one LP with ``n`` flow columns per link), but tens of seconds from ``n = 64`` on, so it is
+    a library step for tests and the benchmark, not a registered heuristic.
+    """
+    model = build(instance, links)
+    result = solve_model(model, SolveOptions())
+    if result.status != "optimal" or not result.objective:
+        raise NoSolution(f"routing LP ended {result.status} (a demand may be unreachable on these links)")
+    solution = extract(model, instance)
+    solution["objective"] = objective(instance, solution)
+    return solution
 
 
 HEURISTICS = {
