@@ -10,26 +10,32 @@ the model is the multiple-choice MILP of research-chiplet-chase-moesd.md section
 Sets: blocks l = 1..Lambda in execution order; options o in O_l (SRAM-feasible, dominated ones
 removed: see ``candidates``); layouts a (scheme, r, c) with O_la the options of layout a.
 
-Variables: x_lo in {0,1} (block l runs option o); t_l >= 0 (block time); y_laa' in [0,1] the
-product z_la z_{l+1}a' of the layout indicators z_la = sum_{o in O_la} x_lo (a != a');
-u_s in {0,1} the scheme used everywhere (``one_scheme`` only).
+Variables: x_lo in {0,1} (block l runs option o); y_laa' in [0,1] the layout flow from block l
+(layout a) to block l+1 (layout a'), a = a' included; u_s in {0,1} the scheme used everywhere
+(``one_scheme`` only). With z_la = sum_{o in O_la} x_lo:
 
-    min   sum_l t_l + sum_l sum_{a != a'} tau_aa' y_laa'                        (objective = time)
-    or    sum_l (sum_o e_lo x_lo + P_static N t_l) + sum tau^E_aa' y_laa'       (objective = energy)
+    min   sum_l sum_o c_lo x_lo + sum_l sum_{a != a'} tau_aa' y_laa'
     s.t.  sum_o x_lo = 1                                          for every block l
-          t_l >= sum_o t^C_lo x_lo,  t_l >= sum_o t^N_lo x_lo,  t_l >= sum_o t^D_lo x_lo
-                                        (full overlap; no overlap: t_l >= sum_o (t^C+t^N+t^D)_lo x_lo)
-          y_laa' >= z_la + z_{l+1}a' - 1                          (tau >= 0 and we minimise)
+          sum_a' y_laa' = z_la,   sum_a y_laa' = z_{l+1}a'        (layout flow, l < Lambda)
           sum_l sum_o m^D_lo x_lo <= D_cap                        (DRAM stash row, bytes per die)
           sum_{o in O_l, scheme(o) = s} x_lo <= u_s,  sum_s u_s = 1   (one scheme everywhere)
 
-m^S_lo > S_sram screens options out before the build (the SRAM row). e_lo is the option's
-dynamic energy. Times are in units of ``time_unit`` and the stash row in units of the gcd of its
-coefficients, so HiGHS' tolerances act on O(1) numbers; the objective is divided by
-``objective_unit``.
+c_lo is the option's time max(t^C, t^N, t^D) (full overlap; t^C + t^N + t^D without overlap) or
+its energy e_lo + P_static N time_lo; tau the re-layout time or energy. Because x is one-hot per
+block, this "collapsed" cost equals the notes' epigraph form t_l >= sum_o t^C_lo x_lo,
+t_l >= sum_o t^N_lo x_lo, t_l >= sum_o t^D_lo x_lo, which ``build(..., epigraph=True)`` keeps (a
+test checks both give one optimum). The flow rows replace the notes' y >= x + x' - 1: same
+integer points, but without the DRAM row the LP is the shortest-path polytope of the layered DP
+and is integral: on the 80-block Llama-2-70B instance HiGHS had not finished after several minutes
+with y >= x + x' - 1 and now solves it in under one second.
+
+m^S_lo > S_sram screens options out before the build (the SRAM row). The stash row is written in
+units of the gcd of its coefficients (integers, so HiGHS' 1e-6 feasibility tolerance cannot
+admit an overflow) and the objective is divided by ``objective_unit`` (the sum of the blocks'
+cheapest costs), so HiGHS works on O(1) numbers.
 
 The solution lists one option per block: ``{"ops": [{"scheme", "rows", "cols",
-"microbatches", "recompute"}, ...], "objective": ...}``.
+"microbatches", "recompute", "regather"}, ...], "objective": ...}``.
 """
 
 from __future__ import annotations

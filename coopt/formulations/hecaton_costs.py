@@ -196,6 +196,14 @@ class Instance:
     overlap: str
     one_scheme: bool
 
+    def __hash__(self) -> int:
+        # cost() and candidates() are cached per instance: hash the nested fields once
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f) for f in self.__dataclass_fields__))
+
     @property
     def blocks(self) -> int:
         return len(self.model.block_ffn)

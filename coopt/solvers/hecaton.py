@@ -177,30 +177,48 @@ def repair(
     """Cut the stash until it fits DRAM: repeatedly apply the single-block change with the least
     objective increase per stash byte saved (re-layout costs included). None if stuck.
 
-    Complexity O(moves Lambda |O|); at most Lambda |O| moves since each strictly lowers the stash.
+    Complexity O(Lambda |O| + moves (Lambda + |O|)): a change only alters the best move of its
+    block and the two neighbours; at most Lambda |O| moves since each strictly lowers the stash.
     """
     chosen = list(chosen)
     ffn = instance.model.block_ffn
-    need = stash_total(instance, chosen) - instance.stash_capacity
-    while need > 0:
+    # per block: (option, stash, objective) of every allowed candidate, computed once
+    menus = [
+        [
+            (o, cost(instance, f, o).stash_bytes, cost(instance, f, o).objective)
+            for o in candidates(instance, f)
+            if allowed(o.layout)
+        ]
+        for f in ffn
+    ]
+    here = [cost(instance, f, o) for f, o in zip(ffn, chosen, strict=True)]
+    stash = [c.stash_bytes for c in here]
+    value = [c.objective for c in here]
+
+    def best_move(block: int) -> tuple | None:
         move = None
-        for block, o in enumerate(chosen):
-            here = cost(instance, ffn[block], o)
-            for alt in candidates(instance, ffn[block]):
-                there = cost(instance, ffn[block], alt)
-                saved = here.stash_bytes - there.stash_bytes
-                if saved <= 0 or not allowed(alt.layout):
-                    continue
-                delta = there.objective - here.objective + _relayout_delta(instance, chosen, block, alt)
-                key = (delta / saved, block, alt)
-                if move is None or key < move:
-                    move = key
-        if move is None:
+        for alt, alt_stash, alt_value in menus[block]:
+            saved = stash[block] - alt_stash
+            if saved <= 0:
+                continue
+            delta = alt_value - value[block] + _relayout_delta(instance, chosen, block, alt)
+            key = (delta / saved, block, alt, alt_stash, alt_value)
+            if move is None or key < move:
+                move = key
+        return move
+
+    moves = [best_move(b) for b in range(len(chosen))]
+    need = sum(stash) - instance.stash_capacity
+    while need > 0:
+        found = [m for m in moves if m is not None]
+        if not found:
             return None
-        _, block, alt = move
-        need -= cost(instance, ffn[block], chosen[block]).stash_bytes
-        need += cost(instance, ffn[block], alt).stash_bytes
-        chosen[block] = alt
+        _, block, alt, alt_stash, alt_value = min(found)
+        need -= stash[block] - alt_stash
+        chosen[block], stash[block], value[block] = alt, alt_stash, alt_value
+        for other in (block - 1, block, block + 1):
+            if 0 <= other < len(chosen):
+                moves[other] = best_move(other)
     return chosen
 
 

@@ -1,0 +1,137 @@
+"""Hecaton vs 1D tensor parallelism (Megatron) vs 2D SUMMA (Optimus) on Llama-3.1-405B across
+package sizes: iteration time and energy of each scheme's best uniform configuration, with the
+paper's 5.29x (time) and 3.46x (energy) beside ours, then the exact methods' timings.
+
+    .venv/bin/python benchmarks/hecaton_scaling.py [--dies 16,64,...] [--no-milp]
+
+Each scheme's optimum is the exact DP with the instance restricted to that scheme (micro-batch
+count and recompute still chosen per block). Rows are given twice: with the shipped DRAM capacity
+(16 TB per package; 1D-TP keeps its activations replicated and usually cannot fit) and with the
+DRAM row relaxed, so that 1D-TP has a number at all. Time and energy are each that objective's
+own optimum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from coopt.formulations import hecaton
+from coopt.formulations.hecaton_costs import Instance, Option, cost, parse
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.solvers import hecaton as methods
+from coopt.solvers.exact import run
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "instances" / "hecaton" / "2-llama31-405b-n256.toml"
+PAPER = {"time": 5.29, "energy": 3.46}
+
+
+def best(instance: Instance, scheme: str | None, objective: str) -> tuple[float, Option] | None:
+    """The optimum (s or J) and its most used option, optionally with one scheme only."""
+    restricted = replace(instance, objective=objective)
+    if scheme is not None:
+        restricted = replace(restricted, schemes=(scheme,))
+    outcome = methods.exact(restricted, SolveOptions())
+    if outcome.solution is None:
+        return None
+    chosen, _ = parse(restricted, outcome.solution)
+    return outcome.solution["objective"], Counter(chosen).most_common(1)[0][0]
+
+
+def label(option: Option) -> str:
+    extra = "R" if option.recompute else ("G" if option.regather else "")
+    return f"{option.rows}x{option.cols}/{option.microbatches}{extra}"
+
+
+def cell(found: tuple[float, Option] | None, unit: float, width: int = 22) -> str:
+    if found is None:
+        return f"{'n/a':>{width}}"
+    return f"{found[0] / unit:8.3f} {label(found[1]):>{width - 9}}"
+
+
+def ratio(a: tuple[float, Option] | None, b: tuple[float, Option] | None) -> str:
+    return f"{a[0] / b[0]:6.2f}x" if a and b else f"{'-':>7}"
+
+
+def scheme_table(template: Instance, dies: list[int]) -> None:
+    print("Llama-3.1-405B, 126 blocks, 4 x 4096 tokens per iteration; hardware [S] of the research notes")
+    print(f"paper (Hecaton vs Megatron TP): {PAPER['time']}x time, {PAPER['energy']}x energy")
+    print("cells: optimum, then the option most blocks use (mesh / micro-batches, R = recompute,"
+          " G = re-gather)")
+    for relaxed in (False, True):
+        print()
+        print("DRAM row relaxed" if relaxed else "shipped DRAM capacity (16 TB per package)")
+        for objective, unit, name in (("time", 1.0, "iteration time, s"), ("energy", 1e3, "energy, kJ")):
+            print(f"  {name}")
+            print(f"  {'N':>5} | {'1d (Megatron)':>22} | {'summa (Optimus)':>22} | {'agrs (Hecaton)':>22} |"
+                  f" {'mixed optimum':>22} | 1d/agrs | summa/agrs")
+            for n in dies:
+                package = replace(template.package, dies=n)
+                if relaxed:
+                    package = replace(package, dram_gb=1e9)
+                instance = replace(template, package=package)
+                rows = {s: best(instance, s, objective) for s in ("1d", "summa", "agrs")}
+                mixed = best(instance, None, objective)
+                cells = " | ".join(cell(rows[s], unit) for s in ("1d", "summa", "agrs"))
+                print(f"  {n:>5} | {cells} | {cell(mixed, unit)} | {ratio(rows['1d'], rows['agrs'])} |"
+                      f" {ratio(rows['summa'], rows['agrs'])}")
+
+
+def weak_scaling_table() -> None:
+    """Compute-to-NoP ratio t_C / t_N of the cost model itself (attention and latency included),
+    h = 16384 sqrt(N / 256) rounded to 128, T = 4096, one micro-batch, no recompute, square mesh."""
+    print()
+    print("weak scaling in the cost model: t_C / t_N per block (B_eff = 512 GB/s, F = 100 TFLOP/s)")
+    print(f"  {'N':>5} {'h':>6} | {'agrs':>8} {'agrs+R':>8} {'1d':>8} {'summa':>8}")
+    template = load(TEMPLATE, registry_get=lambda name: hecaton.PROBLEM).instance
+    for q in (4, 8, 16, 32):
+        n = q * q
+        hidden = round(16384 * (n / 256) ** 0.5 / 128) * 128
+        model = replace(template.model, hidden=hidden, heads=hidden // 128, sequences=q,
+                        sequence_length=4096 // q, segment_blocks=(1,), segment_ffn=(hidden * 13 // 4,))
+        instance = replace(template, model=model, package=replace(template.package, dies=n, sram_mib=1e6),
+                           microbatches=(1,))
+        ffn = hidden * 13 // 4
+        values = []
+        for option in (Option("agrs", q, q, 1, False), Option("agrs", q, q, 1, True),
+                       Option("1d", 1, n, 1, False), Option("summa", q, q, 1, False)):
+            c = cost(instance, ffn, option)
+            values.append(c.compute_s / c.nop_s)
+        print(f"  {n:>5} {hidden:>6} | " + " ".join(f"{v:8.2f}" for v in values))
+
+
+def method_timings() -> None:
+    print()
+    print("exact methods and heuristics on the shipped instances (build / hand-off / solve / total, s)")
+    for path in sorted((ROOT / "instances" / "hecaton").glob("*.toml")):
+        instance = load(path, registry_get=lambda name: hecaton.PROBLEM).instance
+        for method in hecaton.PROBLEM.methods:
+            start = time.perf_counter()
+            report = run(hecaton.PROBLEM, instance, method, SolveOptions(gap=1e-9, time_limit=600))
+            wall = time.perf_counter() - start
+            t = report.times
+            value = "-" if report.objective is None else f"{report.objective:.9g}"
+            print(f"{path.stem:34} {method:12} {report.status:9} {value:>16}"
+                  f"  {t['build']:7.3f} {t['handoff']:7.3f} {t['solve']:7.3f} {wall:7.3f}"
+                  f"  feasible={report.check['feasible']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dies", default="16,64,128,256,512,1024")
+    parser.add_argument("--no-milp", action="store_true", help="skip the per-instance method timings")
+    args = parser.parse_args()
+    template = load(TEMPLATE, registry_get=lambda name: hecaton.PROBLEM).instance
+    scheme_table(template, [int(n) for n in args.dies.split(",")])
+    weak_scaling_table()
+    if not args.no_milp:
+        method_timings()
+
+
+if __name__ == "__main__":
+    main()
