@@ -23,8 +23,12 @@ INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 
 # -- loader ------------------------------------------------------------------------------------
 def test_dump_load_round_trip(tmp_path):
-    for instance in (toy(3, 4, 4.0, rec=True, off=True), toy(2, 4, None, v=2, placement="vshape"),
-                     toy(2, 2, 3.0, split=False), PROBLEM.generate(7, 3)):
+    for instance in (
+        toy(3, 4, 4.0, rec=True, off=True),
+        toy(2, 4, None, v=2, placement="vshape"),
+        toy(2, 2, 3.0, split=False),
+        PROBLEM.generate(7, 3),
+    ):
         path = tmp_path / "x.toml"
         path.write_text(to_toml(PROBLEM, instance))
         assert load(path).instance == instance
@@ -100,7 +104,9 @@ def test_checker_finds_each_violation_and_never_raises(mutate, family):
 def test_checker_finds_overlap_and_memory_excess():
     instance = toy(2, 4, None)
     solution = _solution(instance)
-    b0 = next(x["start"] for x in solution["passes"] if (x["kind"], x["stage"], x["microbatch"]) == ("B", 0, 0))
+    b0 = next(
+        x["start"] for x in solution["passes"] if (x["kind"], x["stage"], x["microbatch"]) == ("B", 0, 0)
+    )
     late = _move(solution, "F", 0, 3, b0 + 0.5)  # lands on B(0,0)
     assert "exclusivity" in {v.constraint for v in pm.check(instance, late)}
     capped = replace(instance, memory_cap_gb=(3.9, 3.9))  # 1F1B keeps 2 micro-batches (4 GB) on stage 0
@@ -111,8 +117,13 @@ def test_checker_rejects_offload_copies_that_do_not_fit_the_gap():
     instance = toy(2, 2, None, off=True)
     solution = _solution(instance)
     f_end = 1.0
-    b_start = next(x["start"] for x in solution["passes"] if (x["kind"], x["stage"], x["microbatch"]) == ("B", 0, 0))
-    bad = {**solution, "offload": [{"stage": 0, "microbatch": 0, "d2h_start": f_end, "h2d_start": f_end + 2.0}]}
+    b_start = next(
+        x["start"] for x in solution["passes"] if (x["kind"], x["stage"], x["microbatch"]) == ("B", 0, 0)
+    )
+    bad = {
+        **solution,
+        "offload": [{"stage": 0, "microbatch": 0, "d2h_start": f_end, "h2d_start": f_end + 2.0}],
+    }
     assert b_start < f_end + 4.0  # the 4 s round trip does not fit this 1F1B gap
     assert "offload" in {v.constraint for v in pm.check(instance, bad)}
 
@@ -137,8 +148,12 @@ def test_deadlocking_order_is_reported():
 
 GENERATED = [PROBLEM.generate(seed, size) for seed in range(4) for size in (2, 3)]
 VARIANTS = [
-    toy(4, 8, None), toy(4, 8, 5.0, rec=True, off=True), toy(4, 8, None, v=2), toy(4, 8, 7.0, v=2, placement="vshape"),
-    toy(3, 6, None, split=False), toy(4, 8, 4.0, v=2, rec=True),
+    toy(4, 8, None),
+    toy(4, 8, 5.0, rec=True, off=True),
+    toy(4, 8, None, v=2),
+    toy(4, 8, 7.0, v=2, placement="vshape"),
+    toy(3, 6, None, split=False),
+    toy(4, 8, 4.0, v=2, rec=True),
     replace(toy(4, 8, 6.0, off=True), d2h_s=(0.5,) * 4, h2d_s=(0.5,) * 4),
 ]
 

@@ -18,9 +18,15 @@ BOUNDS = {b.name: b for b in forms.BOUNDS}
 
 def uniform(p, m, t_f, t_b, t_w, *, split=True, v=1, a=2.0, a_w=1.0):
     return pm.Instance(
-        stages=p, microbatches=m, chunks=v, split_backward=split,
-        forward_s=(t_f,) * p, backward_s=(t_b,) * p, weight_s=(t_w,) * p,
-        activation_gb=(a,) * p, weight_grad_gb=(a_w if split else 0.0,) * p,
+        stages=p,
+        microbatches=m,
+        chunks=v,
+        split_backward=split,
+        forward_s=(t_f,) * p,
+        backward_s=(t_b,) * p,
+        weight_s=(t_w,) * p,
+        activation_gb=(a,) * p,
+        weight_grad_gb=(a_w if split else 0.0,) * p,
     )
 
 
@@ -31,7 +37,9 @@ def measured(instance, solution):
     return makespan, 1 - busy / (instance.stages * makespan), pm.peaks(instance, timed)
 
 
-@pytest.mark.parametrize(("p", "m", "t_f", "t_bf"), [(4, 8, 1.0, 2.0), (3, 5, 2.0, 3.0), (2, 1, 1.0, 2.0), (8, 16, 1.0, 2.0)])
+@pytest.mark.parametrize(
+    ("p", "m", "t_f", "t_bf"), [(4, 8, 1.0, 2.0), (3, 5, 2.0, 3.0), (2, 1, 1.0, 2.0), (8, 16, 1.0, 2.0)]
+)
 def test_1f1b_and_gpipe_makespan_bubble_and_peaks(p, m, t_f, t_bf):
     instance = uniform(p, m, t_f, t_bf, 0.0, split=False)
     values = {"p": p, "m": m, "T_F": t_f, "T_Bf": t_bf}
@@ -57,7 +65,9 @@ def test_interleaved_makespan_bubble_and_peaks(p, v, m):
         assert close(x / 2.0, BOUNDS["pipeline.peak_interleaved"].evaluate({"p": p, "v": v, "s": s}))
 
 
-@pytest.mark.parametrize(("p", "m", "t_f", "t_b", "t_w"), [(4, 8, 1.0, 1.0, 1.0), (3, 6, 3.0, 3.0, 2.0), (4, 4, 2.0, 3.0, 1.0)])
+@pytest.mark.parametrize(
+    ("p", "m", "t_f", "t_b", "t_w"), [(4, 8, 1.0, 1.0, 1.0), (3, 6, 3.0, 3.0, 2.0), (4, 4, 2.0, 3.0, 1.0)]
+)
 def test_zb_h1_makespan_and_peaks(p, m, t_f, t_b, t_w):
     instance = uniform(p, m, t_f, t_b, t_w)
     makespan, _, peaks = measured(instance, schedules.zb_h1(instance))
@@ -70,7 +80,9 @@ def test_zb_h1_makespan_and_peaks(p, m, t_f, t_b, t_w):
 def test_fill_bound_is_below_every_schedule_and_met_by_the_milp():
     p, m = 3, 4
     instance = uniform(p, m, 1.0, 1.0, 1.0)
-    fill = BOUNDS["pipeline.fill_lower_bound"].evaluate({"p": p, "m": m, "T_F": 1.0, "T_B": 1.0, "T_W": 1.0, "c": 0.0})
+    fill = BOUNDS["pipeline.fill_lower_bound"].evaluate(
+        {"p": p, "m": m, "T_F": 1.0, "T_B": 1.0, "T_W": 1.0, "c": 0.0}
+    )
     for fn in schedules.HEURISTICS.values():
         try:
             assert fn(instance)["objective"] >= fill - 1e-9
@@ -90,11 +102,15 @@ def test_megatron_bytes_match_the_tensor_count():
     """Korthikanti et al.'s per-layer inventory (16-bit tensors, 1-byte masks), t = 1."""
     seq, b, h, heads = 2048, 2, 4096, 32
     sbh, as2b = seq * b * h, heads * seq * seq * b
-    attention = 2 * sbh + 4 * sbh + 2 * as2b + as2b + 2 * as2b + 2 * sbh + 2 * sbh + sbh  # QKV in, Q K, softmax,
+    attention = (
+        2 * sbh + 4 * sbh + 2 * as2b + as2b + 2 * as2b + 2 * sbh + 2 * sbh + sbh
+    )  # QKV in, Q K, softmax,
     mlp = 2 * sbh + 8 * sbh + 8 * sbh + sbh  # mask, dropout out, V, proj in, mask; MLP in, GeLU in/out, mask
     norms = 2 * 2 * sbh
     counted = attention + mlp + norms
-    value = BOUNDS["pipeline.megatron_activation_bytes"].evaluate({"seq": seq, "b": b, "h": h, "a_h": heads, "t": 1})
+    value = BOUNDS["pipeline.megatron_activation_bytes"].evaluate(
+        {"seq": seq, "b": b, "h": h, "a_h": heads, "t": 1}
+    )
     assert close(value, counted)
     full = BOUNDS["pipeline.megatron_full_recompute_bytes"].evaluate({"seq": seq, "b": b, "h": h, "t": 1})
     assert close(full, 2 * sbh)
@@ -108,5 +124,15 @@ def test_largest_model_matches_a_search_with_the_simulated_peak():
     n_x = max(measured(instance, schedules.one_f_one_b(instance))[2])  # micro-batches on device 0
     found = max(L for L in range(1, 2000) if (L / p) * (beta * p_layer / t + n_x * a_dev) + reserve <= hbm)
     value = BOUNDS["pipeline.largest_model_layers"].evaluate(
-        {"p": p, "HBM": hbm, "R": reserve, "beta": beta, "P_layer": p_layer, "t": t, "n_X": n_x, "A_dev": a_dev})
+        {
+            "p": p,
+            "HBM": hbm,
+            "R": reserve,
+            "beta": beta,
+            "P_layer": p_layer,
+            "t": t,
+            "n_X": n_x,
+            "A_dev": a_dev,
+        }
+    )
     assert math.floor(value) == found

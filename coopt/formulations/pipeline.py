@@ -15,7 +15,7 @@ from coopt.solvers.pipeline import HEURISTICS
 PROBLEM = Problem(
     name="pipeline",
     summary="Order F/B/W passes of m micro-batches on p pipeline stages (with recompute/offload) to "
-            "minimise the iteration time under per-device activation-memory caps",
+    "minimise the iteration time under per-device activation-memory caps",
     source="ChronosPipe/TPipe, arXiv 2503.03182; Zero Bubble, arXiv 2401.10241",
     sense="min",
     load=pipeline_model.load,

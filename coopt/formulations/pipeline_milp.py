@@ -86,9 +86,14 @@ def horizon(instance: Instance) -> float:
     pass, lag and copy one after another, which bounds any semi-active schedule)."""
     from coopt.solvers.pipeline import HEURISTICS
 
-    serial = sum(instance.duration(x, RECOMPUTE if instance.allow_recompute else KEEP) for x in instance.passes())
+    serial = sum(
+        instance.duration(x, RECOMPUTE if instance.allow_recompute else KEEP) for x in instance.passes()
+    )
     serial += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
-    serial += sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages)) * instance.microbatches
+    serial += (
+        sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
+        * instance.microbatches
+    )
     best = serial
     for fn in HEURISTICS.values():
         try:
@@ -158,7 +163,7 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
         (x, y)
         for d in range(instance.stages)
         for n, x in enumerate(by_device[d])
-        for y in by_device[d][n + 1:]
+        for y in by_device[d][n + 1 :]
         if y not in reach[x] and x not in reach[y]
     ]
     pair_set = set(free_pairs)
@@ -183,7 +188,7 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
 
     # (P5) offload copies
     if off:
-        for (k, j) in items:
+        for k, j in items:
             i = (k, j)
             add(model.D[i] >= E(("F", k, j)))
             add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
@@ -192,7 +197,9 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
                 add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
                 add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
         cross = [
-            (i, i2) for i in items for i2 in items
+            (i, i2)
+            for i in items
+            for i2 in items
             if i < i2 and i[0] != i2[0] and instance.device(i[0]) == instance.device(i2[0])
         ]
         model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
@@ -296,12 +303,16 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
                 if x[0] == "F":
                     level += a[xk] * sigma
                     if rec:
-                        level -= (a[xk] - a_c[xk]) * product(("sUr", x, i), model.r[(xk, xj)], sigma, raises=False)
+                        level -= (a[xk] - a_c[xk]) * product(
+                            ("sUr", x, i), model.r[(xk, xj)], sigma, raises=False
+                        )
                     if not (i[0] == xk and i[1] >= xj):
                         add(sigma + binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
                 elif x[0] == "B":
                     if rec:
-                        level += (a[xk] - a_c[xk]) * product(("sUr", x, i), model.r[(xk, xj)], sigma, raises=True)
+                        level += (a[xk] - a_c[xk]) * product(
+                            ("sUr", x, i), model.r[(xk, xj)], sigma, raises=True
+                        )
                         add(sigma + binary(("nE", i, x)) >= model.o[i])
                     level -= (a[xk] - a_w[xk]) * eps
                 else:

@@ -148,7 +148,12 @@ class Instance:
 
     def passes(self) -> list[PassKey]:
         """Every compute pass, sorted (kind, k, j)."""
-        return [(x, k, j) for x in self.kinds for k in range(self.virtual_stages) for j in range(self.microbatches)]
+        return [
+            (x, k, j)
+            for x in self.kinds
+            for k in range(self.virtual_stages)
+            for j in range(self.microbatches)
+        ]
 
     def duration(self, key: PassKey, mode: str = KEEP) -> float:
         kind, k, _ = key
@@ -221,10 +226,25 @@ def load(fields: Any) -> Instance:
             if a_o[d] > a[d]:
                 fields.fail("offload_gb", f"expected <= activation_gb on device {d}")
     return Instance(
-        stages=p, microbatches=m, chunks=v, placement=placement, split_backward=split,
-        forward_s=t_f, backward_s=t_b, weight_s=t_w, activation_gb=a, weight_grad_gb=a_w,
-        memory_cap_gb=cap, lag_s=lag, allow_recompute=recompute, recompute_s=t_r, checkpoint_gb=a_c,
-        allow_offload=offload, offload_gb=a_o, d2h_s=tau_d, h2d_s=tau_u,
+        stages=p,
+        microbatches=m,
+        chunks=v,
+        placement=placement,
+        split_backward=split,
+        forward_s=t_f,
+        backward_s=t_b,
+        weight_s=t_w,
+        activation_gb=a,
+        weight_grad_gb=a_w,
+        memory_cap_gb=cap,
+        lag_s=lag,
+        allow_recompute=recompute,
+        recompute_s=t_r,
+        checkpoint_gb=a_c,
+        allow_offload=offload,
+        offload_gb=a_o,
+        d2h_s=tau_d,
+        h2d_s=tau_u,
     )
 
 
@@ -269,8 +289,14 @@ def generate(seed: int, size: int) -> Instance:
     a_w = tuple(x / 2 for x in a)
     cap = tuple(x * rng.randint(1, p) for x in a)
     return Instance(
-        stages=p, microbatches=m, forward_s=t_f, backward_s=t_b, weight_s=t_w, activation_gb=a,
-        weight_grad_gb=a_w, memory_cap_gb=cap,
+        stages=p,
+        microbatches=m,
+        forward_s=t_f,
+        backward_s=t_b,
+        weight_s=t_w,
+        activation_gb=a,
+        weight_grad_gb=a_w,
+        memory_cap_gb=cap,
     )
 
 
@@ -287,15 +313,19 @@ class Timed:
     h2d: dict[Item, float]
 
     def makespan(self, instance: Instance) -> float:
-        return max((t + instance.duration(x, self.modes.get(x[1:], KEEP)) for x, t in self.start.items()),
-                   default=0.0)
+        return max(
+            (t + instance.duration(x, self.modes.get(x[1:], KEEP)) for x, t in self.start.items()),
+            default=0.0,
+        )
 
 
 class Deadlock(Exception):
     """The per-device orders cannot be executed (a pass waits for one that is queued behind it)."""
 
 
-def simulate(instance: Instance, orders: Mapping[int, list[PassKey]], modes: Mapping[Item, str] | None = None) -> Timed:
+def simulate(
+    instance: Instance, orders: Mapping[int, list[PassKey]], modes: Mapping[Item, str] | None = None
+) -> Timed:
     """Earliest start of every pass given each device's order (list scheduling).
 
     Offloaded items: D2H starts as soon as F ends and the D2H engine is free (engines serve copies
@@ -361,16 +391,14 @@ def memory_events(instance: Instance, timed: Timed) -> dict[int, list[tuple[floa
             events[d].append((end, -(a - a_w)))
         else:
             events[d].append((end, -a_w))
-    for (k, j), t in timed.d2h.items():
+    for (k, _j), t in timed.d2h.items():
         events[instance.device(k)].append((t + instance.tau_d(k), -instance.a_o(k)))
-    for (k, j), t in timed.h2d.items():
+    for (k, _j), t in timed.h2d.items():
         events[instance.device(k)].append((t, instance.a_o(k)))
     return events
 
 
-def memory_profile(
-    events: Iterable[tuple[float, float]], tol: float = 0.0
-) -> list[tuple[float, float]]:
+def memory_profile(events: Iterable[tuple[float, float]], tol: float = 0.0) -> list[tuple[float, float]]:
     """Step profile [(time, level after the events at that time)]: events closer than ``tol`` are
     one instant, releases applied before allocations (the suite's tie rule)."""
     ordered = sorted(events)
@@ -409,8 +437,13 @@ def to_solution(instance: Instance, timed: Timed, **extra: Any) -> Solution:
         {"stage": k, "microbatch": j, "d2h_start": timed.d2h[(k, j)], "h2d_start": timed.h2d[(k, j)]}
         for (k, j) in sorted(timed.d2h)
     ]
-    return {"objective": timed.makespan(instance), "passes": passes, "recompute": recompute,
-            "offload": offload, **extra}
+    return {
+        "objective": timed.makespan(instance),
+        "passes": passes,
+        "recompute": recompute,
+        "offload": offload,
+        **extra,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +461,9 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
     K, m = instance.virtual_stages, instance.microbatches
 
     def index(value: Any, upper: int) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < upper else None
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < upper else None
+        )
 
     def number(value: Any) -> float | None:
         if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
@@ -443,8 +478,12 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
         if not isinstance(item, Mapping):
             bad.append(Violation("format", f"passes[{n}] is not a table"))
             continue
-        kind, k, j, t = item.get("kind"), index(item.get("stage"), K), index(item.get("microbatch"), m), number(
-            item.get("start"))
+        kind, k, j, t = (
+            item.get("kind"),
+            index(item.get("stage"), K),
+            index(item.get("microbatch"), m),
+            number(item.get("start")),
+        )
         if kind not in instance.kinds or k is None or j is None or t is None:
             bad.append(Violation("format", f"passes[{n}] = {dict(item)} is not a valid pass"))
             continue
@@ -462,7 +501,12 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
         bad.append(Violation("format", "'recompute' is not a list"))
         recompute = []
     for n, item in enumerate(recompute):
-        if not isinstance(item, list) or len(item) != 2 or index(item[0], K) is None or index(item[1], m) is None:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or index(item[0], K) is None
+            or index(item[1], m) is None
+        ):
             bad.append(Violation("format", f"recompute[{n}] = {item!r} is not [stage, microbatch]"))
             continue
         if not instance.allow_recompute:
@@ -508,8 +552,12 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
     for key in instance.passes():
         for pred, lag in instance.predecessors(key):
             if start[key] < end(pred) + lag - tol:
-                bad.append(Violation("precedence", f"{key} starts at {start[key]:g} before {pred} ends + lag "
-                                                   f"({end(pred) + lag:g})"))
+                bad.append(
+                    Violation(
+                        "precedence",
+                        f"{key} starts at {start[key]:g} before {pred} ends + lag ({end(pred) + lag:g})",
+                    )
+                )
     for (k, j), td in timed.d2h.items():
         tu = timed.h2d[(k, j)]
         if td < end(("F", k, j)) - tol:
@@ -517,19 +565,29 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         if tu < td + instance.tau_d(k) - tol:
             bad.append(Violation("offload", f"H2D of {(k, j)} starts at {tu:g} before its D2H ends"))
         if start[("B", k, j)] < tu + instance.tau_u(k) - tol:
-            bad.append(Violation("offload", f"B of {(k, j)} starts at {start[('B', k, j)]:g} before its H2D ends"))
+            bad.append(
+                Violation("offload", f"B of {(k, j)} starts at {start[('B', k, j)]:g} before its H2D ends")
+            )
     for d in range(instance.stages):
         on = [k for k in instance.stages_on(d)]
         lanes = {
             "compute": sorted((start[x], end(x), x) for x in start if x[1] in on),
-            "D2H engine": sorted((t, t + instance.tau_d(k), (k, j)) for (k, j), t in timed.d2h.items() if k in on),
-            "H2D engine": sorted((t, t + instance.tau_u(k), (k, j)) for (k, j), t in timed.h2d.items() if k in on),
+            "D2H engine": sorted(
+                (t, t + instance.tau_d(k), (k, j)) for (k, j), t in timed.d2h.items() if k in on
+            ),
+            "H2D engine": sorted(
+                (t, t + instance.tau_u(k), (k, j)) for (k, j), t in timed.h2d.items() if k in on
+            ),
         }
         for lane, spans in lanes.items():
-            for (s0, e0, x0), (s1, _, x1) in zip(spans, spans[1:], strict=False):
+            for (_, e0, x0), (s1, _, x1) in zip(spans, spans[1:], strict=False):
                 if s1 < e0 - tol:
-                    bad.append(Violation("exclusivity", f"device {d} {lane}: {x1} starts at {s1:g} while {x0} "
-                                                        f"runs until {e0:g}"))
+                    bad.append(
+                        Violation(
+                            "exclusivity",
+                            f"device {d} {lane}: {x1} starts at {s1:g} while {x0} runs until {e0:g}",
+                        )
+                    )
     events = memory_events(instance, timed)
     for d in range(instance.stages):
         profile = memory_profile(events[d], tol)

@@ -34,7 +34,11 @@ def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> 
     """Model T over slots 0..horizon-1 (horizon must bound the optimal makespan)."""
     K, m, H = instance.virtual_stages, instance.microbatches, int(horizon)
     items = [(k, j) for k in range(K) for j in range(m)]
-    modes = [KEEP] + ([RECOMPUTE] if instance.allow_recompute else []) + ([OFFLOAD] if instance.allow_offload else [])
+    modes = (
+        [KEEP]
+        + ([RECOMPUTE] if instance.allow_recompute else [])
+        + ([OFFLOAD] if instance.allow_offload else [])
+    )
     T = range(H)
     tf = {k: _integer(instance.t_f(k), "T_F") for k in range(K)}
     tw = {k: _integer(instance.t_w(k), "T_W") for k in range(K)}
@@ -57,7 +61,6 @@ def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> 
     add = model.cons.add
 
     def S(kind, i):
-        k = i[0]
         if kind == "W":
             return sum(t * model.w[i, t] for t in T)
         var = model.f if kind == "F" else model.b
@@ -148,7 +151,11 @@ def extract_time_indexed(model: pyo.ConcreteModel, instance: Instance) -> Soluti
     for k in range(K):
         for j in range(m):
             i = (k, j)
-            mu = next(mu for mu in (KEEP, RECOMPUTE, OFFLOAD) if (*i, mu) in model.y and pyo.value(model.y[i, mu]) > 0.5)
+            mu = next(
+                mu
+                for mu in (KEEP, RECOMPUTE, OFFLOAD)
+                if (*i, mu) in model.y and pyo.value(model.y[i, mu]) > 0.5
+            )
             if mu != KEEP:
                 modes[i] = mu
             start[("F", k, j)] = when(model.f, k, j, mu)

@@ -93,7 +93,12 @@ def gpipe(instance: Instance, seed: int = 0) -> Solution:
     for d in range(instance.stages):
         chunks = instance.stages_on(d)
         forwards = [("F", k, j) for k in chunks for j in range(instance.microbatches)]
-        backwards = [x for k in reversed(chunks) for j in range(instance.microbatches) for x in _backward(instance, k, j)]
+        backwards = [
+            x
+            for k in reversed(chunks)
+            for j in range(instance.microbatches)
+            for x in _backward(instance, k, j)
+        ]
         orders[d] = forwards + backwards
     return to_solution(instance, _run(instance, orders, "gpipe"))
 
@@ -122,6 +127,7 @@ def interleaved_one_f_one_b(instance: Instance, seed: int = 0) -> Solution:
     total = v * m
     orders: Orders = {}
     for d in range(p):
+
         def op(i: int, backward: bool, d: int = d) -> list[PassKey]:
             chunk = (i % (p * v)) // p
             j = (i // (p * v)) * p + i % p
@@ -195,8 +201,10 @@ def _list_schedule(
     inflight = [0] * instance.virtual_stages
     limit = [min(instance.cap(d), budget(d) if budget else float("inf")) * (1 + 1e-9) for d in range(p)]
     first = [min(instance.stages_on(d)) for d in range(p)]
-    later = {k: sum(instance.a(q) for q in instance.stages_on(instance.device(k)) if q > k)
-             for k in range(instance.virtual_stages)}
+    later = {
+        k: sum(instance.a(q) for q in instance.stages_on(instance.device(k)) if q > k)
+        for k in range(instance.virtual_stages)
+    }
 
     def admissible(key: PassKey, d: int) -> bool:
         kind, k, _ = key
@@ -406,7 +414,9 @@ def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
             gap = timed.start[("B", k, j)] - timed.start[("F", k, j)] - instance.t_f(k)
             return life * instance.a_o(k) if gap >= instance.tau_d(k) + instance.tau_u(k) else -1.0
 
-        items = [(k, j) for k in instance.stages_on(d) for j in range(instance.microbatches) if (k, j) not in modes]
+        items = [
+            (k, j) for k in instance.stages_on(d) for j in range(instance.microbatches) if (k, j) not in modes
+        ]
         items = [x for x in items if value(x) >= 0]
         if not items:
             raise NoSolution(f"{name}: device {d} does not fit the cap")

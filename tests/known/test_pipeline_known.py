@@ -20,16 +20,37 @@ from coopt.solvers.exact import run, solve_model
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)
 
 
-def toy(p: int, m: int, cap: float | None, *, rec: bool = False, off: bool = False, split: bool = True,
-        v: int = 1, placement: str = "interleaved", t: float = 1.0) -> pm.Instance:
+def toy(
+    p: int,
+    m: int,
+    cap: float | None,
+    *,
+    rec: bool = False,
+    off: bool = False,
+    split: bool = True,
+    v: int = 1,
+    placement: str = "interleaved",
+    t: float = 1.0,
+) -> pm.Instance:
     """Research instance family I1: unit times (x t), a = 2, a_W = 1, a_c = 0.5, tau = 2."""
     return pm.Instance(
-        stages=p, microbatches=m, chunks=v, placement=placement, split_backward=split,
-        forward_s=(t,) * p, backward_s=((1.0 if split else 2.0) * t,) * p, weight_s=((t if split else 0.0),) * p,
-        activation_gb=(2.0,) * p, weight_grad_gb=((1.0 if split else 0.0),) * p,
+        stages=p,
+        microbatches=m,
+        chunks=v,
+        placement=placement,
+        split_backward=split,
+        forward_s=(t,) * p,
+        backward_s=((1.0 if split else 2.0) * t,) * p,
+        weight_s=((t if split else 0.0),) * p,
+        activation_gb=(2.0,) * p,
+        weight_grad_gb=((1.0 if split else 0.0),) * p,
         memory_cap_gb=None if cap is None else (float(cap),) * p,
-        allow_recompute=rec, recompute_s=(t,) * p if rec else (), checkpoint_gb=(0.5,) * p if rec else (),
-        allow_offload=off, offload_gb=(2.0,) * p if off else (), d2h_s=(2 * t,) * p if off else (),
+        allow_recompute=rec,
+        recompute_s=(t,) * p if rec else (),
+        checkpoint_gb=(0.5,) * p if rec else (),
+        allow_offload=off,
+        offload_gb=(2.0,) * p if off else (),
+        d2h_s=(2 * t,) * p if off else (),
         h2d_s=(2 * t,) * p if off else (),
     )
 
@@ -37,7 +58,11 @@ def toy(p: int, m: int, cap: float | None, *, rec: bool = False, off: bool = Fal
 def device_orders(instance: pm.Instance, d: int):
     """Every order of device d's passes in which each item's own passes come F, B, W (any other
     order deadlocks); micro-batches of the same type may overtake each other."""
-    chains = [[(x, k, j) for x in instance.kinds] for k in instance.stages_on(d) for j in range(instance.microbatches)]
+    chains = [
+        [(x, k, j) for x in instance.kinds]
+        for k in instance.stages_on(d)
+        for j in range(instance.microbatches)
+    ]
     total = sum(len(c) for c in chains)
     slots = []
 
@@ -137,5 +162,7 @@ def test_offload_gap_rule_rejects_too_short_round_trips():
     slow = replace(instance, d2h_s=(50.0, 50.0), h2d_s=(50.0, 50.0))
     keep_only = replace(instance, allow_offload=False, offload_gb=(), d2h_s=(), h2d_s=())
     fast = run(PROBLEM, instance, "exact", OPTIONS).objective
-    assert close(run(PROBLEM, slow, "exact", OPTIONS).objective, run(PROBLEM, keep_only, "exact", OPTIONS).objective)
+    assert close(
+        run(PROBLEM, slow, "exact", OPTIONS).objective, run(PROBLEM, keep_only, "exact", OPTIONS).objective
+    )
     assert fast <= run(PROBLEM, keep_only, "exact", OPTIONS).objective + 1e-9
