@@ -1,0 +1,114 @@
+"""TopoOpt closed forms against brute force, a step-by-step ring simulation and the solved P1."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from coopt.analysis.bounds import get
+from coopt.formulations import topoopt as T
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.solvers import exact
+
+INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
+
+
+def cycles_of_stride(n: int, p: int) -> list[int]:
+    """Cycle lengths of i -> i + p mod n, by walking the permutation."""
+    seen, lengths = set(), []
+    for start in range(n):
+        if start in seen:
+            continue
+        v, length = start, 0
+        while v not in seen:
+            seen.add(v)
+            v, length = (v + p) % n, length + 1
+        lengths.append(length)
+    return lengths
+
+
+def test_stride_ring_is_hamiltonian_iff_coprime():
+    bound = get("topoopt.hamiltonian_rings")
+    for n in range(2, 121):
+        hamiltonian = [p for p in range(1, n + 1) if cycles_of_stride(n, p) == [n]]
+        assert hamiltonian == [p for p in range(1, n + 1) if math.gcd(p, n) == 1]
+        assert len(hamiltonian) == int(sp.totient(n)) == len(T.candidate_strides(n, n))
+        assert bound.evaluate({"n": n}) == len(hamiltonian)
+
+
+@pytest.mark.parametrize(("n", "k"), [(12, 3), (12, 4), (16, 8), (30, 6), (64, 16)])
+def test_group_strides_make_cosets_of_k_cycles(n, k):
+    strides = T.candidate_strides(n, k)
+    assert len(strides) == sp.totient(k)
+    for p in strides:
+        assert cycles_of_stride(n, p) == [k] * (n // k)
+
+
+def simulate_ring_allreduce(k: int, size: float, rings: int, rate: float, latency: float) -> float:
+    """Reduce-scatter then all-gather on ``rings`` rings: each ring moves a chunk of S/(k r) bytes
+    per member per step; a step ends when the slowest member's send ends."""
+    chunk = size / (k * rings)
+    clock = 0.0
+    for _phase in ("reduce-scatter", "all-gather"):
+        for _step in range(k - 1):
+            clock += max(latency + chunk / rate for _member in range(k))
+    return clock
+
+
+@pytest.mark.parametrize(
+    ("k", "size", "rings", "latency"), [(2, 1e6, 1, 0), (8, 4e8, 4, 1e-6), (128, 1e9, 6, 5e-6)]
+)
+def test_ring_allreduce_matches_simulation(k, size, rings, latency):
+    rate = 12.5e9
+    closed = get("topoopt.ring_allreduce_time").evaluate(
+        {"k": k, "S": size, "r": rings, "B": rate, "a": latency}
+    )
+    assert closed == pytest.approx(simulate_ring_allreduce(k, size, rings, rate, latency), rel=1e-12)
+
+
+@pytest.mark.parametrize(("n", "d"), [(6, 2), (8, 3)])
+def test_allreduce_only_p1_is_the_ring_time(n, d):
+    """P1 on AllReduce alone: d parallel rings are optimal and 1/theta is T_AR with r = d, a = 0;
+    the port bound is tight."""
+    instance = T.Instance(n, d, 100e9, (T.AllReduceGroup(n, 3e8),), ())
+    report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    ring = get("topoopt.ring_allreduce_time").evaluate(
+        {"k": n, "S": 3e8, "r": d, "B": instance.port_rate, "a": 0}
+    )
+    assert 1 / report.objective == pytest.approx(ring, rel=1e-6)
+    port = get("topoopt.port_bound").evaluate(
+        {"d": d, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
+    )
+    assert report.objective == pytest.approx(port, rel=1e-6)
+
+
+def integer_root_ceiling(n: int, d: int) -> int:
+    a = 1
+    while a**d < n:
+        a += 1
+    return a
+
+
+def test_power_stride_diameter_bound():
+    bound = get("topoopt.power_stride_diameter")
+    for n in range(3, 200):
+        for d in range(1, 5):
+            a = integer_root_ceiling(n, d)
+            strides = sorted({a**i % n for i in range(d)} - {0})
+            diameter = max(T.circulant_distances(n, strides))
+            assert diameter <= d * (a - 1)
+            assert diameter <= bound.evaluate({"n": n, "d": d})
+
+
+@pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.stem)
+def test_port_bound_holds_on_solved_instances(path):
+    instance = load(path).instance
+    report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    port = get("topoopt.port_bound").evaluate(
+        {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
+    )
+    assert report.objective <= port * (1 + 1e-9)
