@@ -25,13 +25,14 @@ Cost model (SI inside; the instance keeps the file's customary units and convert
   ``eps_uv^{dd'} = s_uv (E_out(d) + E_in(d'))`` with ``E_in = E_SRAM + E_port (+ E_DAC on a PTU)``
   and ``E_out = E_SRAM + E_port (+ E_ADC on a PTU)``; ``tau = 1/f_mem (+ t_conv on a PTU)`` per leg.
   Weights come from DRAM through HBM and SRAM: ``w (E_DRAM + 2 E_HBM + E_SRAM + E_in(d))`` and
-  latency ``1/f_mem + L_in(d)``. This makes energy and latency-sum separable (see ``lightcode``).
+  latency ``1/f_mem + L_in(d)``; the final output leaves by one ``E_out(d)`` leg. This makes energy
+  and latency-sum separable (see ``lightcode``).
 * ``transfer_model = "realistic"``: the PTU pays its own conversions (``E_DAC`` per input and
   weight element, ``E_ADC`` per output, ``2 t_conv``); a same-device edge costs only the local
   hand-off ``s E_local(d)`` and no latency; a cross-device edge pays the link,
   ``s (E_local(d)/2 + E_local(d')/2 + 8 b E_link)`` and ``t_link + s b / BW_link``. Weights live in
   the HBM of the first electronic device; other devices fetch them over the link (prefetched, so
-  no latency).
+  no latency), and send the final output back over it.
 """
 
 from __future__ import annotations
@@ -605,14 +606,29 @@ def _weight_cost(instance: Instance, op: Operator, device: str) -> tuple[float, 
     return op.weights * (mem.hbm_energy_pj + link) * PJ, 0.0
 
 
+def _output_cost(instance: Instance, op: Operator, device: str) -> tuple[float, float]:
+    """(energy, latency) of writing the graph's final output (the logits) back to memory: one
+    device-to-SRAM leg under ``sram_hop``; the link home under ``realistic`` unless already there."""
+    if instance.transfer_model == "sram_hop":
+        return op.outputs * hop_energy(instance, device, False), hop_latency(instance, device)
+    if device == instance.baseline:
+        return 0.0, 0.0
+    mem = instance.memory
+    energy = op.outputs * 8 * mem.bytes_per_element * mem.link_energy_pj_per_bit * PJ
+    latency = mem.link_latency_ns * NS + op.outputs * mem.bytes_per_element / (mem.link_bandwidth_gbps * 1e9)
+    return energy, latency
+
+
 @lru_cache(maxsize=64)
 def stacked_graph(instance: Instance) -> StackedGraph:
     """Build the Stacked Graph of ``instance``: operators, realization stacks, transfer tables."""
     ops, raw_edges = _operators(instance.model, instance.graph == "full")
     edges = [Edge(s, t, n) for s, t, n in raw_edges]
     inputs = [0] * len(ops)
+    sinks = set(range(len(ops)))
     for e in edges:
         inputs[e.dst] += e.elements
+        sinks.discard(e.src)
     b = instance.memory.bytes_per_element
     realistic = instance.transfer_model == "realistic"
     stacks = []
@@ -626,7 +642,10 @@ def stacked_graph(instance: Instance) -> StackedGraph:
             else:
                 continue
             w_energy, w_latency = _weight_cost(instance, op, dev.name)
-            stack[dev.name] = Realization(dev.name, latency + w_latency, energy + w_energy)
+            o_energy, o_latency = _output_cost(instance, op, dev.name) if k in sinks else (0.0, 0.0)
+            stack[dev.name] = Realization(
+                dev.name, latency + w_latency + o_latency, energy + w_energy + o_energy
+            )
         stacks.append(stack)
     energies, latencies = [], []
     for e in edges:
