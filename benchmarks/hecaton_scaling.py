@@ -14,17 +14,18 @@ own optimum.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 from coopt.formulations import hecaton
-from coopt.formulations.hecaton_costs import Instance, Option, cost, parse
+from coopt.formulations.hecaton_costs import Instance, Option, cost, parse, stash_total
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.solvers import hecaton as methods
-from coopt.solvers.exact import run
+from coopt.solvers.exact import NoSolution, run
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "instances" / "hecaton" / "2-llama31-405b-n256.toml"
@@ -121,14 +122,47 @@ def method_timings() -> None:
                   f"  feasible={report.check['feasible']}")
 
 
+def heuristic_gaps(seeds: int) -> None:
+    """Relative gap of each heuristic to the exact optimum over generated instances."""
+    print()
+    print(f"heuristic gap to the optimum over generated instances (seeds 0..{seeds - 1})")
+    for size in hecaton.PROBLEM.sizes:
+        gaps: dict[str, list[float]] = {name: [] for name in hecaton.PROBLEM.heuristics}
+        solved = binding = 0
+        for seed in range(seeds):
+            instance = hecaton.generate(seed, size)
+            exact = methods.exact(instance, SolveOptions())
+            if exact.solution is None:
+                continue
+            solved += 1
+            free = methods.layered_dp(instance)
+            binding += stash_total(instance, free) > instance.stash_capacity
+            optimum = exact.solution["objective"]
+            for name, fn in hecaton.PROBLEM.heuristics.items():
+                try:
+                    value = fn(instance)["objective"]
+                except NoSolution:
+                    value = math.inf
+                gaps[name].append(value / optimum - 1)
+        print(f"  {size:>3} blocks: {solved} feasible instances, DRAM row binds in {binding}")
+        for name, found in gaps.items():
+            finite = [g for g in found if math.isfinite(g)]
+            hits = sum(g <= 1e-9 for g in found)
+            print(f"    {name:13} mean {100 * sum(finite) / max(len(finite), 1):6.3f} %"
+                  f"  max {100 * max(finite, default=0):6.3f} %  optimal {hits}/{len(found)}"
+                  f"  none found {len(found) - len(finite)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dies", default="16,64,128,256,512,1024")
     parser.add_argument("--no-milp", action="store_true", help="skip the per-instance method timings")
+    parser.add_argument("--seeds", type=int, default=40, help="generated instances per size for the gaps")
     args = parser.parse_args()
     template = load(TEMPLATE, registry_get=lambda name: hecaton.PROBLEM).instance
     scheme_table(template, [int(n) for n in args.dies.split(",")])
     weak_scaling_table()
+    heuristic_gaps(args.seeds)
     if not args.no_milp:
         method_timings()
 
