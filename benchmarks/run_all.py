@@ -9,8 +9,9 @@
 4. The ``scaling`` family with a 60 s limit: per problem the largest size the exact route proves
    optimal and the heuristics' time at 10x that size.
 
-Usage: ``python benchmarks/run_all.py [--out DIR] [--jobs N] [--skip-scaling]``. Reports and raw
-JSONL land in ``DIR/default``, ``DIR/dask``, ``DIR/killed`` and ``DIR/scaling``.
+Usage: ``python benchmarks/run_all.py [--out DIR] [--jobs N] [--skip-scaling] [--resume-scaling]``.
+Reports and raw JSONL land in ``DIR/default``, ``DIR/dask``, ``DIR/killed`` and ``DIR/scaling``;
+every run starts afresh except ``DIR/scaling`` with ``--resume-scaling``.
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ def main() -> None:
     parser.add_argument("--out", default="bench-out", type=Path)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument("--resume-scaling", action="store_true", help="keep DIR/scaling and resume it")
     args = parser.parse_args()
 
-    for sub in ("default", "dask", "scaling"):
+    for sub in ("default", "dask") if args.resume_scaling else ("default", "dask", "scaling"):
         shutil.rmtree(args.out / sub, ignore_errors=True)
 
     local, seconds = timed_run(bench.BenchConfig(jobs=args.jobs, out=args.out / "default"))
@@ -119,7 +121,7 @@ def main() -> None:
     for name, problem in analyse(scaling.rows).problems.items():
         r = reach(problem)
         proved = ", ".join(f"{m} {s} ({r.time_at_largest[m]:.3g} s)" for m, s in sorted(r.largest.items()))
-        heuristics = ", ".join(f"{m} {t:.3g} s" for m, t in r.heuristic_times.items())
+        heuristics = ", ".join(f"{m} {h.time:.3g} s ({h.outcome})" for m, h in r.heuristics.items())
         print(
             f"  {name}: largest size proved optimal: {proved or '-'}; "
             f"heuristics at size {r.heuristic_size}: {heuristics or '-'}"

@@ -276,6 +276,12 @@ def scaling_curves(problem: ProblemResults) -> list[Curve]:
 
 
 @dataclass
+class HeuristicAtScale:
+    time: float  # mean total time over the seeds
+    outcome: str  # solved | found no solution | stopped at the time limit | CHECK FAILED
+
+
+@dataclass
 class Reach:
     """The scaling headline of one problem."""
 
@@ -283,25 +289,36 @@ class Reach:
     time_at_largest: dict[str, float]
     limit: float | None
     heuristic_size: int | None  # SCALE_UP x the largest proved size
-    heuristic_times: dict[str, float]  # heuristic -> mean time at heuristic_size
+    heuristics: dict[str, HeuristicAtScale]  # how each heuristic fared at heuristic_size
 
 
 def reach(problem: ProblemResults) -> Reach:
-    """Largest size each exact method proved on every seed, and the heuristics at SCALE_UP times the
-    largest of those (a heuristic stopped there by the watchdog shows as inf)."""
+    """Largest size each exact method proved on every seed within the limit, and how the
+    heuristics fared at SCALE_UP times the largest of those."""
     curves = {c.method: c for c in scaling_curves(problem)}
     largest = {m: c.sizes[-1] for m, c in curves.items() if m not in problem.heuristics and c.sizes}
     at_largest = {m: curves[m].times[-1] for m in largest}
     limits = [r["time_limit"] for r in problem.rows if r.get("size") is not None and r.get("time_limit")]
     target = SCALE_UP * max(largest.values()) if largest else None
-    heuristic_times = {}
-    for method in sorted(problem.heuristics):
-        curve = curves.get(method)
-        if curve is not None and target in curve.sizes:
-            heuristic_times[method] = curve.times[curve.sizes.index(target)]
-        elif curve is not None and target in [s for s, _ in curve.stopped]:
-            heuristic_times[method] = math.inf
-    return Reach(largest, at_largest, max(limits) if limits else None, target, heuristic_times)
+    at_target: dict[str, list[Row]] = defaultdict(list)
+    for row in problem.rows:
+        if row["method"] in problem.heuristics and row.get("size") is not None and int(row["size"]) == target:
+            at_target[row["method"]].append(row)
+    heuristics = {
+        m: HeuristicAtScale(_mean_time(rows), _outcome(rows)) for m, rows in sorted(at_target.items())
+    }
+    return Reach(largest, at_largest, max(limits) if limits else None, target, heuristics)
+
+
+def _outcome(rows: Sequence[Row]) -> str:
+    """How a heuristic's runs at one size ended, in words (the worst seed decides)."""
+    if any(r["verdict"] in ("failed", "error") for r in rows):
+        return "CHECK FAILED"
+    if any(r["status"] == "time_limit" for r in rows):
+        return "stopped at the time limit"
+    if any(r["verdict"] == "none" for r in rows):
+        return "found no solution"
+    return "solved"
 
 
 def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
@@ -449,8 +466,10 @@ def reach_table(analysis: Analysis) -> str:
         )
         heur = (
             "; ".join(
-                f"{m}: {_fmt(t)} s" if math.isfinite(t) else f"{m}: **no solution within the limit**"
-                for m, t in r.heuristic_times.items()
+                f"{m}: {_fmt(h.time)} s"
+                if h.outcome == "solved"
+                else f"{m}: **{h.outcome}** ({_fmt(h.time)} s)"
+                for m, h in r.heuristics.items()
             )
             or "- (not run)"
         )
