@@ -26,11 +26,11 @@ def spacing_for(a: float, kappa: float = 5e9, rate: float = 5e9) -> dict[str, fl
 # -- crosstalk closed forms vs independent sums ----------------------------------------------
 
 
-@pytest.mark.parametrize("a", [0.01, 0.1, 0.5, 2.0, 7.5])
+@pytest.mark.parametrize("a", [1e-7, 0.01, 0.0636, 0.0637, 0.1, 0.5, 2.0, 7.5])
 def test_coth_identity_against_mpmath_nsum(a):
     with mpmath.workdps(40):
         total = 2 * mpmath.nsum(lambda k: 1 / (1 + k**2 / mpmath.mpf(a) ** 2), [1, mpmath.inf])
-    assert float(get("netcast.crosstalk_worst").evaluate(spacing_for(a))) == pytest.approx(float(total), rel=1e-12)
+    assert float(get("netcast.crosstalk_worst").evaluate(spacing_for(a))) == pytest.approx(float(total), rel=1e-11)
 
 
 def test_sympy_summation_is_unevaluated_or_agrees_with_the_identity():
@@ -39,10 +39,11 @@ def test_sympy_summation_is_unevaluated_or_agrees_with_the_identity():
     assert isinstance(result, sp.Sum) or result.has(sp.Sum) or sp.simplify(2 * result - (sp.pi * a * sp.coth(sp.pi * a) - 1)) == 0
 
 
-@pytest.mark.parametrize("a", [0.05, 0.3, 1.0, 3.0])
+@pytest.mark.parametrize("a", [1e-7, 0.05, 0.0636, 0.0637, 0.3, 1.0, 3.0])
 def test_rms_closed_form_against_mpmath_nsum(a):
     with mpmath.workdps(40):
         total = 2 * mpmath.nsum(lambda k: 1 / (1 + k**2 / mpmath.mpf(a) ** 2) ** 2, [1, mpmath.inf])
+    # Series below pi a = 0.2 (a < 0.0637) and the closed form above agree with nsum to ~1e-11.
     assert float(get("netcast.crosstalk_rms").evaluate(spacing_for(a))) == pytest.approx(math.sqrt(float(total)), rel=1e-10)
 
 
@@ -203,11 +204,13 @@ def increasing(values: np.ndarray, strict: bool = True) -> bool:
 def test_crosstalk_grows_with_widths_and_shrinks_with_spacing(kappa, rate, delta):
     base = {"kappa": kappa, "R": rate, "Delta": delta}
     grid = np.geomspace(0.5, 2, 7)
-    for name in ("netcast.crosstalk_worst", "netcast.crosstalk_rms", "netcast.calibrated_noise_gain"):
+    # G - 1 ~ (pi a)^4 / 30 falls below double precision for the narrowest combs: non-strict there.
+    for name, strict in (("netcast.crosstalk_worst", True), ("netcast.crosstalk_rms", True),
+                         ("netcast.calibrated_noise_gain", False)):
         bound = get(name)
-        assert increasing(bound.evaluate({**base, "kappa": kappa * grid}))
-        assert increasing(bound.evaluate({**base, "R": rate * grid}))
-        assert increasing(-bound.evaluate({**base, "Delta": delta * grid}))
+        assert increasing(bound.evaluate({**base, "kappa": kappa * grid}), strict)
+        assert increasing(bound.evaluate({**base, "R": rate * grid}), strict)
+        assert increasing(-bound.evaluate({**base, "Delta": delta * grid}), strict)
     assert increasing(get("netcast.crosstalk_worst_finite").evaluate({**base, "N": np.arange(1, 30, 2)}))
 
 

@@ -147,6 +147,9 @@ class Bound(_Symbols):
     #: Fits the bound's coefficients to measured rows: ``fit(columns) -> (symbol -> value, error)``,
     #: where ``columns`` maps the other symbols (output included) to equal-length arrays.
     fit: Callable[[Mapping[str, np.ndarray]], tuple[dict[str, float], float]] | None = None
+    #: The same function rearranged for floating point (e.g. a series where ``expr`` cancels);
+    #: evaluated in place of ``expr``, never printed or solved.
+    stable: sp.Expr | None = None
 
     def equation(self) -> sp.Eq:
         return sp.Eq(self.output.symbol, self.expr)
@@ -176,7 +179,10 @@ class Bound(_Symbols):
 
     def evaluator(self, name: str | None = None) -> tuple[Callable[..., Any], list[Quantity]]:
         """A numpy function for the output (or the solved form for ``name``) and its arguments."""
-        expr = self.expr if name is None else self.solve_for(name)
+        if name is None or name == self.output.name:
+            expr = self.expr if self.stable is None else self.stable
+        else:
+            expr = self.solve_for(name)
         expr = expr.subs(dict(self.constants))
         args = sorted(
             (self.symbols[str(s)] for s in expr.free_symbols), key=lambda q: list(self.symbols).index(q.name)
@@ -320,7 +326,16 @@ def _lambdify(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> Callable[..., Any]:
     if expr.has(sp.Sum):
         # Finite sums with symbolic limits become Python loops over range(): scalar math only.
         return np.vectorize(sp.lambdify(args, expr, modules=["math"]), otypes=[float])
-    return sp.lambdify(args, expr, modules=["numpy", "scipy"] if _has_scipy() else ["numpy"])
+    fn = sp.lambdify(args, expr, modules=["numpy", "scipy"] if _has_scipy() else ["numpy"])
+    if not expr.has(sp.Piecewise):
+        return fn
+
+    def quiet(*values: Any) -> Any:
+        # numpy evaluates every branch before selecting; the unselected ones may warn.
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return fn(*values)
+
+    return quiet
 
 
 @cache

@@ -89,6 +89,31 @@ snr_target = 2**bits.symbol
 signal = efficiency.symbol * photons.symbol * readout.symbol
 
 
+def _small_width_safe(exact: sp.Expr, series: sp.Expr) -> sp.Expr:
+    """``exact`` in ``x = pi a``, switched to its Taylor series below x = 0.2, where ``exact``
+    starts losing digits to cancellation; both are good to ~1e-12 relative at the switch."""
+    x = sp.Symbol("x", positive=True)
+    return sp.Piecewise((series, x < sp.Rational(1, 5)), (exact, True)).subs(x, sp.pi * a)
+
+
+_x = sp.Symbol("x", positive=True)
+#: sum_{k != 0} r_k and sum_{k != 0} r_k^2 as functions of x = pi a, and their series at 0.
+WORST_SUM = _small_width_safe(
+    _x * sp.coth(_x) - 1,
+    _x**2 / 3 - _x**4 / 45 + 2 * _x**6 / 945 - _x**8 / 4725 + 2 * _x**10 / 93555,
+)
+SQUARED_SUM = _small_width_safe(
+    _x / 2 * sp.coth(_x) + _x**2 / 2 / sp.sinh(_x) ** 2 - 1,
+    _x**4 / 45 - 4 * _x**6 / 945 + _x**8 / 1575 - 8 * _x**10 / 93555 + 1382 * _x**12 / 127702575,
+)
+
+#: The calibrated-noise gain: its series keeps G - 1 ~ x^4/30 exact where G rounds to 1.
+CALIBRATED_GAIN = _small_width_safe(
+    sp.sinh(_x) * sp.sqrt(sp.tanh(_x) / _x**3),
+    1 + _x**4 / 30 - 2 * _x**6 / 189 + 7 * _x**8 / 1800 - _x**10 / 693 + 503663 * _x**12 / 928746000,
+)
+
+
 def leakage(a_value: float, k_value: int | np.ndarray) -> float | np.ndarray:
     """``r_k = c_k / c_0``: the share of channel ``k`` spacings away relative to the own channel."""
     return 1.0 / (1.0 + (np.asarray(k_value, dtype=float) / a_value) ** 2)
@@ -147,6 +172,7 @@ BOUNDS = [
         output=crosstalk,
         inputs=(kappa, rate, spacing),
         expr=sp.pi * a * sp.coth(sp.pi * a) - 1,
+        stable=WORST_SUM,
         assumptions=(*LORENTZ, "all neighbours at full scale (worst case)"),
         notes="sum_{k in Z, k != 0} 1/(1 + k^2/a^2) = pi a coth(pi a) - 1 (Mittag-Leffler expansion of "
         "coth; SymPy leaves the Sum unevaluated, the tests check it with mpmath nsum). Small a: "
@@ -168,6 +194,7 @@ BOUNDS = [
         output=crosstalk_rms,
         inputs=(kappa, rate, spacing),
         expr=sp.sqrt(sp.pi * a / 2 * sp.coth(sp.pi * a) + (sp.pi * a) ** 2 / 2 / sp.sinh(sp.pi * a) ** 2 - 1),
+        stable=sp.sqrt(SQUARED_SUM),
         assumptions=(*LORENTZ, "channel outputs independent, zero mean, equal spread s_y"),
         notes="sum_{k != 0} 1/(1 + k^2/a^2)^2 = (pi a/2) coth(pi a) + (pi a)^2/(2 sinh^2(pi a)) - 1 "
         "(derivative in a of the coth expansion). Small a: pi^2 a^2 / sqrt(45). The error std is "
@@ -189,6 +216,7 @@ BOUNDS = [
         output=Quantity("b_xt", "bits of precision under worst-case crosstalk", "bit", "real"),
         inputs=(kappa, rate, spacing),
         expr=-sp.log(sp.pi * a * sp.coth(sp.pi * a) - 1, 2),
+        stable=-sp.log(WORST_SUM, 2),
         assumptions=(*LORENTZ, "precision counted as one LSB = eps_xt (use epsilon = 2^-(b+1) for half-LSB)"),
     ),
     Bound(
@@ -223,6 +251,7 @@ BOUNDS = [
         output=Quantity("G", "rms noise gain of C^-1 on white detector noise", "1", latex="G"),
         inputs=(kappa, rate, spacing),
         expr=sp.sinh(sp.pi * a) * sp.sqrt(sp.tanh(sp.pi * a) / (sp.pi * a) ** 3),
+        stable=CALIBRATED_GAIN,
         assumptions=(*LORENTZ, "C known exactly and inverted", "white detector noise, equal on all channels"),
         notes="C is circulant on an infinite comb with symbol pi a cosh(a(pi - theta))/sinh(pi a); "
         "G^2 = mean of 1/symbol^2 over theta = sinh^2(pi a) tanh(pi a)/(pi a)^3. G -> 1 as a -> 0 and "
