@@ -135,8 +135,10 @@ def test_simulator_memory_returns_to_zero_and_respects_tie_rule():
     timed, _ = pm.parse(instance, solution)
     profile = pm.memory_profile(pm.memory_events(instance, timed)[0])
     assert profile[-1][1] == 0.0
-    # F(0,1) starts exactly when W(0,0) ends: release first, so the peak stays a + a_W = 3 > cap 2?
-    assert pm.peaks(instance, timed) == [2.0]  # no: W frees a_W before the next F allocates
+    # F(0,1) starts exactly when W(0,0) ends: the release a_W = 1 is applied first, so the peak is
+    # a = 2 (allocation first would give a + a_W = 3)
+    assert pm.peaks(instance, timed) == [2.0]
+    assert pm.check(instance, solution) == []
 
 
 def test_deadlocking_order_is_reported():

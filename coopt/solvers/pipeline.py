@@ -309,9 +309,10 @@ def _chronos_priority(x: PassKey, start: dict[PassKey, float]) -> tuple:
     return (2, -k, j)
 
 
-def _chronos_timed(instance: Instance, capped: bool = True) -> Timed:
+def _chronos_timed(instance: Instance, capped: bool = True, widen: int = 1) -> Timed:
     target = instance if capped else replace(instance, memory_cap_gb=None)
-    return _list_schedule(target, _chronos_window(instance), _chronos_priority, "chronos_pipe")
+    window = _chronos_window(instance)
+    return _list_schedule(target, lambda k: widen * window(k), _chronos_priority, "chronos_pipe")
 
 
 def chronos_pipe(instance: Instance, seed: int = 0) -> Solution:
@@ -388,22 +389,35 @@ def megatron_selective(instance: Instance, seed: int = 0) -> Solution:
 
 
 def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
-    """Shared loop of the Chronos policies: fix the uncapped Chronos-Pipe order, then, while a
-    device exceeds its cap, switch its keep item with the longest F-start -> B-end lifetime per
-    unit of added cost to ``mode`` and re-simulate."""
-    base = _chronos_timed(instance, capped=False)
-    orders: Orders = {d: [] for d in range(instance.stages)}
-    for key in sorted(base.start, key=lambda x: (base.start[x], x)):
-        orders[instance.device(key[1])].append(key)
+    """Shared loop of the Chronos policies. For each base order (the uncapped Chronos-Pipe list
+    schedule with its in-flight windows scaled by 1, 2 and m: longer windows open longer F -> B
+    gaps for copies), while a device exceeds its cap, switch its keep item with the longest
+    F-start -> B-end lifetime per unit of added cost to ``mode`` and re-simulate; return the
+    shortest schedule that fits."""
+    best: Timed | None = None
+    for widen in sorted({1, 2, instance.microbatches}):
+        base = _chronos_timed(instance, capped=False, widen=widen)
+        orders: Orders = {d: [] for d in range(instance.stages)}
+        for key in sorted(base.start, key=lambda x: (base.start[x], x)):
+            orders[instance.device(key[1])].append(key)
+        timed = _switch_until_fit(instance, orders, mode)
+        if timed is not None and (best is None or timed.makespan(instance) < best.makespan(instance) - 1e-12):
+            best = timed
+    if best is None:
+        raise NoSolution(f"{name}: no base order fits the cap")
+    return to_solution(instance, best)
+
+
+def _switch_until_fit(instance: Instance, orders: Orders, mode: str) -> Timed | None:
     modes: dict[Item, str] = {}
     while True:
         try:
             timed = simulate(instance, orders, modes)
-        except Deadlock as exc:
-            raise NoSolution(f"{name}: {exc}") from None
+        except Deadlock:
+            return None
         over = [d for d, peak in enumerate(peaks(instance, timed)) if peak > instance.cap(d) * (1 + 1e-9)]
         if not over:
-            return to_solution(instance, timed)
+            return timed
         d = over[0]
 
         def value(item: Item, timed: Timed = timed) -> float:
@@ -419,7 +433,7 @@ def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
         ]
         items = [x for x in items if value(x) >= 0]
         if not items:
-            raise NoSolution(f"{name}: device {d} does not fit the cap")
+            return None
         modes[max(items, key=lambda x: (value(x), -x[1], -x[0]))] = mode
 
 
