@@ -130,3 +130,21 @@ def test_edge_dram_bandwidth_matches_the_package_model():
         edge = Package(**{**{f: getattr(package, f) for f in package.__dataclass_fields__}, "dram_placement": "edge"})
         formula = BOUNDS["hecaton.dram_bandwidth_edge"].evaluate({"N": q * q, "B_port": 64e9})
         assert math.isclose(edge.dram_bandwidth_per_die, float(formula), rel_tol=1e-12)
+
+
+def test_coopt_bound_reproduces_the_table(tmp_path, capsys):
+    """The same table through the command line: `coopt bound NAME --set T=4096 --sweep N=16:1024:4:log`."""
+    import json
+
+    from coopt.cli import main
+
+    columns = [("hecaton.ratio_agrs_weak", ["kappa_b=2"]), ("hecaton.ratio_agrs_weak", ["kappa_b=3"]),
+               ("hecaton.ratio_1d_weak", []), ("hecaton.ratio_summa_weak", [])]
+    for column, (name, extra) in enumerate(columns):
+        out = tmp_path / f"{column}.json"
+        sets = [arg for value in ["T=4096", *extra] for arg in ("--set", value)]
+        assert main(["bound", name, *sets, "--sweep", "N=16:1024:4:log", "--json", str(out)]) == 0
+        result = json.loads(out.read_text())["result"]
+        expected = [WEAK_SCALING_TABLE[n][column] for n in sorted(WEAK_SCALING_TABLE)]
+        assert [round(v) for v in result] == expected, (name, extra, result)
+    capsys.readouterr()
