@@ -320,8 +320,10 @@ def test_local_run_covers_every_task_and_checks_every_solution(toys, tmp_path):
     assert analysis.problems["toy"].summaries["exact"].optimal == 8
 
 
-def test_process_pool_and_dask_give_the_local_objectives(toys, tmp_path):
+def test_process_pool_and_dask_give_the_local_objectives(toys, tmp_path, monkeypatch):
     from dask.distributed import Client, LocalCluster
+
+    monkeypatch.setattr(bench, "DASK_CHUNK", 3)  # 16 tasks: the chunked submission is exercised
 
     local = bench.run_bench(_config(tmp_path, "local", seeds=1))
     pool = bench.run_bench(_config(tmp_path, "pool", seeds=1, jobs=2))

@@ -437,8 +437,8 @@ class DaskExecutor:
     """Tasks on a Dask distributed cluster at ``address`` (or through an existing ``client``),
     submitted in chunks: at most :data:`DASK_CHUNK` in flight."""
 
-    def __init__(self, address: str | None = None, client: Any = None, chunk: int = DASK_CHUNK):
-        self.address, self.chunk = address, chunk
+    def __init__(self, address: str | None = None, client: Any = None, chunk: int | None = None):
+        self.address, self.chunk = address, chunk or DASK_CHUNK
         self._client, self._own = client, client is None
 
     def __enter__(self) -> DaskExecutor:
