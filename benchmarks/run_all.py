@@ -43,6 +43,13 @@ def describe(label: str, done: bench.BenchRun, seconds: float, out: Path) -> Non
         f"{len(analysis.failures)} failed checks/errors; {len(analysis.conflicts)} conflicts"
     )
     print("  summed task seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()))
+    milp = [r for r in done.rows if r["times"]["handoff"] > 0]
+    for problem in sorted({r["problem"] for r in milp}):
+        mine = [r for r in milp if r["problem"] == problem]
+        overhead = sum(r["times"]["build"] + r["times"]["handoff"] for r in mine)
+        total = sum(r["times"]["total"] for r in mine)
+        share = 100 * overhead / total
+        print(f"  {problem}: MILP build + hand-off = {share:.0f} % of {total:.1f} s over {len(mine)} solves")
     for row in analysis.failures:
         print(f"  CHECK FAILED {row['key']}: {'; '.join(row['check']['violations'][:2])[:200]}")
     for conflict in analysis.conflicts:

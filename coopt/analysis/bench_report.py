@@ -173,12 +173,12 @@ def analyse(rows: Iterable[Row]) -> Analysis:
         references = {c: _reference(sense, crows, heuristics, conflicts) for c, crows in cases.items()}
         summaries = {m: MethodSummary(name, m, "heuristic" if m in heuristics else "exact") for m in methods}
         for row in prows:
-            _account(summaries[row["method"]], row, references[_case(row)], sense)
+            _account(summaries[row["method"]], row, references[_case(row)])
         problems[name] = ProblemResults(name, sense, methods, heuristics, prows, references, summaries)
     return Analysis(problems, rows, failures, conflicts)
 
 
-def _account(summary: MethodSummary, row: Row, ref: Reference, sense: str) -> None:
+def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
     times = row["times"]
     summary.runs += 1
     summary.times.append(times["total"])
