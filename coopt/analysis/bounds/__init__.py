@@ -77,7 +77,7 @@ class Quantity:
 
     def validate(self, value: Any, where: str) -> None:
         ok, expected = DOMAINS[self.domain]
-        values = np.atleast_1d(np.asarray(value, dtype=float))
+        values = np.asarray(value, dtype=float).ravel()
         bad = [v for v in values if not ok(float(v))]
         if bad:
             raise UsageError(f"{where}: {self.name} ({self.description}) must be {expected}, got {bad[0]:g}")
@@ -223,19 +223,21 @@ class Bound(_Symbols):
         columns = dict(zip([q.name for q in others], self._arguments(given, others), strict=True))
         goal = self._arguments(given, [self.output])[0]
         start = quantity.default if quantity.default else 1.0
+        ceiling = _CEILINGS.get(quantity.domain, math.inf)
 
         def root(target: float, *other: float) -> float:
             point = dict(zip(columns, other, strict=True))
 
             def gap(x: float) -> float:
-                return float(fn(*(x if q.name == name else point[q.name] for q in args))) - target
+                # numpy scalars, so a pole gives nan (skipped by the bracket test), not an exception
+                return float(fn(*(np.float64(x if q.name == name else point[q.name]) for q in args))) - target
 
             low = high = start
             with np.errstate(all="ignore"):
                 for _ in range(200):
                     low, high = low / 2, high * 2
-                    for a, b in ((low, low * 2), (high / 2, high)):
-                        if np.sign(gap(a)) * np.sign(gap(b)) <= 0:
+                    for a, b in ((low, low * 2), (high / 2, min(high, ceiling))):
+                        if a < b and np.sign(gap(a)) * np.sign(gap(b)) <= 0:
                             for _ in range(200):
                                 mid = math.sqrt(a * b)
                                 if np.sign(gap(a)) * np.sign(gap(mid)) <= 0:
@@ -245,8 +247,8 @@ class Bound(_Symbols):
                                 if b - a <= 1e-13 * b:
                                     break
                             return math.sqrt(a * b)
-            raise UsageError(f"bound {self.name!r}: no {name} in 1e-60..1e60 x its default gives "
-                             f"{self.output.name} = {target:g}")
+            raise UsageError(f"bound {self.name!r}: no {name} in its range (searched 1e-60..1e60 x its "
+                             f"default) gives {self.output.name} = {target:g}")
 
         result = np.vectorize(root, otypes=[float])(goal, *columns.values())
         return result[()] if result.ndim == 0 else result
@@ -301,6 +303,9 @@ class NoClosedForm(UsageError):
 #: Functions whose presence rules out a symbolic inverse (and makes ``sympy.solve`` slow).
 _NOT_INVERTIBLE = (sp.Max, sp.Min, sp.floor, sp.ceiling, sp.Sum, sp.Piecewise)
 
+
+#: Largest value numeric solving tries in domains bounded above by 1.
+_CEILINGS = {"unit": 1.0, "efficiency": 1.0, "open_unit": 1 - 1e-12, "probability_below_one": 1 - 1e-12}
 
 _TRANSCENDENTAL = (sp.exp, sp.sinh, sp.cosh, sp.tanh, sp.coth, sp.sin, sp.cos, sp.tan)
 
