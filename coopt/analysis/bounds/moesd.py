@@ -197,12 +197,14 @@ class TimeModelFit:
         return self.c0 + (mem + comp if self.form == "sum" else np.maximum(mem, comp))
 
 
-def _l1_lp(times: np.ndarray, memory: np.ndarray, compute: np.ndarray, labels: np.ndarray | None):
-    """min sum |T_i - T_hat_i| over c >= 0; with ``labels``, point i uses only its bound term and
-    the coefficients must make that term the larger one (the max-form for a fixed labelling)."""
-    from coopt.problem import SolveOptions
-    from coopt.solvers.exact import solve_model
+def build_fit_lp(
+    times: np.ndarray, memory: np.ndarray, compute: np.ndarray, labels: np.ndarray | None = None
+) -> pyo.ConcreteModel:
+    """The L1 fit as an LP: min sum (over_i + under_i) s.t. T_i - T_hat_i = over_i - under_i, c >= 0.
 
+    With ``labels`` (True = memory-bound), point i's prediction uses only its bound term and the
+    coefficients must make that term the larger one: the max-form for a fixed labelling.
+    """
     n = len(times)
     m = pyo.ConcreteModel()
     m.points = pyo.RangeSet(0, n - 1)
@@ -229,9 +231,17 @@ def _l1_lp(times: np.ndarray, memory: np.ndarray, compute: np.ndarray, labels: n
             >= 0,
         )
     m.error = pyo.Objective(expr=sum(m.over[i] + m.under[i] for i in m.points), sense=pyo.minimize)
-    result = solve_model(m, SolveOptions(gap=1e-9))
-    if result.status != "optimal":
-        return None
+    return m
+
+
+def _l1_lp(times: np.ndarray, memory: np.ndarray, compute: np.ndarray, labels: np.ndarray | None):
+    from coopt.problem import SolveOptions
+    from coopt.solvers.exact import solve_model
+
+    m = build_fit_lp(times, memory, compute, labels)
+    status = solve_model(m, SolveOptions(gap=1e-9)).status
+    if status != "optimal":  # c = 0 is always feasible and the error is >= 0: this is a solver fault
+        raise RuntimeError(f"HiGHS ended the L1 fit with status {status}")
     return pyo.value(m.c0), pyo.value(m.c_mem), pyo.value(m.c_comp), pyo.value(m.error)
 
 
@@ -261,7 +271,7 @@ def fit_time_model(times, memory, compute, form: str = "sum") -> TimeModelFit:
             labels = np.zeros(len(t), dtype=bool)
             labels[order[:split]] = True
             candidates.append(_l1_lp(t, mem, comp, labels))
-    c0, cm, cc, error = min((c for c in candidates if c is not None), key=lambda c: c[3])
+    c0, cm, cc, error = min(candidates, key=lambda c: c[3])
     return TimeModelFit(c0 * scale_t, cm * scale_t / scale_m, cc * scale_t / scale_c, error * scale_t, form)
 
 
