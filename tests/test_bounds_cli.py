@@ -155,7 +155,7 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, message):
 
 def test_value_solve_and_latex(capsys):
     status, out, _ = run(capsys, "netcast.max_channels", "--set", "epsilon=2^-8")
-    assert status == 0 and "N_max = 20 " in out
+    assert status == 0 and "N_max = 20   (maximum channel count)" in out
     status, out, _ = run(capsys, "netcast.photons_per_mac_shot", "--set", "M=784", "--latex")
     assert status == 0 and get("netcast.photons_per_mac_shot").latex() in out and "0.326531" in out
     status, out, _ = run(capsys, "netcast.snr", "--solve-for", "n", "--set", "SNR=16", "--set", "M=784", "--set", "C=0")

@@ -175,7 +175,8 @@ def cmd_bound(args: argparse.Namespace) -> int:
             table.add_row(_fmt(x), _fmt(y))
         out.print(table)
     else:
-        out.print(f"{target.name} = {_fmt(float(result))} {target.unit}   ({target.description})")
+        unit = "" if target.unit == "1" else f" {target.unit}"
+        out.print(f"{target.name} = {_fmt(float(result))}{unit}   ({target.description})")
 
     if args.json:
         from coopt.instance import write_atomic
