@@ -438,4 +438,6 @@ def _problem() -> Problem:
     )
 
 
-PROBLEM = _problem()
+# Not yet ``PROBLEM``: the registry would then require instances/provisioning_grooming/0-*.toml, a
+# folder outside this module's owner's files; its small instances wait in instances/provisioning/grooming/.
+GROOMING = _problem()
