@@ -250,3 +250,22 @@ def test_client_energy_decreases_with_channels_and_readout(n, m):
     bound = get("netcast.client_energy_per_mac")
     assert increasing(-bound.evaluate({"N": np.arange(n, n + 5), "M": m}))
     assert increasing(-bound.evaluate({"N": n, "M": np.arange(m, m + 5)}))
+
+
+def test_adc_noise_against_a_quantizer_simulation():
+    rng = np.random.default_rng(13)
+    lsb, capacitance = 0.2 / 2**15, 10e-12
+    voltages = rng.uniform(0, 0.2, 200_000)
+    error_electrons = (np.round(voltages / lsb) * lsb - voltages) * capacitance / 1.602176634e-19
+    predicted = float(get("netcast.adc_noise").evaluate({}))
+    assert error_electrons.std() == pytest.approx(predicted, rel=0.01)
+    assert predicted == pytest.approx(110, abs=0.5)
+
+
+@pytest.mark.parametrize("b, m", [(2, 10), (4, 784), (8, 100)])
+def test_energy_limits_are_photon_limits_times_photon_energy(b, m):
+    photon = 6.62607015e-34 * 299792458.0 / 1550e-9
+    for kind in ("shot", "thermal"):
+        photons = float(get(f"netcast.photons_per_mac_{kind}").evaluate({"b": b, "M": m}))
+        energy = float(get(f"netcast.energy_per_mac_{kind}").evaluate({"b": b, "M": m}))
+        assert energy == pytest.approx(photons * photon, rel=1e-12)

@@ -73,6 +73,8 @@ adc_noise = Quantity("sigma_adc", "read-out (ADC) noise", "electrons", "nonnegat
                      latex=r"\sigma_{\mathrm{adc}}")
 photon_energy = Quantity("h_nu", "photon energy (1550 nm: 1.2816e-19 J)", "J",
                          default=PLANCK * LIGHT_SPEED / 1550e-9, latex=r"h\nu")
+lsb_voltage = Quantity("V_lsb", "ADC volts per code (0.2 V / 2^15 in the field trial's digitizer)", "V",
+                       default=0.2 / 2**15, latex=r"V_{\mathrm{lsb}}")
 symbol_energy = Quantity("E_x", "client energy per activation symbol (DAC + modulator drive)", "J",
                          default=1e-12)
 readout_energy = Quantity("E_read", "client energy per readout (reset + ADC + digital)", "J", default=1e-12)
@@ -269,6 +271,17 @@ BOUNDS = [
         assumptions=("integrator reset noise dominates the thermal noise",),
     ),
     Bound(
+        name="netcast.adc_noise",
+        summary="quantization noise of the ADC reading the integrator, in electrons: V_lsb C / (q sqrt 12)",
+        source=SOURCE,
+        output=Quantity("sigma_q", "ADC quantization noise", "electrons", latex=r"\sigma_q"),
+        inputs=(lsb_voltage, capacitance),
+        expr=lsb_voltage.symbol * capacitance.symbol / (q_e * sp.sqrt(12)),
+        constants=CONSTANTS,
+        assumptions=("uniform quantization error of one LSB", "the ADC reads the integrator voltage Q/C"),
+        notes="IVC102 (10 pF) read at 0.2 V / 2^15 per code: ~110 e-; use it as sigma_adc.",
+    ),
+    Bound(
         name="netcast.snr",
         summary="full-scale SNR of an integrating receiver: shot + kTC + ADC noise",
         source=SOURCE,
@@ -322,6 +335,26 @@ BOUNDS = [
         expr=photon_energy.symbol * (snr_target**2 + snr_target * sp.sqrt(snr_target**2 + 4 * read_noise2))
         / (2 * efficiency.symbol * readout.symbol),
         assumptions=("SNR = 2^b at full scale", "shot + kTC + ADC noise"),
+    ),
+    Bound(
+        name="netcast.energy_per_mac_shot",
+        summary="optical energy per MAC for b bits when shot noise dominates: 4^b h nu / (eta M)",
+        source=SOURCE,
+        output=Quantity("E_shot", "optical energy per MAC, shot-limited", "J", latex=r"E_{\mathrm{shot}}"),
+        inputs=(bits, readout, efficiency, photon_energy),
+        expr=photon_energy.symbol * snr_target**2 / (efficiency.symbol * readout.symbol),
+        assumptions=("no read noise",),
+    ),
+    Bound(
+        name="netcast.energy_per_mac_thermal",
+        summary="optical energy per MAC for b bits when read noise dominates: 2^b sigma h nu / (eta M)",
+        source=SOURCE,
+        output=Quantity("E_thermal", "optical energy per MAC, thermal-limited", "J",
+                        latex=r"E_{\mathrm{thermal}}"),
+        inputs=(bits, readout, efficiency, capacitance, temperature, adc_noise, photon_energy),
+        constants=CONSTANTS,
+        expr=photon_energy.symbol * snr_target * sp.sqrt(read_noise2) / (efficiency.symbol * readout.symbol),
+        assumptions=("read noise sigma^2 = kTC/q^2 + sigma_adc^2 dominates shot noise",),
     ),
     Bound(
         name="netcast.client_energy_per_mac",
