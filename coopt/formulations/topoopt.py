@@ -17,7 +17,8 @@ zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exa
   ``S`` bytes makes every member send ``c_g = 2 (k_g - 1) / k_g * S_g`` bytes to its ring
   successor; split over rings with shares ``lambda_gq`` (sum 1) every server ``s`` sends
   ``c_g lambda_gq`` bytes to ``s + q`` (AllReduce is *mutable*: any split gives the same result).
-* a sparse model-parallel demand ``M_st`` (bytes).
+* a model-parallel demand ``M_st`` (bytes): explicit sparse entries plus block all-to-all groups
+  (a layer sharded over ``m`` consecutive servers exchanges activations inside its block).
 
 Formulation P1 (topology + routing + ring split, max concurrent flow) [proposed in the notes;
 here the AllReduce ring split is a decision too, which keeps the model linear because the
@@ -55,6 +56,7 @@ conservation and that every loaded arc has a link, and takes
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -82,12 +84,22 @@ class AllReduceGroup:
 
 
 @dataclass(frozen=True)
+class ModelParallelGroup:
+    """Blocks of ``size`` consecutive servers ``{b size, ..., b size + size - 1}``; inside each block
+    every ordered pair exchanges ``bytes`` (a sharded layer's all-to-all activations/gradients)."""
+
+    size: int
+    bytes: float
+
+
+@dataclass(frozen=True)
 class Instance:
     servers: int
     degree: int
     bandwidth: float  # bit/s per port
     allreduce: tuple[AllReduceGroup, ...]
     mp_demand: tuple[tuple[int, int, float], ...]  # (source, destination, bytes), sorted, merged
+    mp_groups: tuple[ModelParallelGroup, ...] = ()
 
     @property
     def port_rate(self) -> float:
@@ -108,10 +120,18 @@ def ring_bytes(group: AllReduceGroup) -> float:
 
 def mp_matrix(instance: Instance) -> np.ndarray:
     """The model-parallel demand as a dense ``n x n`` matrix (bytes)."""
-    m = np.zeros((instance.servers, instance.servers))
+    n = instance.servers
+    m = np.zeros((n, n))
     for s, t, b in instance.mp_demand:
         m[s, t] += b
+    for group in instance.mp_groups:
+        m += group.bytes * block_pairs(n, group.size)
     return m
+
+
+def block_pairs(n: int, size: int) -> np.ndarray:
+    """0/1 matrix of the ordered pairs inside the blocks of ``size`` consecutive servers."""
+    return np.kron(np.eye(n // size), np.ones((size, size))) - np.eye(n)
 
 
 def demand_matrix(instance: Instance, shares: Sequence[Sequence[tuple[int, float]]]) -> np.ndarray:
@@ -157,9 +177,15 @@ def load(fields: Fields) -> Instance:
             fields.fail(f"mp_demand[{i}]", "expected a source different from the destination")
         merged[int(s), int(t)] = merged.get((int(s), int(t)), 0.0) + b
     demand = tuple((s, t, b) for (s, t), b in sorted(merged.items()) if b > 0)
-    if not groups and not demand:
-        fields.fail("allreduce", "expected at least one AllReduce group or a positive mp_demand entry")
-    return Instance(n, d, bandwidth, tuple(groups), demand)
+    blocks = []
+    for g in fields.tables("mp_group", default=[]):
+        m = g.int("size", min=2, max=n)
+        if n % m:
+            g.fail("size", f"expected a divisor of servers = {n}, got {m}")
+        blocks.append(ModelParallelGroup(size=m, bytes=g.float("bytes", positive=True)))
+    if not groups and not demand and not blocks:
+        fields.fail("allreduce", "expected an AllReduce group, an mp_group or a positive mp_demand entry")
+    return Instance(n, d, bandwidth, tuple(groups), demand, tuple(blocks))
 
 
 def dump(instance: Instance) -> dict[str, Any]:
@@ -172,6 +198,8 @@ def dump(instance: Instance) -> dict[str, Any]:
         out["allreduce"] = [{"size": g.size, "bytes": g.bytes} for g in instance.allreduce]
     if instance.mp_demand:
         out["mp_demand"] = [[s, t, b] for s, t, b in instance.mp_demand]
+    if instance.mp_groups:
+        out["mp_group"] = [{"size": g.size, "bytes": g.bytes} for g in instance.mp_groups]
     return out
 
 
@@ -517,22 +545,30 @@ def select_strides_exact(n: int, d: int, offset_weight: Sequence[float]) -> tupl
     return best[2], best[0]
 
 
-# Heuristics live in coopt.solvers.topoopt, which imports this module's data model.
-from coopt.solvers import topoopt as _heuristics  # noqa: E402
+@functools.cache
+def _problem() -> Problem:
+    # The heuristics import this module's data model, so they are bound on first use of PROBLEM.
+    from coopt.solvers import topoopt as heuristics
 
-PROBLEM = Problem(
-    name="topoopt",
-    summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
-    source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
-    sense="max",
-    load=load,
-    dump=dump,
-    check=check,
-    objective=objective,
-    generate=generate,
-    build=build,
-    extract=extract,
-    heuristics=_heuristics.HEURISTICS,
-    sizes=(1, 2, 3),
-    size_doc="n = 2 size + 4 servers",
-)
+    return Problem(
+        name="topoopt",
+        summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
+        source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
+        sense="max",
+        load=load,
+        dump=dump,
+        check=check,
+        objective=objective,
+        generate=generate,
+        build=build,
+        extract=extract,
+        heuristics=heuristics.HEURISTICS,
+        sizes=(1, 2, 3),
+        size_doc="n = 2 size + 4 servers",
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROBLEM":
+        return _problem()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
 from coopt.formulations.topoopt import (
+    BITS_PER_BYTE,
+    AllReduceGroup,
     Instance,
+    ModelParallelGroup,
+    block_pairs,
     build,
     candidate_strides,
     circulant_distances,
@@ -203,6 +208,20 @@ def _ring_plan(instance: Instance, rings: int) -> tuple[list[int], list[list[lis
 # -- heuristics ------------------------------------------------------------------------------
 
 
+def find_topology(instance: Instance) -> tuple[np.ndarray, list[int], list[list[list[float]]]]:
+    """TopologyFinder's links, ring strides and ring shares (see :func:`topology_finder`)."""
+    n, d = instance.servers, instance.degree
+    mp = mp_matrix(instance)
+    t_a = n * sum(ring_bytes(g) for g in instance.allreduce)
+    t_mp = float(mp.sum())
+    rings = d if n % 2 else min(d, max(1, round(d * t_a / (t_a + t_mp))))
+    strides, shares = _ring_plan(instance, rings)
+    links = ring_links(n, strides)
+    if d > rings:
+        links += repeated_matching(mp, d - rings)
+    return links, strides, shares
+
+
 def topology_finder(instance: Instance, seed: int = 0) -> Solution:
     """TopologyFinder: split the degree between AllReduce rings and model-parallel matchings.
 
@@ -214,15 +233,7 @@ def topology_finder(instance: Instance, seed: int = 0) -> Solution:
     Deterministic; ``seed`` unused. Source: TopoOpt ``SpMulMat`` (the paper's degree split; the
     released code sets ``d_A = d``, which is :func:`rings_only`).
     """
-    n, d = instance.servers, instance.degree
-    mp = mp_matrix(instance)
-    t_a = n * sum(ring_bytes(g) for g in instance.allreduce)
-    t_mp = float(mp.sum())
-    rings = d if n % 2 else min(d, max(1, round(d * t_a / (t_a + t_mp))))
-    strides, shares = _ring_plan(instance, rings)
-    links = ring_links(n, strides)
-    if d > rings:
-        links += repeated_matching(mp, d - rings)
+    links, _, shares = find_topology(instance)
     return _solution(instance, links, shares)
 
 
@@ -270,3 +281,391 @@ HEURISTICS = {
     "rings_only": rings_only,
     "matching_only": matching_only,
 }
+
+
+# -- the alternating search: parallelization strategy x topology ------------------------------
+#
+# The iteration-time model (ours, in the spirit of the FlexFlow simulator TopoOpt searches with):
+# a workload is a list of ops (parameter bytes, forward FLOPs per sample, bytes per sample an op
+# exchanges when it is split). A strategy gives each op a model-parallel degree m (a power of two
+# dividing n): the op is sharded over blocks of m consecutive servers and replicated n/m times, so
+# it AllReduces params/m bytes in groups of n/m servers spaced m apart, and inside its block every
+# ordered pair exchanges 2 * activation * batch / m bytes (forward activations, backward
+# gradients). Compute per server does not depend on m (each server does 1/m of the op for m times
+# the samples): T_compute = 3 * sum flops * batch / server_flops. Communication of one iteration is
+# not overlapped with compute: T_iter = T_compute + T_comm, with T_comm = 1/theta on a topology
+# (ECMP routing, the checker's theta) or max per-server bytes / per-server rate on a switch.
+
+
+@dataclass(frozen=True)
+class Op:
+    """One layer or embedding table: parameter bytes, forward FLOPs and split-exchange bytes per sample."""
+
+    name: str
+    params: float
+    flops: float
+    activation: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    ops: tuple[Op, ...]
+    batch_per_server: int
+    source: str
+
+
+class EcmpRouting:
+    """ECMP shortest-path routing on fixed links as a linear map from demand to arc load.
+
+    ``share[s, t, a]`` is the fraction of demand ``s -> t`` that crosses arc ``a`` (the routing of
+    :func:`ecmp_flows`). Built once per topology, level by level of each source's BFS tree (one
+    vector operation per level and source, O(n * diameter) of them); then pricing a demand is
+    one matrix-vector product of size ``n^2 x arcs``.
+    """
+
+    def __init__(self, links: np.ndarray):
+        n = len(links)
+        self.links = links
+        tails, heads = np.nonzero(links)
+        self.capacity = links[tails, heads].astype(float)
+        self.share = np.zeros((n, n, len(tails)), dtype=np.float32)
+        hops = _hop_matrix(links)
+        self.reachable = np.isfinite(hops)
+        for s in range(n):
+            dist = hops[s]
+            on_dag = dist[tails] + 1 == dist[heads]
+            weight = np.bincount(heads[on_dag], weights=self.capacity[on_dag], minlength=n)
+            through = np.eye(n)
+            levels = dist[np.isfinite(dist)]
+            for level in range(int(levels.max()), 0, -1):
+                arcs = np.flatnonzero(on_dag & (dist[heads] == level))
+                arcs = arcs[np.argsort(tails[arcs], kind="stable")]
+                part = through[heads[arcs]] * (self.capacity[arcs] / weight[heads[arcs]])[:, None]
+                self.share[s, :, arcs] = part
+                firsts = np.flatnonzero(np.r_[True, np.diff(tails[arcs]) != 0])
+                through[tails[arcs[firsts]]] += np.add.reduceat(part, firsts, axis=0)
+        self.share = self.share.reshape(n * n, len(tails))
+
+    def rate(self, demand: np.ndarray, port_rate: float) -> float:
+        """Concurrent-flow rate (iterations per second) of ``demand``; 0 if some of it is unreachable."""
+        if (demand[~self.reachable] > 0).any():
+            return 0.0
+        load = demand.reshape(-1).astype(np.float32) @ self.share
+        loaded = load > 0
+        return float(np.min(port_rate * self.capacity[loaded] / load[loaded])) if loaded.any() else math.inf
+
+
+def _hop_matrix(links: np.ndarray) -> np.ndarray:
+    """All-pairs hop counts on the link digraph, one BFS per source (inf if unreachable)."""
+    n = len(links)
+    succ = [np.flatnonzero(links[i]).tolist() for i in range(n)]
+    hops = np.full((n, n), np.inf)
+    for s in range(n):
+        dist = hops[s]
+        dist[s] = 0
+        frontier = [s]
+        level = 0
+        while frontier:
+            level += 1
+            nxt = []
+            for v in frontier:
+                for w in succ[v]:
+                    if dist[w] == np.inf:
+                        dist[w] = level
+                        nxt.append(w)
+            frontier = nxt
+    return hops
+
+
+def degrees(n: int) -> list[int]:
+    """Model-parallel degrees available on ``n`` servers: the powers of two dividing ``n``."""
+    return [m for m in (2**i for i in range(n.bit_length())) if n % m == 0]
+
+
+def strategy_traffic(
+    workload: Workload, strategy: Sequence[int], n: int
+) -> tuple[dict[int, float], np.ndarray]:
+    """AllReduce bytes per group size and the model-parallel demand matrix of a strategy."""
+    allreduce: dict[int, float] = {}
+    per_pair: dict[int, float] = {}
+    for op, m in zip(workload.ops, strategy, strict=True):
+        if n // m > 1:
+            allreduce[n // m] = allreduce.get(n // m, 0.0) + op.params / m
+        if m > 1:
+            per_pair[m] = per_pair.get(m, 0.0) + 2 * op.activation * workload.batch_per_server / m
+    mp = np.zeros((n, n))
+    for m, b in per_pair.items():
+        mp += b * block_pairs(n, m)
+    return dict(sorted(allreduce.items())), mp
+
+
+def workload_instance(workload: Workload, strategy: Sequence[int], n: int, d: int, gbps: float) -> Instance:
+    """The TopoOpt instance (AllReduce groups + model-parallel blocks) of a strategy."""
+    allreduce, _ = strategy_traffic(workload, strategy, n)
+    blocks: dict[int, float] = {}
+    for op, m in zip(workload.ops, strategy, strict=True):
+        if m > 1:
+            blocks[m] = blocks.get(m, 0.0) + 2 * op.activation * workload.batch_per_server / m
+    return Instance(
+        n,
+        d,
+        gbps * 1e9,
+        tuple(AllReduceGroup(k, b) for k, b in allreduce.items()),
+        (),
+        tuple(ModelParallelGroup(m, b) for m, b in sorted(blocks.items())),
+    )
+
+
+def compute_time(workload: Workload, server_flops: float) -> float:
+    """Forward + backward (3x forward) FLOPs of one iteration on one server, in seconds."""
+    return 3 * sum(op.flops for op in workload.ops) * workload.batch_per_server / server_flops
+
+
+def ring_shares_on(
+    n: int, allreduce: dict[int, float], strides: Sequence[int]
+) -> dict[int, list[tuple[int, float]]]:
+    """Each group's ring split on a topology with ring ``strides``: over the group's candidate
+    strides present (by ring count), else all on the candidate nearest by coin change."""
+    shares = {}
+    for k in allreduce:
+        present = [q for q in strides if q in set(candidate_strides(n, k))]
+        if present:
+            shares[k] = [(q, present.count(q) / len(present)) for q in sorted(set(present))]
+        else:
+            shares[k] = [(_nearest_candidate(n, candidate_strides(n, k), strides), 1.0)]
+    return shares
+
+
+@dataclass
+class Fabric:
+    """A TopoOpt topology with its ECMP routing, ready to price strategies."""
+
+    links: np.ndarray
+    strides: list[int]
+    routing: EcmpRouting
+
+    @classmethod
+    def for_strategy(cls, workload: Workload, strategy: Sequence[int], n: int, d: int, gbps: float) -> Fabric:
+        links, strides, _ = find_topology(workload_instance(workload, strategy, n, d, gbps))
+        return cls(links, strides, EcmpRouting(links))
+
+    def comm_time(self, allreduce: dict[int, float], mp: np.ndarray, port_rate: float) -> float:
+        n = len(self.links)
+        demand = mp.copy()
+        rows = np.arange(n)
+        for k, share in ring_shares_on(n, allreduce, self.strides).items():
+            c = 2 * (k - 1) / k * allreduce[k]
+            for q, fraction in share:
+                demand[rows, (rows + q) % n] += c * fraction
+        rate = self.routing.rate(demand, port_rate)
+        return 1 / rate if rate > 0 else math.inf
+
+
+def switch_comm_time(allreduce: dict[int, float], mp: np.ndarray, server_rate: float) -> float:
+    """Non-blocking switch (ideal switch, full-bisection fat-tree): the busiest NIC's bytes over its
+    rate; every ring step is one hop, so a server sends and receives ``2 (k-1)/k S`` per group."""
+    ring = sum(2 * (k - 1) / k * b for k, b in allreduce.items())
+    busiest = max(mp.sum(axis=1).max(), mp.sum(axis=0).max()) + ring
+    return busiest / server_rate
+
+
+@dataclass
+class SearchResult:
+    strategy: tuple[int, ...]
+    iteration_time: float
+    start_time: float
+    history: list[float]
+    fabric: Fabric | None
+
+
+def alternating_search(
+    workload: Workload,
+    n: int,
+    d: int,
+    gbps: float,
+    *,
+    server_flops: float,
+    switch_gbps: float | None = None,
+    budget: int = 300,
+    alpha: float = 5.0,
+    seed: int = 0,
+) -> SearchResult:
+    """Seeded MCMC over per-op model-parallel degrees, alternating with TopologyFinder.
+
+    Start from data parallel (every ``m = 1``). Each step rewrites one op's degree; the proposal is
+    priced on the current fabric and accepted if faster or with probability
+    ``exp(-alpha (T_next - T_cur) / T_cur)``. Every ``max(1, budget // 10)`` steps, if the best
+    strategy changed, TopologyFinder is re-run on its traffic and the new topology kept only if it
+    prices the best strategy faster (so the best never worsens); then the walk restarts from the
+    best. (TopoOpt re-runs TopologyFinder on every improvement; batching the re-runs at the
+    restarts keeps n = 128 to seconds and changes no invariant.) With
+    ``switch_gbps`` set, the fabric is a non-blocking switch of that per-server rate and no
+    topology is built. Guarantee: ``history`` (best time per step) is non-increasing and the result
+    is never slower than the data-parallel start. O(budget) pricings of O(n^2 arcs) each.
+    Source: TopoOpt's alternating optimization over FlexFlow's MCMC (``FFModel::optimize``).
+    """
+    rng = np.random.default_rng(seed)
+    port_rate = gbps * 1e9 / BITS_PER_BYTE
+    base = compute_time(workload, server_flops)
+    choices = degrees(n)
+    current = tuple(1 for _ in workload.ops)
+    fabric = None if switch_gbps is not None else Fabric.for_strategy(workload, current, n, d, gbps)
+
+    def price(strategy: tuple[int, ...], on: Fabric | None) -> float:
+        allreduce, mp = strategy_traffic(workload, strategy, n)
+        if on is None:
+            return base + switch_comm_time(allreduce, mp, switch_gbps * 1e9 / BITS_PER_BYTE)
+        return base + on.comm_time(allreduce, mp, port_rate)
+
+    t_cur = t_best = start = price(current, fabric)
+    best, best_fabric = current, fabric
+    history = [t_best]
+    restart = max(1, budget // 10)
+    built_for = best
+    for step in range(1, budget + 1):
+        if step % restart == 0:
+            if fabric is not None and best != built_for:
+                rebuilt, built_for = Fabric.for_strategy(workload, best, n, d, gbps), best
+                t_rebuilt = price(best, rebuilt)
+                if t_rebuilt < t_best:
+                    t_best, best_fabric = t_rebuilt, rebuilt
+            current, t_cur, fabric = best, t_best, best_fabric
+        op = int(rng.integers(len(workload.ops)))
+        proposal = list(current)
+        proposal[op] = int(rng.choice([m for m in choices if m != current[op]]))
+        proposal = tuple(proposal)
+        t_next = price(proposal, fabric)
+        if t_next < t_best:
+            best, t_best, best_fabric = proposal, t_next, fabric
+        if t_next < t_cur or rng.random() < math.exp(-alpha * (t_next - t_cur) / t_cur):
+            current, t_cur = proposal, t_next
+        history.append(t_best)
+    return SearchResult(best, t_best, start, history, best_fabric)
+
+
+# -- workloads (layer shapes) ----------------------------------------------------------------
+#
+# fp32 parameters and activations (4 bytes). DLRM follows the TopoOpt simulation scripts (research
+# notes 1(e)); the other shapes are the models' published architectures, simplified to one op per
+# layer group [proposed: the scripts' task graphs were not read]. Batch per server: 4 GPUs x the
+# per-GPU batch. FLOPs are 2 per multiply-accumulate.
+
+FP32 = 4
+
+
+def _dense(name: str, fan_in: int, fan_out: int) -> Op:
+    return Op(name, fan_in * fan_out * FP32, 2 * fan_in * fan_out, fan_out * FP32)
+
+
+def dlrm(tables: int = 64) -> Workload:
+    """DLRM as in the TopoOpt scripts: tables of 1e7 x 128 (bag 100), bottom MLP 8 x 2048, top
+    MLP 16 x 4096; per-GPU batch 128."""
+    ops = [Op(f"embedding{t}", 1e7 * 128 * FP32, 2 * 100 * 128, 128 * FP32) for t in range(tables)]
+    ops += [_dense("bottom0", 13, 2048)] + [_dense(f"bottom{i}", 2048, 2048) for i in range(1, 8)]
+    ops += [_dense("top0", tables * 128 + 2048, 4096)] + [_dense(f"top{i}", 4096, 4096) for i in range(1, 16)]
+    return Workload("DLRM", tuple(ops), 4 * 128, "TopoOpt scripts (notes 1(e))")
+
+
+def bert(layers: int = 24, hidden: int = 1024, sequence: int = 512) -> Workload:
+    """BERT-large: 24 layers of 12 h^2 parameters, sequence 512, per-GPU batch 8; a split layer
+    exchanges two sequence x hidden activations per sample (tensor parallel)."""
+    act = 2 * sequence * hidden * FP32
+    flops = 2 * 12 * hidden**2 * sequence + 4 * sequence**2 * hidden
+    ops = [Op("embedding", 30522 * hidden * FP32, 0.0, sequence * hidden * FP32)]
+    ops += [Op(f"layer{i}", 12 * hidden**2 * FP32, flops, act) for i in range(layers)]
+    return Workload("BERT", tuple(ops), 4 * 8, "Devlin et al. 2019, BERT-large")
+
+
+def candle_uno() -> Workload:
+    """CANDLE Uno: RNA-seq (60483 genes) and drug-descriptor (5270) encoders of 3 x 1000, top 5 x 1000."""
+    ops = [_dense("rna0", 60483, 1000), _dense("rna1", 1000, 1000), _dense("rna2", 1000, 1000)]
+    ops += [_dense("drug0", 5270, 1000), _dense("drug1", 1000, 1000), _dense("drug2", 1000, 1000)]
+    ops += [_dense("top0", 2000, 1000)] + [_dense(f"top{i}", 1000, 1000) for i in range(1, 5)]
+    return Workload("CANDLE", tuple(ops), 4 * 128, "ECP-CANDLE Uno benchmark")
+
+
+def ncf(users: int = 138_493, items: int = 26_744, factors: int = 64) -> Workload:
+    """NCF (NeuMF) on MovieLens-20M: GMF and MLP user/item tables of 64 factors, MLP 256-128-64."""
+    ops = [
+        Op(f"{kind}_{side}", rows * factors * FP32, 2 * factors, factors * FP32)
+        for kind in ("gmf", "mlp")
+        for side, rows in (("user", users), ("item", items))
+    ]
+    ops += [_dense("mlp0", 2 * factors, 256), _dense("mlp1", 256, 128), _dense("mlp2", 128, 64)]
+    return Workload("NCF", tuple(ops), 4 * 128, "He et al. 2017, NeuMF")
+
+
+def resnet50() -> Workload:
+    """ResNet-50 at 224 x 224 by stage (25.6 M parameters, 4.1 G multiply-accumulates)."""
+    stages = [
+        ("stage1", 0.22e6, 1.6e9, 56 * 56 * 256),
+        ("stage2", 1.22e6, 2.0e9, 28 * 28 * 512),
+        ("stage3", 7.1e6, 2.9e9, 14 * 14 * 1024),
+        ("stage4", 15.0e6, 1.7e9, 7 * 7 * 2048),
+    ]
+    ops = [Op(name, p * FP32, f, a * FP32) for name, p, f, a in stages] + [_dense("fc", 2048, 1000)]
+    return Workload("ResNet-50", tuple(ops), 4 * 128, "He et al. 2016")
+
+
+def vgg16() -> Workload:
+    """VGG-16 at 224 x 224 by conv block plus the three fully connected layers (138 M parameters)."""
+    blocks = [
+        ("block1", 0.04e6, 3.9e9, 112 * 112 * 64),
+        ("block2", 0.22e6, 5.5e9, 56 * 56 * 128),
+        ("block3", 1.47e6, 9.2e9, 28 * 28 * 256),
+        ("block4", 5.9e6, 9.2e9, 14 * 14 * 512),
+        ("block5", 7.1e6, 2.8e9, 7 * 7 * 512),
+    ]
+    ops = [Op(name, p * FP32, f, a * FP32) for name, p, f, a in blocks]
+    ops += [_dense("fc6", 25088, 4096), _dense("fc7", 4096, 4096), _dense("fc8", 4096, 1000)]
+    return Workload("VGG-16", tuple(ops), 4 * 64, "Simonyan and Zisserman 2015")
+
+
+WORKLOADS = {w.name: w for w in (dlrm(), bert(), candle_uno(), ncf(), resnet50(), vgg16())}
+
+#: Effective server compute: 4 A100 at 40 % of 312 TFLOP/s (fp16 dense peak) [proposed].
+SERVER_FLOPS = 4 * 0.4 * 312e12
+
+
+# -- cost: similar-cost fat-tree -------------------------------------------------------------
+#
+# Unit prices of the MixNet cost calculator (research notes section 2(e), US$ per item at 100/200/
+# 400/800 Gbps; fibre $/m) and its fabric cost formulas (section 2(d)), with fibres of 500 m.
+
+PRICES = {
+    100: {"transceiver": 99, "nic": 659, "eps_port": 187, "patch_panel_port": 100},
+    200: {"transceiver": 239, "nic": 1079, "eps_port": 374, "patch_panel_port": 100},
+    400: {"transceiver": 659, "nic": 1499, "eps_port": 1090, "patch_panel_port": 100},
+    800: {"transceiver": 1399, "nic": 2248, "eps_port": 1400, "patch_panel_port": 100},
+}
+FIBRE_PER_M, FIBRE_M = 0.3, 500
+
+
+def topoopt_cost(servers: int, degree: int, gbps: int) -> float:
+    """``S N (c_nic + c_tr + c_pp + L c_fib)``: NIC port, transceiver, patch-panel port, fibre per port."""
+    p = PRICES[gbps]
+    return servers * degree * (p["nic"] + p["transceiver"] + p["patch_panel_port"] + FIBRE_M * FIBRE_PER_M)
+
+
+def fattree_cost(servers: int, gbps: int, oversubscription: float = 1.0) -> float:
+    """3-tier fat-tree, one NIC per server: switch ports ``P = S (1 + 5 o)``, transceivers ``P + S``,
+    fibres ``ceil((P + S) / 2)``."""
+    p = PRICES[gbps]
+    ports = servers * (1 + 5 * oversubscription)
+    fibres = math.ceil((ports + servers) / 2)
+    return (
+        servers * p["nic"]
+        + (ports + servers) * p["transceiver"]
+        + ports * p["eps_port"]
+        + FIBRE_M * FIBRE_PER_M * fibres
+    )
+
+
+def similar_cost_fattree_gbps(servers: int, degree: int, gbps: int) -> float:
+    """Per-server fat-tree rate of the same cost as a TopoOpt fabric, interpolating the fat-tree
+    cost linearly between the priced rates (clamped to the price table's range)."""
+    budget = topoopt_cost(servers, degree, gbps)
+    rates = sorted(PRICES)
+    costs = [fattree_cost(servers, r) for r in rates]
+    return float(np.interp(budget, costs, rates))
