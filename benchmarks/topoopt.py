@@ -1,0 +1,164 @@
+"""The figures issue 3 asks TopoOpt to show, with build / hand-off / solve times kept apart.
+
+    python benchmarks/topoopt.py [--steps-per-op N] [--write-instances]
+
+1. Exact family (instances/topoopt/[01]-exact-*.toml): P1 optimum (HiGHS), LP relaxation, and each
+   heuristic's gap to the optimum and time; mean and worst gap per heuristic.
+2. Stride family: the geometric SelectPermutations strides against P4 enumeration (uniform
+   all-to-all), n up to 64, d up to 4.
+3. Model family at n = 128: iteration time of TopoOpt (MCMC x TopologyFinder) against the
+   similar-cost fat-tree and an ideal switch of the same total NIC bandwidth, each with its own
+   MCMC strategy search; beside the paper's "up to 3.4x".
+
+``--write-instances`` (re)writes the heuristic-only ``2-*`` instance files from the strategies the
+search finds (model family) and the uniform all-to-all stride family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from coopt.formulations import topoopt as T
+from coopt.instance import load, to_toml, write_atomic
+from coopt.problem import SolveOptions, relative_gap
+from coopt.solvers import exact
+from coopt.solvers import topoopt as H
+
+INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
+PAPER_SPEEDUP = 3.4  # TopoOpt vs similar-cost fat-tree, "up to" (NSDI 2023 abstract)
+
+
+def exact_family() -> None:
+    print("== Exact family: P1 (topology + routing + ring split), max theta [iterations/s]")
+    header = f"{'instance':22} {'theta*':>9} {'LP':>9} {'build':>7} {'handoff':>7} {'solve':>7}"
+    print(header + "".join(f" {m:>16}" for m in H.HEURISTICS))
+    gaps: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
+    times: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
+    for path in sorted(INSTANCES.glob("[01]-exact-*.toml")):
+        instance = load(path).instance
+        report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+        assert report.status == "optimal" and report.check["feasible"]
+        lp = exact.lp_relaxation(T.PROBLEM, instance)
+        row = (
+            f"{path.stem:22} {report.objective:9.3f} {lp:9.3f} {report.times['build']:7.3f} "
+            f"{report.times['handoff']:7.3f} {report.times['solve']:7.3f}"
+        )
+        for method in H.HEURISTICS:
+            h = exact.run(T.PROBLEM, instance, method)
+            assert h.check["feasible"]
+            gap = relative_gap(h.objective, report.objective)
+            gaps[method].append(gap)
+            times[method].append(h.times["solve"])
+            row += f" {100 * gap:7.1f}% {h.times['solve']:6.3f}s"
+        print(row)
+    for method in H.HEURISTICS:
+        print(
+            f"  {method:16} gap mean {100 * statistics.mean(gaps[method]):5.1f} %, worst "
+            f"{100 * max(gaps[method]):5.1f} %, time mean {statistics.mean(times[method]) * 1e3:6.1f} ms"
+        )
+
+
+def stride_family() -> None:
+    print("\n== Stride family: geometric SelectPermutations vs P4 enumeration (uniform all-to-all)")
+    columns = ("geometric", "mean hops", "P4 optimum", "mean hops", "enum s")
+    widths = (22, 9, 22, 9, 7)
+    print(f"{'n':>4} {'d':>2} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    for n in (12, 16, 24, 30, 32, 48, 64):
+        for d in (2, 3, 4):
+            weight = T.offset_weights(n, np.zeros((n, n)))
+            geometric = H.select_permutations(T.candidate_strides(n, n), d)
+            t0 = time.perf_counter()
+            best, cost = T.select_strides_exact(n, d, weight)
+            elapsed = time.perf_counter() - t0
+            print(
+                f"{n:4} {d:2} {str(tuple(geometric)):>22} {T.stride_cost(n, geometric, weight):9.3f} "
+                f"{str(best):>22} {cost:9.3f} {elapsed:7.3f}"
+            )
+
+
+def model_family(steps_per_op: int, write: bool) -> None:
+    n, gbps = 128, 100
+    print(
+        f"\n== Model family at n = {n}, {gbps} Gbps ports, MCMC budget {steps_per_op} steps per op per fabric"
+    )
+    for d in (4, 8):
+        ft = H.similar_cost_fattree_gbps(n, d, gbps)
+        print(
+            f"-- d = {d}: TopoOpt cost ${H.topoopt_cost(n, d, gbps) / 1e6:.3f} M; similar-cost fat-tree "
+            f"{ft:.0f} Gbps per server (${H.fattree_cost(n, 100) / 1e6:.3f} M at 100, "
+            f"${H.fattree_cost(n, 200) / 1e6:.3f} M at 200); ideal switch {d * gbps} Gbps per server"
+        )
+        print(
+            f"{'model':10} {'compute':>8} {'TopoOpt':>9} {'fat-tree':>9} {'ideal':>9} {'FT/TopoOpt':>10} "
+            f"{'search s':>8}  TopoOpt MP degrees"
+        )
+        for name, workload in H.WORKLOADS.items():
+            budget = max(100, steps_per_op * len(workload.ops))
+            t0 = time.perf_counter()
+            topo = H.alternating_search(workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget)
+            elapsed = time.perf_counter() - t0
+            fat = H.alternating_search(
+                workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget, switch_gbps=ft
+            )
+            ideal = H.alternating_search(
+                workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget, switch_gbps=d * gbps
+            )
+            used = sorted(set(topo.strategy))
+            print(
+                f"{name:10} {H.compute_time(workload, H.SERVER_FLOPS) * 1e3:8.2f} "
+                f"{topo.iteration_time * 1e3:9.2f} {fat.iteration_time * 1e3:9.2f} "
+                f"{ideal.iteration_time * 1e3:9.2f} {fat.iteration_time / topo.iteration_time:9.2f}x "
+                f"{elapsed:8.1f}  {used}"
+            )
+            if write and d == 4:
+                write_model_instance(name, workload, topo.strategy, n, d, gbps, budget)
+    print(f"(times in ms per iteration; the paper reports TopoOpt up to {PAPER_SPEEDUP}x faster than a")
+    print(" similar-cost fat-tree; see docs/topoopt.md for why our figures differ)")
+
+
+def write_model_instance(name: str, workload, strategy, n: int, d: int, gbps: int, budget: int) -> None:
+    instance = H.workload_instance(workload, strategy, n, d, gbps)
+    slug = name.lower().replace("-", "")
+    text = to_toml(
+        T.PROBLEM,
+        instance,
+        description=(
+            f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbps, from the strategy "
+            f"coopt.solvers.topoopt.alternating_search finds (seed 0, budget {budget}); heuristics only"
+        ),
+        source=workload.source,
+    )
+    write_atomic(INSTANCES / f"2-model-{slug}-n{n}-d{d}.toml", text)
+
+
+def write_stride_instances() -> None:
+    for n, d in ((32, 3), (64, 4)):
+        instance = T.Instance(n, d, 100e9, (), (), (T.ModelParallelGroup(n, 1e6),))
+        text = to_toml(
+            T.PROBLEM,
+            instance,
+            description=f"Stride family: uniform all-to-all of 1 MB per pair, n={n}, d={d}; heuristics only",
+            source="TopoOpt (NSDI 2023), research notes 1(b) P4",
+        )
+        write_atomic(INSTANCES / f"2-stride-n{n}-d{d}.toml", text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps-per-op", type=int, default=12, help="MCMC steps per op (default 12, >= 100)")
+    parser.add_argument("--write-instances", action="store_true", help="rewrite the 2-* instance files")
+    args = parser.parse_args()
+    exact_family()
+    stride_family()
+    if args.write_instances:
+        write_stride_instances()
+    model_family(args.steps_per_op, args.write_instances)
+
+
+if __name__ == "__main__":
+    main()

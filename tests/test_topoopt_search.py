@@ -1,0 +1,112 @@
+"""TopoOpt's alternating search, iteration-time model, ECMP routing map and cost baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from coopt.analysis.bounds import get
+from coopt.formulations import topoopt as T
+from coopt.instance import load, to_toml
+from coopt.solvers import topoopt as H
+
+SMALL_DLRM = dataclasses.replace(H.dlrm(tables=8), batch_per_server=64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ecmp_routing_map_prices_like_the_checker(seed):
+    rng = np.random.default_rng(seed)
+    instance = T.random_instance(rng, int(rng.choice([8, 12, 16])), int(rng.integers(2, 5)), 100.0)
+    solution = H.topology_finder(instance)
+    shares = [[(int(q), v) for q, v in g] for g in solution["ring_share"]]
+    demand = T.demand_matrix(instance, shares)
+    rate = H.EcmpRouting(np.array(solution["links"])).rate(demand, instance.port_rate)
+    assert rate == pytest.approx(T.objective(instance, solution), rel=1e-5)
+
+
+def test_ecmp_routing_map_sees_unreachable_demand():
+    links = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]])
+    demand = np.zeros((4, 4))
+    demand[0, 2] = 1.0
+    assert H.EcmpRouting(links).rate(demand, 1.0) == 0.0
+
+
+@pytest.mark.parametrize("switch", [None, 150.0])
+def test_search_never_worsens_and_is_seeded(switch):
+    kwargs = {"server_flops": H.SERVER_FLOPS, "budget": 40, "switch_gbps": switch}
+    result = H.alternating_search(SMALL_DLRM, 16, 4, 100, seed=3, **kwargs)
+    assert all(b <= a for a, b in zip(result.history, result.history[1:], strict=False))
+    assert result.iteration_time <= result.start_time
+    assert result.history[0] == result.start_time and result.history[-1] == result.iteration_time
+    again = H.alternating_search(SMALL_DLRM, 16, 4, 100, seed=3, **kwargs)
+    assert again.strategy == result.strategy and again.iteration_time == result.iteration_time
+    # the reported time is the strategy priced on the fabric returned with it
+    allreduce, mp = H.strategy_traffic(SMALL_DLRM, result.strategy, 16)
+    base = H.compute_time(SMALL_DLRM, H.SERVER_FLOPS)
+    if switch is None:
+        comm = result.fabric.comm_time(allreduce, mp, 100e9 / 8)
+    else:
+        comm = H.switch_comm_time(allreduce, mp, switch * 1e9 / 8)
+    assert base + comm == pytest.approx(result.iteration_time, rel=1e-6)
+
+
+def test_search_moves_big_embeddings_off_data_parallel():
+    result = H.alternating_search(SMALL_DLRM, 16, 4, 100, server_flops=H.SERVER_FLOPS, budget=120)
+    tables = [
+        m for op, m in zip(SMALL_DLRM.ops, result.strategy, strict=True) if op.name.startswith("embedding")
+    ]
+    assert result.iteration_time < 0.5 * result.start_time
+    assert sum(m > 1 for m in tables) >= len(tables) // 2
+
+
+def test_data_parallel_on_an_ideal_switch_is_the_ring_closed_form():
+    workload = H.resnet50()
+    n, per_server = 32, 400e9 / 8
+    allreduce, mp = H.strategy_traffic(workload, (1,) * len(workload.ops), n)
+    assert list(allreduce) == [n] and not mp.any()
+    ring = get("topoopt.ring_allreduce_time").evaluate(
+        {"k": n, "S": allreduce[n], "r": 1, "B": per_server, "a": 0}
+    )
+    assert H.switch_comm_time(allreduce, mp, per_server) == pytest.approx(ring, rel=1e-12)
+
+
+def test_strategy_traffic_and_instance_agree():
+    strategy = tuple(int(m) for m in np.random.default_rng(0).choice([1, 2, 4, 16], len(SMALL_DLRM.ops)))
+    allreduce, mp = H.strategy_traffic(SMALL_DLRM, strategy, 16)
+    instance = H.workload_instance(SMALL_DLRM, strategy, 16, 4, 100)
+    assert np.allclose(T.mp_matrix(instance), mp)
+    assert {g.size: g.bytes for g in instance.allreduce} == pytest.approx(allreduce)
+    expected = sum(op.params / m for op, m in zip(SMALL_DLRM.ops, strategy, strict=True) if m < 16)
+    assert sum(allreduce.values()) == pytest.approx(expected)
+
+
+def test_model_parallel_groups_round_trip(tmp_path):
+    instance = H.workload_instance(SMALL_DLRM, (16,) * 8 + (1,) * 24, 16, 4, 100)
+    path = tmp_path / "dlrm.toml"
+    path.write_text(to_toml(T.PROBLEM, instance))
+    assert load(path).instance == instance
+    solution = H.topology_finder(instance)
+    assert T.check(instance, solution) == []
+
+
+# -- cost: the notes' table (MixNet calculator formulas, 128 servers x 8 NICs, US$ M) ----------
+
+NOTES_COST = {100: (3.071, 1.032), 200: (5.654, 1.606), 400: (13.493, 2.466), 800: (21.469, 3.991)}
+
+
+@pytest.mark.parametrize("gbps", sorted(NOTES_COST))
+def test_cost_formulas_match_the_notes(gbps):
+    fattree, topoopt = NOTES_COST[gbps]
+    assert H.fattree_cost(128 * 8, gbps) / 1e6 == pytest.approx(fattree, abs=5e-4)
+    assert H.topoopt_cost(128, 8, gbps) / 1e6 == pytest.approx(topoopt, abs=5e-4)
+
+
+def test_similar_cost_fattree_spends_the_same():
+    for d in (4, 6, 8):
+        rate = H.similar_cost_fattree_gbps(128, d, 100)
+        budget = H.topoopt_cost(128, d, 100)
+        below = max(r for r in H.PRICES if r <= rate)
+        above = min(r for r in H.PRICES if r >= rate)
+        assert H.fattree_cost(128, below) <= budget <= H.fattree_cost(128, above)
