@@ -1,0 +1,257 @@
+"""Data model and cost model of the ``scope`` problem (see :mod:`coopt.formulations.scope` for the
+formulation, its symbols and sources). Kept apart so that the solvers can import it without the
+problem registration importing them back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from coopt.formulations.scope_workloads import ChainLayer
+from coopt.problem import Solution
+
+Layer = ChainLayer
+PARTITIONS = ("IS", "WS")
+_LAYER_INTS = ("macs", "weight_bytes", "input_bytes", "output_bytes", "shortcut_bytes",
+               "out_channels", "out_rows", "halo_bytes")
+
+# -- data model ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A layer chain and an MCM. Fields keep the file's units; properties give SI."""
+
+    layers: tuple[Layer, ...]
+    chiplets: int
+    mac_rate_gmac_per_s: float
+    sram_kib: float
+    nop_bandwidth_gb_per_s: float
+    dram_bandwidth_gb_per_s: float
+    dram_capacity_gib: float
+    batch: int
+    max_cluster_layers: int
+    partitions: tuple[str, ...] = PARTITIONS
+
+    @property
+    def mac_rate(self) -> float:
+        """MAC/s of one chiplet."""
+        return self.mac_rate_gmac_per_s * 1e9
+
+    @property
+    def sram_bytes(self) -> float:
+        return self.sram_kib * 1024.0
+
+    @property
+    def nop_bandwidth(self) -> float:
+        """Bytes/s of one NoP link."""
+        return self.nop_bandwidth_gb_per_s * 1e9
+
+    @property
+    def dram_bandwidth(self) -> float:
+        """Bytes/s of the package's DRAM interface."""
+        return self.dram_bandwidth_gb_per_s * 1e9
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_capacity_gib * 1024.0**3
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+
+def load(fields: Any) -> Instance:
+    module = fields.table("module")
+    mapping = fields.table("mapping")
+    layers = []
+    for f in fields.tables("layers", min_length=1):
+        values = {key: f.int(key, min=0) for key in _LAYER_INTS}
+        for key in ("out_channels", "out_rows"):
+            if values[key] < 1:
+                f.fail(key, f"expected an integer >= 1, got {values[key]}")
+        layers.append(Layer(name=f.str("name"), **values))
+    partitions = mapping.strings("partitions", min_length=1, default=PARTITIONS)
+    for i, p in enumerate(partitions):
+        if p not in PARTITIONS or p in partitions[:i]:
+            mapping.fail(f"partitions[{i}]", f"expected distinct values among {PARTITIONS}, got {p!r}")
+    return Instance(
+        layers=tuple(layers),
+        chiplets=module.int("chiplets", min=1, max=1024),
+        mac_rate_gmac_per_s=module.float("mac_rate_gmac_per_s", positive=True),
+        sram_kib=module.float("sram_kib", positive=True),
+        nop_bandwidth_gb_per_s=module.float("nop_bandwidth_gb_per_s", positive=True),
+        dram_bandwidth_gb_per_s=module.float("dram_bandwidth_gb_per_s", positive=True),
+        dram_capacity_gib=module.float("dram_capacity_gib", positive=True),
+        batch=mapping.int("batch", min=1),
+        max_cluster_layers=mapping.int("max_cluster_layers", min=1),
+        partitions=tuple(partitions),
+    )
+
+
+def dump(inst: Instance) -> dict[str, Any]:
+    return {
+        "module": {
+            "chiplets": inst.chiplets,
+            "mac_rate_gmac_per_s": inst.mac_rate_gmac_per_s,
+            "sram_kib": inst.sram_kib,
+            "nop_bandwidth_gb_per_s": inst.nop_bandwidth_gb_per_s,
+            "dram_bandwidth_gb_per_s": inst.dram_bandwidth_gb_per_s,
+            "dram_capacity_gib": inst.dram_capacity_gib,
+        },
+        "mapping": {
+            "batch": inst.batch,
+            "max_cluster_layers": inst.max_cluster_layers,
+            "partitions": list(inst.partitions),
+        },
+        "layers": [{"name": layer.name, **{key: getattr(layer, key) for key in _LAYER_INTS}}
+                   for layer in inst.layers],
+    }
+
+
+# -- cost model ----------------------------------------------------------------------------------
+
+
+def _split(layer: Layer, chiplets: int, partition: str) -> float:
+    """Share of the split dimension the busiest chiplet gets: ceil(X/a)/X."""
+    extent = layer.out_channels if partition == "IS" else layer.out_rows
+    return math.ceil(extent / chiplets) / extent
+
+
+def busy_time(inst: Instance, first: int, last: int, chiplets: int, partition: str) -> float:
+    """max(t_comp, t_nop) of cluster [first..last] on ``chiplets`` chiplets, seconds per sample."""
+    layers = inst.layers[first:last + 1]
+    comp = sum(layer.macs * _split(layer, chiplets, partition) for layer in layers) / inst.mac_rate
+    if chiplets == 1:
+        nop = 0.0
+    elif partition == "IS":
+        nop = (chiplets - 1) / chiplets * sum(layer.input_bytes for layer in layers[1:])
+    else:
+        nop = sum(layer.halo_bytes for layer in layers)
+    return max(comp, nop / inst.nop_bandwidth)
+
+
+def cut_time(inst: Instance, last: int) -> float:
+    """NoP time to pass the output (and live shortcuts) of layer ``last`` to the next cluster."""
+    layer = inst.layers[last]
+    return (layer.output_bytes + layer.shortcut_bytes) / inst.nop_bandwidth
+
+
+def stage_time(inst: Instance, first: int, last: int, chiplets: int, partition: str, cut: bool) -> float:
+    """tau(c, a, p): the pipeline stage time of a cluster, with its outgoing cut if ``cut``."""
+    return busy_time(inst, first, last, chiplets, partition) + (cut_time(inst, last) if cut else 0.0)
+
+
+def sram_need(inst: Instance, first: int, last: int, chiplets: int, partition: str) -> float:
+    """Bytes of SRAM the busiest chiplet of the cluster needs."""
+    layers = inst.layers[first:last + 1]
+    shares = [_split(layer, chiplets, partition) for layer in layers]
+    if partition == "IS":
+        weights = sum(layer.weight_bytes * f for layer, f in zip(layers, shares, strict=True))
+        buffer = max(layer.input_bytes + (layer.output_bytes + layer.shortcut_bytes) * f
+                     for layer, f in zip(layers, shares, strict=True))
+    else:
+        weights = sum(layer.weight_bytes for layer in layers)
+        halo = 1 if chiplets > 1 else 0
+        buffer = max((layer.input_bytes + layer.output_bytes + layer.shortcut_bytes) * f
+                     + halo * layer.halo_bytes for layer, f in zip(layers, shares, strict=True))
+    return weights + buffer
+
+
+def boundary_bytes(inst: Instance, first: int, last: int) -> int:
+    """Activation bytes per sample a segment reads from and writes to DRAM."""
+    before = inst.layers[first - 1].shortcut_bytes if first > 0 else 0
+    end = inst.layers[last]
+    return inst.layers[first].input_bytes + before + end.output_bytes + end.shortcut_bytes
+
+
+def segment_weight_bytes(inst: Instance, first: int, last: int) -> int:
+    return sum(layer.weight_bytes for layer in inst.layers[first:last + 1])
+
+
+def segment_overhead(inst: Instance, first: int, last: int) -> float:
+    """Weight load plus boundary spill of a segment, seconds per batch."""
+    moved = segment_weight_bytes(inst, first, last) + inst.batch * boundary_bytes(inst, first, last)
+    return moved / inst.dram_bandwidth
+
+
+def segment_dram_need(inst: Instance, first: int, last: int) -> float:
+    total_weights = sum(layer.weight_bytes for layer in inst.layers)
+    return total_weights + inst.batch * boundary_bytes(inst, first, last)
+
+
+def segment_candidate(inst: Instance, first: int, last: int) -> bool:
+    """Necessary conditions for a feasible segment: weights fit in M S, DRAM need fits."""
+    weights_fit = segment_weight_bytes(inst, first, last) <= inst.chiplets * inst.sram_bytes
+    return weights_fit and segment_dram_need(inst, first, last) <= inst.dram_bytes
+
+
+def segment_time(inst: Instance, first: int, last: int, clusters: int, bottleneck: float) -> float:
+    """T_s = (b + k - 1) tau_s + load + spill."""
+    return (inst.batch + clusters - 1) * bottleneck + segment_overhead(inst, first, last)
+
+
+def cluster_options(inst: Instance, first: int, last: int) -> list[tuple[int, str, float]]:
+    """Pareto front ``(chiplets, partition, busy time)`` of one cluster: SRAM-feasible options
+    whose busy time strictly improves on every option with fewer chiplets (ties: the first
+    partition in ``inst.partitions``)."""
+    front: list[tuple[int, str, float]] = []
+    best = math.inf
+    for a in range(1, inst.chiplets + 1):
+        option = None
+        for p in inst.partitions:
+            if sram_need(inst, first, last, a, p) > inst.sram_bytes:
+                continue
+            t = busy_time(inst, first, last, a, p)
+            if option is None or t < option[2]:
+                option = (a, p, t)
+        if option is not None and option[2] < best:
+            front.append(option)
+            best = option[2]
+    return front
+
+
+# -- solutions -----------------------------------------------------------------------------------
+
+
+def evaluate(inst: Instance, segments: list[list[tuple[int, int, int, str]]]) -> float:
+    """Batch time of a well-formed mapping given as segments of (first, last, chiplets, partition)."""
+    total = 0.0
+    for clusters in segments:
+        first, last = clusters[0][0], clusters[-1][1]
+        bottleneck = max(stage_time(inst, i, j, a, p, cut=j != last) for i, j, a, p in clusters)
+        total += segment_time(inst, first, last, len(clusters), bottleneck)
+    return total
+
+
+def make_solution(inst: Instance, segments: list[list[tuple[int, int, int, str]]]) -> Solution:
+    """The JSON solution of a mapping, with its objective (batch time) and throughput."""
+    objective = evaluate(inst, segments)
+    return {
+        "objective": objective,
+        "throughput": inst.batch / objective,
+        "segments": [[{"first": i, "last": j, "chiplets": a, "partition": p} for i, j, a, p in seg]
+                     for seg in segments],
+    }
+
+
+
+def module_instance(
+    layers: list[Layer],
+    chiplets: int,
+    *,
+    mac_rate_gmac_per_s: float = 1024.0,
+    sram_kib: float = 2048.0,
+    nop_bandwidth_gb_per_s: float = 32.0,
+    dram_bandwidth_gb_per_s: float | None = None,
+    dram_capacity_gib: float = 8.0,
+    batch: int = 64,
+    max_cluster_layers: int = 8,
+) -> Instance:
+    """An MCM in the Gemini/Simba grid style: DRAM bandwidth defaults to 'TOPS' GB/s
+    (2 ops per MAC), as in the Gemini DSE scripts (repo SET-Scheduling-Project/GEMINI-HPCA2024)."""
+    if dram_bandwidth_gb_per_s is None:
+        dram_bandwidth_gb_per_s = 2 * mac_rate_gmac_per_s * chiplets / 1000.0
+    return Instance(tuple(layers), chiplets, mac_rate_gmac_per_s, sram_kib, nop_bandwidth_gb_per_s,
+                    dram_bandwidth_gb_per_s, dram_capacity_gib, batch, max_cluster_layers)

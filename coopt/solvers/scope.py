@@ -1,0 +1,543 @@
+"""Solvers of the ``scope`` problem: the exact dynamic program, the two baselines as restrictions
+of it, the linear-time search, seeded simulated annealing and the full-enumeration oracle.
+
+Symbols as in :mod:`coopt.formulations.scope`: ``L`` layers, ``M`` chiplets, ``Lambda`` the
+longest cluster, ``K = min(M, segment length)`` clusters per segment, ``P`` partitions.
+
+A mapping is handled here as *structure* plus *allocation*. The structure labels each of the
+``L - 1`` gaps between consecutive layers: no cut, a cluster cut, or a segment cut. For a fixed
+structure the best allocation of each segment is found exactly by :func:`allocate` (a
+bottleneck search over the clusters' Pareto fronts), so the heuristics search structures only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
+import numpy as np
+
+from coopt.formulations.scope_model import (
+    Instance,
+    cluster_options,
+    cut_time,
+    make_solution,
+    segment_candidate,
+    segment_dram_need,
+    segment_overhead,
+    segment_time,
+    segment_weight_bytes,
+    sram_need,
+    stage_time,
+)
+from coopt.problem import ExactOutcome, Solution, SolveOptions
+from coopt.solvers.exact import NoSolution
+
+Cluster = tuple[int, int, int, str]  # first, last, chiplets, partition
+NO_CUT, CLUSTER_CUT, SEGMENT_CUT = 0, 1, 2
+
+
+class Table:
+    """Memoised Pareto fronts and cut times of the clusters of one instance."""
+
+    def __init__(self, inst: Instance):
+        self.inst = inst
+        self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
+
+    def front(self, first: int, last: int) -> list[tuple[int, str, float]]:
+        """(chiplets, partition, busy time), busy time strictly decreasing; [] if infeasible."""
+        key = (first, last)
+        if key not in self._fronts:
+            inst = self.inst
+            weights_fit = segment_weight_bytes(inst, first, last) <= inst.chiplets * inst.sram_bytes
+            self._fronts[key] = cluster_options(inst, first, last) if weights_fit else []
+        return self._fronts[key]
+
+    def cut(self, last: int) -> float:
+        return cut_time(self.inst, last)
+
+
+# -- exact dynamic program -----------------------------------------------------------------------
+
+
+def _segment_tables(table: Table, first: int, length: int, span: int, kmax: int):
+    """Inner DP from segment start ``first`` over the next ``length`` layers.
+
+    ``G[k, e, m]``: least bottleneck of layers first..first+e-1 in k clusters on at most m
+    chiplets, every cluster paying its outgoing cut. ``F[k, e]``: the same with the last cluster
+    closing the segment (no cut) and m = M. O(length * span * M) front points, each an array
+    operation on K x M numbers."""
+    M = table.inst.chiplets
+    K = min(M, length, kmax)
+    G = np.full((K + 1, length + 1, M + 1), np.inf)
+    G[0, 0, :] = 0.0
+    F = np.full((K + 1, length + 1), np.inf)
+    for e in range(1, length + 1):
+        last = first + e - 1
+        cut = table.cut(last)
+        for s in range(max(0, e - span), e):
+            front = table.front(first + s, last)
+            rows = min(K, s + 1)  # at most s clusters cover the first s layers
+            previous = G[:rows, s, :]
+            for a, _, busy in front:
+                np.minimum(G[1:rows + 1, e, a:], np.maximum(previous[:, :M + 1 - a], busy + cut),
+                           out=G[1:rows + 1, e, a:])
+                np.minimum(F[1:rows + 1, e], np.maximum(previous[:, M - a], busy), out=F[1:rows + 1, e])
+    return G, F
+
+
+def _backtrack(table: Table, first: int, length: int, clusters: int, span: int, kmax: int) -> list[Cluster]:
+    """The clusters of the segment [first..first+length-1] with ``clusters`` clusters, recovered by
+    recomputing the inner DP and matching values (the same float operations give equal values)."""
+    G, F = _segment_tables(table, first, length, span, kmax)
+    M = table.inst.chiplets
+    out: list[Cluster] = []
+    e, k, target, budget, closing = length, clusters, F[clusters, length], M, True
+    while k > 0:
+        last = first + e - 1
+        cut = 0.0 if closing else table.cut(last)
+        found = None
+        for s in range(max(0, e - span), e):
+            for a, p, busy in table.front(first + s, last):
+                if a > budget:
+                    continue
+                rest = G[k - 1, s, M - a] if closing else G[k - 1, s, budget - a]
+                if max(rest, busy + cut) == target:
+                    found = (s, a, p, rest)
+                    break
+            if found:
+                break
+        if found is None:  # unreachable when the tables were filled by _segment_tables
+            raise RuntimeError("scope DP backtrack failed")
+        s, a, p, rest = found
+        out.append((first + s, last, a, p))
+        budget = (M if closing else budget) - a
+        e, k, target, closing = s, k - 1, rest, False
+    return out[::-1]
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """A sub-space of mappings: ``span`` caps cluster length, ``kmax`` clusters per segment."""
+
+    span: int | None = None
+    kmax: int | None = None
+
+
+MERGED = Restriction()
+SEGMENTED = Restriction(span=1)  # Tangram/SET/Gemini: one layer per pipeline stage
+INTRA_LAYER = Restriction(kmax=1)  # every segment one cluster: layers one after another on the module
+
+
+def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Solution | None:
+    """Optimal mapping of the chain within ``restriction`` (None: no feasible mapping).
+
+    Outer DP ``best(j) = min_i best(i-1) + S(i, j)`` over segmentations, with ``S(i, j) =
+    min_k (b + k - 1) F_k(i, j) + load + spill`` and ``F_k`` from the inner DP over clusters,
+    chiplet counts (at most m) and partitions (Pareto fronts). Exact for the cost model of
+    :mod:`coopt.formulations.scope`. O(L * Lseg * Lambda * |front| * K * M) where ``Lseg`` is the
+    longest segment whose weights fit in M S. Source: research notes section 2.b (DP) [R]."""
+    table = Table(inst)
+    L, M = inst.n_layers, inst.chiplets
+    span = min(inst.max_cluster_layers, restriction.span or inst.max_cluster_layers)
+    kmax = restriction.kmax or M
+    value: dict[tuple[int, int], tuple[float, int]] = {}
+    for first in range(L):
+        length = 0
+        while first + length < L and segment_weight_bytes(inst, first, first + length) <= M * inst.sram_bytes:
+            length += 1
+        if length == 0:
+            continue
+        _, F = _segment_tables(table, first, length, span, kmax)
+        for e in range(1, length + 1):
+            last = first + e - 1
+            if not segment_candidate(inst, first, last):
+                continue
+            times = [segment_time(inst, first, last, k, F[k, e]) for k in range(1, F.shape[0])]
+            k = int(np.argmin(times)) + 1
+            if math.isfinite(times[k - 1]):
+                value[(first, last)] = (times[k - 1], k)
+    best = [0.0] + [math.inf] * L
+    choice = [-1] * (L + 1)
+    for j in range(1, L + 1):
+        for i in range(j):
+            if (i, j - 1) in value and best[i] + value[(i, j - 1)][0] < best[j]:
+                best[j], choice[j] = best[i] + value[(i, j - 1)][0], i
+    if not math.isfinite(best[L]):
+        return None
+    segments, j = [], L
+    while j > 0:
+        i = choice[j]
+        segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
+        j = i
+    return make_solution(inst, segments[::-1])
+
+
+def segment_bottlenecks(inst: Instance, first: int, last: int,
+                        restriction: Restriction = MERGED) -> dict[int, float]:
+    """``F_k``: least bottleneck of the segment [first..last] with exactly k clusters on at most M
+    chiplets, for every k with a finite value (the inner DP; the MILP k-sweep's counterpart)."""
+    span = min(inst.max_cluster_layers, restriction.span or inst.max_cluster_layers)
+    _, F = _segment_tables(Table(inst), first, last - first + 1, span, restriction.kmax or inst.chiplets)
+    return {k: float(F[k, -1]) for k in range(1, F.shape[0]) if math.isfinite(F[k, -1])}
+
+
+def exact(inst: Instance, options: SolveOptions) -> ExactOutcome:
+    """The exact method ``exact``: :func:`dynamic_program` over the whole (merged) space."""
+    solution = dynamic_program(inst)
+    if solution is None:
+        return ExactOutcome(None, "infeasible", None)
+    return ExactOutcome(solution, "optimal", solution["objective"])
+
+
+def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
+    """Best layer-wise segmented pipeline (Tangram/SET/Gemini style: one layer per stage).
+
+    Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
+    with Lambda = 1. Source: research notes section 2.b, special cases."""
+    solution = dynamic_program(inst, SEGMENTED)
+    if solution is None:
+        raise NoSolution("no feasible segmented pipeline")
+    return solution
+
+
+def intra_layer(inst: Instance, seed: int = 0) -> Solution:
+    """Best pure intra-layer parallel mapping: one cluster per segment, so every layer of a
+    segment runs in turn on the same chiplets (the module split inside each layer).
+
+    Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
+    with K = 1. Source: research notes section 2.b, special cases."""
+    solution = dynamic_program(inst, INTRA_LAYER)
+    if solution is None:
+        raise NoSolution("no feasible intra-layer mapping")
+    return solution
+
+
+# -- structures and optimal allocation ------------------------------------------------------------
+
+
+def allocate(table: Table, clusters: list[tuple[int, int]]) -> tuple[float, list[Cluster]] | None:
+    """Least-bottleneck allocation of chiplets and partitions to the fixed clusters of one
+    segment (its last cluster has no outgoing cut); None if no allocation fits in M chiplets.
+
+    Exact: the bottleneck is one of the clusters' front values; for a threshold theta each
+    cluster needs its fewest chiplets reaching theta, and the least feasible theta is found by
+    bisection over the sorted candidates. O(k |front| log(k |front|))."""
+    last = clusters[-1][1]
+    fronts = []
+    for i, j in clusters:
+        cut = table.cut(j) if j != last else 0.0
+        front = [(a, p, busy + cut) for a, p, busy in table.front(i, j)]
+        if not front:
+            return None
+        fronts.append(front)
+    M = table.inst.chiplets
+
+    def pick(theta: float) -> list[tuple[int, str, float]] | None:
+        chosen, used = [], 0
+        for front in fronts:
+            option = next((o for o in front if o[2] <= theta), None)
+            if option is None:
+                return None
+            chosen.append(option)
+            used += option[0]
+        return chosen if used <= M else None
+
+    candidates = sorted({o[2] for front in fronts for o in front})
+    if pick(candidates[-1]) is None:
+        return None
+    lo, hi = 0, len(candidates) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pick(candidates[mid]) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    chosen = pick(candidates[lo])
+    mapped = [(i, j, a, p) for (i, j), (a, p, _) in zip(clusters, chosen, strict=True)]
+    return max(o[2] for o in chosen), mapped
+
+
+def decode(labels: list[int] | tuple[int, ...]) -> list[list[tuple[int, int]]]:
+    """Segments of (first, last) clusters from the L-1 gap labels."""
+    segments, clusters, start = [], [], 0
+    for gap, label in enumerate(labels):
+        if label != NO_CUT:
+            clusters.append((start, gap))
+            start = gap + 1
+            if label == SEGMENT_CUT:
+                segments.append(clusters)
+                clusters = []
+    clusters.append((start, len(labels)))
+    segments.append(clusters)
+    return segments
+
+
+class StructureCost:
+    """Batch time of a structure under optimal allocation, memoised per segment."""
+
+    def __init__(self, inst: Instance):
+        self.inst = inst
+        self.table = Table(inst)
+        self._segment = lru_cache(maxsize=None)(self._segment_cost)
+
+    def _segment_cost(self, clusters: tuple[tuple[int, int], ...]) -> tuple[float, tuple[Cluster, ...]]:
+        first, last = clusters[0][0], clusters[-1][1]
+        if any(j - i + 1 > self.inst.max_cluster_layers for i, j in clusters):
+            return math.inf, ()
+        if not segment_candidate(self.inst, first, last):
+            return math.inf, ()
+        result = allocate(self.table, list(clusters))
+        if result is None:
+            return math.inf, ()
+        bottleneck, mapped = result
+        return segment_time(self.inst, first, last, len(clusters), bottleneck), tuple(mapped)
+
+    def __call__(self, labels: list[int] | tuple[int, ...]) -> float:
+        return sum(self._segment(tuple(seg))[0] for seg in decode(labels))
+
+    def mapping(self, labels: list[int] | tuple[int, ...]) -> list[list[Cluster]]:
+        return [list(self._segment(tuple(seg))[1]) for seg in decode(labels)]
+
+
+def _labels_of(segments: list[list[tuple[int, int]]], n_layers: int) -> list[int]:
+    labels = [NO_CUT] * (n_layers - 1)
+    for seg in segments:
+        for _i, j in seg:
+            if j < n_layers - 1:
+                labels[j] = CLUSTER_CUT
+        if seg[-1][1] < n_layers - 1:
+            labels[seg[-1][1]] = SEGMENT_CUT
+    return labels
+
+
+def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> list[int]:
+    """First-improvement local search: shift a cut by one gap, drop a cut (merge), add a cut
+    (split) or change a cut's kind; allocations re-optimised by :func:`allocate`."""
+    labels = list(labels)
+    current = cost(labels)
+    for _ in range(max_passes):
+        improved = False
+        for gap in range(len(labels)):
+            moves = [[(gap, label)] for label in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if label != labels[gap]]
+            for nxt in (gap - 1, gap + 1):
+                if 0 <= nxt < len(labels) and labels[gap] != NO_CUT and labels[nxt] == NO_CUT:
+                    moves.append([(gap, NO_CUT), (nxt, labels[gap])])
+            for move in moves:
+                trial = list(labels)
+                for g, label in move:
+                    trial[g] = label
+                value = cost(trial)
+                if value < current * (1 - 1e-12):
+                    labels, current, improved = trial, value, True
+                    break
+        if not improved:
+            break
+    return labels
+
+
+# -- heuristics ----------------------------------------------------------------------------------
+
+
+def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> list[tuple[int, int]] | None:
+    """Clusters of [first..last] with every stage time <= theta: grow the current cluster while
+    that needs no more chiplets than closing it and opening a new one; None if over M."""
+    table, inst = cost.table, cost.inst
+
+    def need(i: int, j: int) -> float:
+        cut = table.cut(j) if j != last else 0.0
+        return next((a for a, _, busy in table.front(i, j) if busy + cut <= theta), math.inf)
+
+    clusters, start, used = [], first, 0.0
+    for layer in range(first, last):
+        extend = need(start, layer + 1) if layer + 1 - start < inst.max_cluster_layers else math.inf
+        split = need(start, layer) + need(layer + 1, layer + 1)
+        if extend > split:
+            used += need(start, layer)
+            clusters.append((start, layer))
+            start = layer + 1
+    used += need(start, last)
+    clusters.append((start, last))
+    return clusters if used <= inst.chiplets else None
+
+
+def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
+    """Least theta (relative precision 1e-6) at which greedy packing fits, and its clusters."""
+    inst = cost.inst
+    hi = sum(stage_time(inst, i, i, 1, p, cut=True) for i in range(first, last + 1) for p in inst.partitions)
+    lo = 0.0
+    best = _greedy_pack(cost, first, last, hi)
+    if best is None:
+        return None
+    while hi - lo > 1e-6 * hi:
+        mid = (lo + hi) / 2
+        packed = _greedy_pack(cost, first, last, mid)
+        if packed is None:
+            lo = mid
+        else:
+            hi, best = mid, packed
+    return best
+
+
+def search(inst: Instance, seed: int = 0) -> Solution:
+    """Scope-like linear-time search: greedy segmentation by memory, bottleneck bisection with
+    greedy cluster packing inside each segment, then local polish of the cuts.
+
+    1. Extend a segment while its weights fit in M S and its DRAM need fits; shrink it until the
+       packing below is feasible.                                                       O(L)
+    2. Bisection on the bottleneck theta; a probe packs layers left to right, growing a cluster
+       while that needs no more chiplets than splitting.            O(L log(1/eps)) probes' work
+    3. Polish: shift / drop / add / retype a cut while the batch time improves; allocations
+       re-optimised exactly for each structure.                             O(passes * L) evals
+    Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
+    optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
+    Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
+    cost = StructureCost(inst)
+    L = inst.n_layers
+    segments, first = [], 0
+    while first < L:
+        last = first
+        while last + 1 < L and segment_candidate(inst, first, last + 1):
+            last += 1
+        clusters = _bisect_segment(cost, first, last)
+        while clusters is None and last > first:
+            last -= 1
+            clusters = _bisect_segment(cost, first, last)
+        if clusters is None:
+            raise NoSolution(f"layer {first} fits no cluster of the module")
+        segments.append(clusters)
+        first = last + 1
+    labels = _polish(cost, _labels_of(segments, L))
+    if not math.isfinite(cost(labels)):
+        raise NoSolution("search found no feasible mapping")
+    return make_solution(inst, cost.mapping(labels))
+
+
+def annealing(inst: Instance, seed: int = 0, iterations: int | None = None) -> Solution:
+    """Seeded simulated annealing over structures (Gemini-like: SET/Gemini anneal over segment
+    borders; moves here relabel a gap or shift a cut by one), allocation optimal per structure.
+
+    Starts from every layer its own segment; geometric cooling from 5% to 0.01% of the start
+    cost over ``iterations`` (default 300 L) moves; returns the best structure seen.
+    Guarantee: feasible if the start is; no optimality guarantee. Deterministic for a seed.
+    Source: move set after repo SET-Scheduling-Project/GEMINI-HPCA2024 (segmentation.cpp), read
+    only through the research notes."""
+    rng = random.Random(seed)
+    cost = StructureCost(inst)
+    L = inst.n_layers
+    labels = [SEGMENT_CUT] * (L - 1)
+    current = cost(labels)
+    if not math.isfinite(current):
+        raise NoSolution("the every-layer-its-own-segment start is infeasible")
+    best, best_labels = current, list(labels)
+    steps = iterations if iterations is not None else 300 * L
+    t0, t1 = 0.05 * current, 1e-4 * current
+    for step in range(steps if L > 1 else 0):
+        temperature = t0 * (t1 / t0) ** (step / max(1, steps - 1))
+        trial = list(labels)
+        gap = rng.randrange(L - 1)
+        if trial[gap] != NO_CUT and rng.random() < 0.5:
+            nxt = gap + rng.choice((-1, 1))
+            if 0 <= nxt < L - 1 and trial[nxt] == NO_CUT:
+                trial[gap], trial[nxt] = NO_CUT, trial[gap]
+        else:
+            trial[gap] = rng.choice([x for x in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if x != trial[gap]])
+        value = cost(trial)
+        if value <= current or rng.random() < math.exp(-(value - current) / temperature):
+            labels, current = trial, value
+            if value < best:
+                best, best_labels = value, list(trial)
+    return make_solution(inst, cost.mapping(best_labels))
+
+
+HEURISTICS = {
+    "annealing": annealing,
+    "intra_layer": intra_layer,
+    "search": search,
+    "segmented_pipeline": segmented_pipeline,
+}
+
+
+# -- full enumeration (the oracle) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    """Every feasible mapping's batch time, summarised."""
+
+    total: int  # feasible mappings
+    best: float
+    best_mapping: list[list[Cluster]]
+    better: dict[float, int]  # for each queried objective: mappings strictly better than it
+
+    def percentile(self, value: float) -> float:
+        """Share of feasible mappings strictly better than ``value`` (0 = top)."""
+        return self.better[value] / self.total
+
+
+def enumerate_space(inst: Instance, queries: tuple[float, ...] = (), rel: float = 1e-9,
+                    restriction: Restriction = MERGED) -> Enumeration:
+    """Enumerate every (segmentation, clustering, allocation, partition) tuple (within
+    ``restriction``: every gap cut for ``span = 1``, no cluster cut for ``kmax = 1``).
+
+    Structures: 3^(L-1) gap labelings; per segment every allocation (a_c >= 1, sum <= M) and
+    partition vector, SRAM- and DRAM-feasible. Segment times combine by outer sums, so the count
+    below each query is exact without storing the whole space. For L <= 10, M <= 8 only."""
+    L, M = inst.n_layers, inst.chiplets
+    options: dict[tuple[int, int, bool], list[tuple[int, str, float]]] = {}
+
+    def cluster_list(i: int, j: int, closing: bool):
+        key = (i, j, closing)
+        if key not in options:
+            options[key] = [(a, p, stage_time(inst, i, j, a, p, cut=not closing))
+                            for a in range(1, M + 1) for p in inst.partitions
+                            if sram_need(inst, i, j, a, p) <= inst.sram_bytes]
+        return options[key]
+
+    @cache
+    def segment_values(clusters: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[Cluster, ...]]:
+        first, last = clusters[0][0], clusters[-1][1]
+        too_long = any(j - i + 1 > inst.max_cluster_layers for i, j in clusters)
+        if too_long or segment_dram_need(inst, first, last) > inst.dram_bytes:
+            return np.empty(0), ()
+        lists = [cluster_list(i, j, j == last) for i, j in clusters]
+        # Grow the allocations cluster by cluster: chiplets used, bottleneck, option index.
+        used, worst, picks = np.zeros(1, dtype=int), np.zeros(1), np.zeros((1, 0), dtype=int)
+        for options_c in lists:
+            chips = np.array([o[0] for o in options_c], dtype=int)
+            times = np.array([o[2] for o in options_c])
+            used = np.add.outer(used, chips).ravel()
+            worst = np.maximum.outer(worst, times).ravel()
+            picks = np.hstack([np.repeat(picks, len(options_c), axis=0),
+                               np.tile(np.arange(len(options_c)), len(picks))[:, None]])
+            keep = used <= M
+            used, worst, picks = used[keep], worst[keep], picks[keep]
+        if len(worst) == 0:
+            return np.empty(0), ()
+        values = (inst.batch + len(clusters) - 1) * worst + segment_overhead(inst, first, last)
+        row = picks[int(np.argmin(values))]
+        best_map = tuple((i, j, *lists[n][row[n]][:2]) for n, (i, j) in enumerate(clusters))
+        return values, best_map
+
+    total, best, best_mapping = 0, math.inf, []
+    better = dict.fromkeys(queries, 0)
+    kinds = (CLUSTER_CUT, SEGMENT_CUT) if restriction.span == 1 else (NO_CUT, CLUSTER_CUT, SEGMENT_CUT)
+    if restriction.kmax == 1:
+        kinds = tuple(k for k in kinds if k != CLUSTER_CUT)
+    for labels in itertools.product(kinds, repeat=L - 1):
+        parts = [segment_values(tuple(seg)) for seg in decode(labels)]
+        if any(len(values) == 0 for values, _ in parts):
+            continue
+        sums = parts[0][0]
+        for values, _ in parts[1:]:
+            sums = np.add.outer(sums, values).ravel()
+        total += len(sums)
+        for q in queries:
+            better[q] += int(np.count_nonzero(sums < q * (1 - rel)))
+        low = float(sum(values.min() for values, _ in parts))
+        if low < best:
+            best, best_mapping = low, [list(mapping) for _, mapping in parts]
+    return Enumeration(total, best, best_mapping, better)

@@ -1,0 +1,294 @@
+"""Scope: the DP against full enumeration and the MILPs, the baselines as restrictions, the
+heuristics' percentile ranks, the checker, the loader and the workload shapes."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from coopt.errors import InstanceError
+from coopt.formulations import scope, scope_model
+from coopt.formulations.scope_workloads import resnet
+from coopt.instance import load, to_toml
+from coopt.problem import SolveOptions
+from coopt.solvers import scope as solvers
+from coopt.solvers.exact import solve_model
+
+INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"
+REL = 1e-9
+#: Enumerable generated instances: sizes 1 and 2 (4 and 6 layers, 4 and 6 chiplets).
+SMALL = [(seed, size) for size in (1, 2) for seed in range(6)]
+
+
+def same(a: float, b: float, rel: float = REL) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+
+
+def mapping(solution: dict) -> list[list[tuple]]:
+    return [[(c["first"], c["last"], c["chiplets"], c["partition"]) for c in seg] for seg in solution["segments"]]
+
+
+@pytest.fixture(scope="module")
+def tail6():
+    return load(INSTANCES / "0-resnet152-conv4-tail6-m8.toml").instance
+
+
+@pytest.fixture(scope="module")
+def tail6_ranks(tail6):
+    """Objective of the DP and of every heuristic on the shipped 6-layer slice, and the space."""
+    values = {"exact": solvers.dynamic_program(tail6)["objective"]}
+    values.update({name: fn(tail6)["objective"] for name, fn in scope.PROBLEM.heuristics.items()})
+    return values, solvers.enumerate_space(tail6, tuple(values.values()))
+
+
+# -- workloads -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth,layers,gmac,mparams", [(152, 152, 11.5, 60.0), (50, 50, 4.1, 25.5)])
+def test_resnet_shapes_match_the_published_totals(depth, layers, gmac, mparams):
+    # He et al. 2016 / research notes 2.e: ResNet-152 ~11.5 GMAC (stride on the 3x3), ~60.0 M
+    # parameters; ResNet-50 ~4.1 GMAC, ~25.5 M parameters (without the FC bias and batch norms).
+    chain = resnet(depth)
+    assert len(chain) == layers
+    assert sum(layer.macs for layer in chain) / 1e9 == pytest.approx(gmac, rel=0.01)
+    assert sum(layer.weight_bytes for layer in chain) / 1e6 == pytest.approx(mparams, rel=0.01)
+
+
+def test_shortcuts_are_alive_only_inside_blocks():
+    chain = resnet(50)
+    for layer in chain:
+        inside = layer.name.endswith(("a", "b")) and layer.name.startswith("conv")
+        assert (layer.shortcut_bytes > 0) == (inside and layer.name != "conv1")
+
+
+# -- loader ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(INSTANCES.glob("*.toml")), ids=lambda p: p.stem)
+def test_shipped_instances_round_trip(path, tmp_path):
+    item = load(path)
+    copy = tmp_path / "copy.toml"
+    copy.write_text(to_toml(scope.PROBLEM, item.instance))
+    assert load(copy).instance == item.instance
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda t: t.replace('"WS",', '"XS",'), "mapping.partitions[1]"),
+    (lambda t: re.sub(r"out_rows = \d+", "out_rows = 0", t, count=1), "layers[0].out_rows"),
+    (lambda t: t.replace("chiplets = 8", "chiplets = 8\ncolour = 1"), "module.colour"),
+    (lambda t: t.replace("batch = 32", "batch = 0"), "mapping.batch"),
+])
+def test_loader_names_the_field(tmp_path, edit, field):
+    text = (INSTANCES / "0-resnet152-conv4-tail6-m8.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(edit(text))
+    with pytest.raises(InstanceError) as err:
+        load(bad)
+    assert err.value.field == field and str(bad) in str(err.value)
+
+
+# -- exact methods ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed,size", SMALL)
+def test_dp_is_rank_zero_under_full_enumeration(seed, size):
+    inst = scope.generate(seed, size)
+    dp = solvers.dynamic_program(inst)
+    assert scope.check(inst, dp) == []
+    space = solvers.enumerate_space(inst, (dp["objective"],))
+    assert same(dp["objective"], space.best)
+    assert space.percentile(dp["objective"]) == 0.0
+    assert same(scope.objective(inst, scope_model.make_solution(inst, space.best_mapping)), space.best)
+
+
+def test_dp_matches_enumeration_on_the_shipped_resnet_slice(tail6_ranks):
+    values, space = tail6_ranks
+    assert same(values["exact"], space.best) and space.percentile(values["exact"]) == 0.0
+    assert space.total > 10**6
+
+
+@pytest.mark.parametrize("restriction", [solvers.SEGMENTED, solvers.INTRA_LAYER], ids=["segmented", "intra"])
+@pytest.mark.parametrize("seed", range(4))
+def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
+    inst = scope.generate(seed, 2)
+    dp = solvers.dynamic_program(inst, restriction)
+    space = solvers.enumerate_space(inst, restriction=restriction)
+    if dp is None:
+        assert space.total == 0
+        return
+    assert same(dp["objective"], space.best)
+
+
+@pytest.mark.parametrize("seed,size", [(0, 1), (1, 1), (2, 2), (3, 2), (4, 2)])
+def test_milp_equals_dp(seed, size):
+    inst = scope.generate(seed, size)
+    dp = solvers.dynamic_program(inst)
+    model = scope.build(inst)
+    result = solve_model(model, SolveOptions(gap=1e-9))
+    assert result.status == "optimal"
+    solution = scope.extract(model, inst)
+    assert scope.check(inst, solution) == []
+    assert same(solution["objective"], dp["objective"], rel=1e-6)
+    assert same(result.objective, dp["objective"], rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_segment_milp_k_sweep_equals_inner_dp(seed):
+    inst = scope.generate(seed, 2)
+    last = inst.n_layers - 1
+    by_dp = solvers.segment_bottlenecks(inst, 0, last)
+    for k in range(1, min(inst.chiplets, inst.n_layers) + 1):
+        model = scope.build_segment(inst, 0, last, k)
+        result = solve_model(model, SolveOptions(gap=1e-9))
+        if k not in by_dp:
+            assert result.status == "infeasible"
+            continue
+        assert result.status == "optimal"
+        assert same(result.objective, by_dp[k], rel=1e-6)
+
+
+# -- baselines and invariants ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed,size", SMALL)
+def test_merged_optimum_is_at_most_both_baselines(seed, size):
+    inst = scope.generate(seed, size)
+    merged = solvers.dynamic_program(inst)["objective"]
+    segmented = solvers.segmented_pipeline(inst)
+    intra = solvers.intra_layer(inst)
+    assert all(c["first"] == c["last"] for seg in segmented["segments"] for c in seg)
+    assert all(len(seg) == 1 for seg in intra["segments"])
+    assert merged <= segmented["objective"] * (1 + REL) and merged <= intra["objective"] * (1 + REL)
+
+
+def test_merged_pipeline_beats_both_baselines_on_resnet_slices():
+    inst = load(INSTANCES / "1-resnet152-conv4-m8.toml").instance
+    merged = solvers.dynamic_program(inst)
+    assert merged["objective"] < solvers.segmented_pipeline(inst)["objective"] * (1 - 1e-3)
+    assert merged["objective"] < solvers.intra_layer(inst)["objective"] * (1 - 1e-3)
+    assert any(len(seg) > 1 and any(c["last"] > c["first"] for c in seg) for seg in merged["segments"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_optimum_never_worsens_with_more_chiplets_or_nop_bandwidth(seed):
+    inst = scope.generate(seed, 2)
+    base = solvers.dynamic_program(inst)["objective"]
+    more = replace(inst, chiplets=inst.chiplets + 1)
+    faster = replace(inst, nop_bandwidth_gb_per_s=2 * inst.nop_bandwidth_gb_per_s)
+    assert solvers.dynamic_program(more)["objective"] <= base * (1 + REL)
+    assert solvers.dynamic_program(faster)["objective"] <= base * (1 + REL)
+
+
+def _flow_shop_makespan(stage_times: list[float], samples: int) -> float:
+    """Event-level pipeline: sample s leaves stage c when it is done there and stage c is free."""
+    done = [0.0] * len(stage_times)
+    for _ in range(samples):
+        ready = 0.0
+        for c, t in enumerate(stage_times):
+            done[c] = max(done[c], ready) + t
+            ready = done[c]
+    return done[-1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bubble_accounting_bounds_the_simulated_pipeline(seed):
+    # Notes 2.g.5: a simulation lands in [sum tau + (b-1) tau_max, (b+k-1) tau_max].
+    inst = scope.generate(seed, 2)
+    solution = solvers.dynamic_program(inst)
+    for seg in mapping(solution):
+        last = seg[-1][1]
+        taus = [scope_model.stage_time(inst, i, j, a, p, cut=j != last) for i, j, a, p in seg]
+        for samples in (1, inst.batch):
+            makespan = _flow_shop_makespan(taus, samples)
+            assert makespan <= (samples + len(taus) - 1) * max(taus) * (1 + REL)
+            assert makespan >= (sum(taus) + (samples - 1) * max(taus)) * (1 - REL)
+        assert same(_flow_shop_makespan(taus, 1), sum(taus))
+
+
+# -- heuristics ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", sorted(scope.PROBLEM.heuristics))
+@pytest.mark.parametrize("seed,size", SMALL)
+def test_heuristics_are_feasible_never_better_than_the_optimum_and_deterministic(method, seed, size):
+    inst = scope.generate(seed, size)
+    optimum = solvers.dynamic_program(inst)["objective"]
+    fn = scope.PROBLEM.heuristics[method]
+    solution = fn(inst, seed=3)
+    assert scope.check(inst, solution) == []
+    assert solution["objective"] >= optimum * (1 - REL)
+    assert fn(inst, seed=3) == solution
+
+
+def test_search_ranks_in_the_top_half_permille_on_enumerable_instances(tail6_ranks):
+    # The paper's claim is top 0.05% for its search; we measure ours on every enumerable case.
+    values, space = tail6_ranks
+    assert space.percentile(values["search"]) <= 0.0005
+    for seed, size in SMALL:
+        inst = scope.generate(seed, size)
+        value = solvers.search(inst)["objective"]
+        space = solvers.enumerate_space(inst, (value,))
+        assert space.percentile(value) <= 0.0005, (seed, size, space.percentile(value))
+
+
+def test_baselines_rank_below_the_merged_optimum_on_the_resnet_slice(tail6_ranks):
+    values, space = tail6_ranks
+    for baseline in ("segmented_pipeline", "intra_layer"):
+        assert values[baseline] > values["exact"] * (1 + 1e-3)
+        assert space.percentile(values[baseline]) > 0.0
+
+
+def test_allocate_is_optimal_for_a_fixed_clustering(tail6):
+    clusters = [(0, 1), (2, 3), (4, 5)]
+    best, mapped = solvers.allocate(solvers.Table(tail6), clusters)
+    brute = math.inf
+    for a in range(1, 7):
+        for b in range(1, 8 - a):
+            for c in range(1, 9 - a - b):
+                for parts in [(p, q, r) for p in "IW" for q in "IW" for r in "IW"]:
+                    alloc = [(0, 1, a, parts[0] + "S"), (2, 3, b, parts[1] + "S"), (4, 5, c, parts[2] + "S")]
+                    if any(scope_model.sram_need(tail6, i, j, n, p) > tail6.sram_bytes for i, j, n, p in alloc):
+                        continue
+                    brute = min(brute, max(scope_model.stage_time(tail6, i, j, n, p, cut=j != 5) for i, j, n, p in alloc))
+    assert same(best, brute)
+    assert sum(n for _, _, n, _ in mapped) <= tail6.chiplets
+
+
+# -- checker ---------------------------------------------------------------------------------------
+
+
+def test_checker_rejects_broken_mappings(tail6):
+    good = solvers.dynamic_program(tail6)
+    assert scope.check(tail6, good) == []
+
+    def broken(edit):
+        bad = {"objective": good["objective"], "segments": [[dict(c) for c in seg] for seg in good["segments"]]}
+        edit(bad)
+        return {v.constraint for v in scope.check(tail6, bad)}
+
+    assert "layer_cover" in broken(lambda s: s["segments"][-1].pop())
+    assert len(good["segments"][0]) > 1  # the optimum pipelines two clusters
+    assert "chiplet_budget" in broken(lambda s: s["segments"][0][0].update(chiplets=8))
+    assert "chiplets" in broken(lambda s: s["segments"][0][0].update(chiplets=0))
+    assert "partition" in broken(lambda s: s["segments"][0][0].update(partition="XS"))
+    assert "objective" in broken(lambda s: s.update(objective=s["objective"] * 0.9))
+    one_cluster = {"objective": 1.0, "segments": [[{"first": 0, "last": 5, "chiplets": 8, "partition": "IS"}]]}
+    assert "cluster_length" in {v.constraint for v in scope.check(tail6, one_cluster)}
+    tiny = replace(tail6, sram_kib=64.0)
+    assert "sram" in {v.constraint for v in scope.check(tiny, good)}
+    small_dram = replace(tail6, dram_capacity_gib=0.001)
+    assert "dram" in {v.constraint for v in scope.check(small_dram, good)}
+
+
+@pytest.mark.parametrize("bad", [
+    {}, {"segments": []}, {"segments": [[]]}, {"segments": [["x"]]}, {"segments": "x"},
+    {"segments": [[{"first": 0, "last": "5", "chiplets": 1, "partition": "IS"}]]},
+    {"segments": [[{"first": 0, "last": 5, "chiplets": True, "partition": "IS"}]]},
+    {"segments": [[{"first": 0, "last": 5, "chiplets": 1}]]},
+])
+def test_checker_never_raises_on_malformed_solutions(tail6, bad):
+    assert scope.check(tail6, bad)
