@@ -12,6 +12,7 @@ from coopt.formulations import provisioning as P
 from coopt.instance import load
 from coopt.simulation import (
     POLICIES,
+    SINGLE_LAYER,
     ProvisioningSimulator,
     RunControl,
     Traffic,
@@ -19,6 +20,7 @@ from coopt.simulation import (
     erlang_b,
     simulate,
 )
+from coopt.simulation.multilayer import MultiLayerSimulator
 from coopt.simulation.statistics import t_quantile_975
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
@@ -62,12 +64,13 @@ def test_blocking_grows_with_load_on_one_link() -> None:
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_state_passes_the_checker(six_node: P.Instance, policy: str) -> None:
-    sim = ProvisioningSimulator(six_node, Traffic(12.0), POLICIES[policy],
-                                RunControl(arrivals=250, warmup=50, seed=4, validate=True))
+    spec = POLICIES[policy]
+    kind = MultiLayerSimulator if spec.multilayer else ProvisioningSimulator
+    sim = kind(six_node, Traffic(12.0), spec, RunControl(arrivals=250, warmup=50, seed=4, validate=True))
     result = sim.run()
     assert sim.violations == []
     assert sum(c.blocked for c in result.classes) > 0  # congested enough to exercise degradation
-    if POLICIES[policy].degrade_arrivals:
+    if spec.degrade_electrical or (spec.degrade_arrivals and not spec.multilayer):
         assert sum(c.degraded for c in result.classes) > 0
     if POLICIES[policy].degrade_in_service:
         assert result.in_service_degradations > 0
@@ -102,6 +105,23 @@ def test_degraded_policy_reduces_to_baseline_without_degradation_room(six_node: 
         other = simulate(rigid, Traffic(10.0), policy, control)
         assert [c.blocked for c in other.classes] == [c.blocked for c in base.classes]
         assert other.utilization == base.utilization
+    groomed = simulate(rigid, Traffic(10.0), "grooming", control)
+    for policy in ("grooming_optical", "grooming_electrical", "grooming_degraded"):
+        other = simulate(rigid, Traffic(10.0), policy, control)
+        assert dataclasses.replace(other, policy="", wall_s=0) == dataclasses.replace(groomed, policy="", wall_s=0)
+
+
+def test_grooming_carries_more_than_one_request_per_lightpath(six_node: P.Instance) -> None:
+    seen = {"sharing": 0, "two_hops": 0}
+
+    class Watched(MultiLayerSimulator):
+        def _admit(self, cid, request, choice, measured):
+            super()._admit(cid, request, choice, measured)
+            seen["sharing"] = max(seen["sharing"], max(self.grooming.users.values()))
+            seen["two_hops"] += len(self.active[cid].hops) == 2
+
+    Watched(six_node, Traffic(8.0), POLICIES["grooming"], RunControl(arrivals=300, warmup=0)).run()
+    assert seen["sharing"] > 1 and seen["two_hops"] > 0  # groomed, also through intermediate nodes
 
 
 def test_same_seed_same_run(six_node: P.Instance) -> None:
@@ -142,7 +162,7 @@ def test_simulate_command_writes_table_json_and_plot(tmp_path: Path, capsys: pyt
     import json
 
     rows = json.loads(js.read_text())
-    assert {(r["load_erlang"], r["policy"]) for r in rows} == {(a, p) for a in (6.0, 10.0) for p in POLICIES}
+    assert {(r["load_erlang"], r["policy"]) for r in rows} == {(a, p) for a in (6.0, 10.0) for p in SINGLE_LAYER}
     assert all(r["seeds"] == [0, 1] for r in rows)
 
 

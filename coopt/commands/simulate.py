@@ -27,7 +27,15 @@ from rich.table import Table
 from coopt.errors import UsageError
 from coopt.formulations import provisioning as P
 from coopt.instance import load
-from coopt.simulation import POLICIES, RunControl, SimulationResult, Traffic, batch_means, simulate
+from coopt.simulation import (
+    POLICIES,
+    SINGLE_LAYER,
+    RunControl,
+    SimulationResult,
+    Traffic,
+    batch_means,
+    simulate,
+)
 from coopt.simulation.statistics import Estimate
 
 # Wide when writing to a file or pipe, so the per-class columns are not truncated.
@@ -38,8 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="simulate online provisioning: blocking vs load per class and policy")
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="provisioning instance files (network)")
     p.add_argument("--loads", required=True, help="offered loads in Erlangs, comma-separated")
-    p.add_argument("--policies", default=",".join(POLICIES),
-                   help=f"comma-separated, from {', '.join(POLICIES)}; the first is the baseline")
+    p.add_argument("--policies", default=",".join(SINGLE_LAYER),
+                   help=f"comma-separated, from {', '.join(POLICIES)}; the first is the baseline "
+                        f"(default: the single-layer ones)")
     p.add_argument("--arrivals", type=int, default=20_000, help="measured arrivals per run (after warm-up)")
     p.add_argument("--warmup", type=int, default=2_000, help="arrivals discarded at the start of each run")
     p.add_argument("--batches", type=int, default=10, help="batches for the batch-means interval")

@@ -3,6 +3,7 @@ priority classes), with warm-up, batch-means confidence intervals and state chec
 
 from coopt.simulation.engine import (
     POLICIES,
+    SINGLE_LAYER,
     ClassResult,
     Policy,
     ProvisioningSimulator,
@@ -15,6 +16,7 @@ from coopt.simulation.statistics import Estimate, batch_means, erlang_b
 
 __all__ = [
     "POLICIES",
+    "SINGLE_LAYER",
     "ClassResult",
     "Estimate",
     "Policy",

@@ -54,9 +54,21 @@ class Traffic:
 
 @dataclass(frozen=True)
 class Policy:
+    """``degrade_arrivals``: optical-layer degradation of the arriving request (a narrower
+    channel or lightpath); ``degrade_electrical``: a groomed rate below b on an existing
+    lightpath (multi-layer only); ``degrade_in_service``: shrink lower-priority connections
+    (single layer only). ``multilayer`` runs the grooming architecture of Model C online, with
+    new lightpaths from ``lightpath_widths`` (slots, guard band included) and virtual routes of at
+    most ``max_virtual_hops``, set up as wide as the spectrum allows (room to groom later
+    requests); a lightpath is torn down when its last connection leaves."""
+
     name: str
     degrade_arrivals: bool
     degrade_in_service: bool = False
+    multilayer: bool = False
+    degrade_electrical: bool = False
+    lightpath_widths: tuple[int, ...] = (5, 9, 13)
+    max_virtual_hops: int = 2
 
 
 POLICIES = {p.name: p for p in (
@@ -64,7 +76,12 @@ POLICIES = {p.name: p for p in (
     Policy("degraded", degrade_arrivals=True),
     Policy("degraded_in_service", degrade_arrivals=True, degrade_in_service=True),
     Policy("in_service_only", degrade_arrivals=False, degrade_in_service=True),
+    Policy("grooming", degrade_arrivals=False, multilayer=True),
+    Policy("grooming_optical", degrade_arrivals=True, multilayer=True),
+    Policy("grooming_electrical", degrade_arrivals=False, multilayer=True, degrade_electrical=True),
+    Policy("grooming_degraded", degrade_arrivals=True, multilayer=True, degrade_electrical=True),
 )}
+SINGLE_LAYER = [name for name, p in POLICIES.items() if not p.multilayer]
 
 
 @dataclass(frozen=True)
@@ -166,16 +183,27 @@ class ProvisioningSimulator:
             if conn is None or conn.token != token:
                 continue  # rescheduled since: a stale entry
             self._advance(when)
-            self.state.release(conn.route.links, conn.first_slot, conn.slots)
-            self.used_slots -= conn.slots * len(conn.route.links)
-            for e in conn.route.links:
-                self.on_link[e].discard(cid)
+            self._release(cid, conn)
             del self.active[cid]
             req = conn.request
             if conn.measured:
                 self.prolongations[req.priority].append((when - req.arrival_s) / req.holding_s)
             if self.control.validate:
                 self._check_volume(cid, conn, when)
+
+    def _release(self, cid: int, conn: Connection) -> None:
+        self.state.release(conn.route.links, conn.first_slot, conn.slots)
+        self.used_slots -= conn.slots * len(conn.route.links)
+        for e in conn.route.links:
+            self.on_link[e].discard(cid)
+
+    def _decide(self, request: P.Request, now: float) -> Choice | None:
+        routes = self.routes[(request.source, request.target)]
+        rule = degraded_choice if self.policy.degrade_arrivals else ksp_first_fit_choice
+        choice = rule(self.arrivals, self.state, request, routes)
+        if choice is None and self.policy.degrade_in_service:
+            choice = self._make_room(request, routes, now)
+        return choice
 
     def _admit(self, cid: int, request: P.Request, choice: Choice, measured: bool) -> None:
         self.state.allocate(choice.route.links, choice.first_slot, choice.slots)
@@ -261,7 +289,6 @@ class ProvisioningSimulator:
         offered_bps = blocked_bps = 0.0
         fragmentation: list[float] = []
         start_clock = 0.0
-        rule = degraded_choice if self.policy.degrade_arrivals else ksp_first_fit_choice
         now = 0.0
         for index in range(total):
             now += rng.expovariate(rate)
@@ -275,10 +302,7 @@ class ProvisioningSimulator:
                 self.measuring, start_clock = True, now
             self._advance(now)
             request = P.Request(source, target, bandwidth, holding, now, priority)
-            routes = self.routes[(source, target)]
-            choice = rule(self.arrivals, self.state, request, routes)
-            if choice is None and self.policy.degrade_in_service:
-                choice = self._make_room(request, routes, now)
+            choice = self._decide(request, now)
             measured = index >= control.warmup
             if choice is not None:
                 self._admit(index, request, choice, measured)
@@ -390,4 +414,8 @@ def simulate(
     """Run one simulation and return its statistics. A validated run records invariant
     breaks in ``ProvisioningSimulator.violations``; build the simulator directly to read them."""
     policy = POLICIES[policy] if isinstance(policy, str) else policy
+    if policy.multilayer:
+        from coopt.simulation.multilayer import MultiLayerSimulator
+
+        return MultiLayerSimulator(instance, traffic, policy, control or RunControl()).run(progress)
     return ProvisioningSimulator(instance, traffic, policy, control or RunControl()).run(progress)

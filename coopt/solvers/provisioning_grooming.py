@@ -42,24 +42,29 @@ class _Hop:
     first_slot: int = 0
 
 
-class _State:
-    def __init__(self, instance: G.Instance):
+class GroomingState:
+    """Lightpaths in service (with residual capacity and users), spectrum and transponders.
+    Shared with the multi-layer simulator, which also releases connections."""
+
+    def __init__(self, instance: G.Instance, widest_first: bool = False):
         self.instance = instance
+        self.widest_first = widest_first
         self.spectrum = SpectrumState(len(instance.links), instance.num_slots)
-        self.lightpaths: list[_Lightpath] = []
+        self.lightpaths: list[_Lightpath | None] = []  # None: torn down
         self.by_pair: dict[tuple[str, str], int] = {}
+        self.users: dict[int, int] = {}
         self.transponders = dict.fromkeys(instance.nodes, 0)
 
     def new_lightpath(self, q: tuple[str, str], need_bps: float, largest: bool) -> _Hop | None:
         """First fit on the pair's K shortest paths: the narrowest width carrying ``need_bps``
-        (``largest=False``), or the widest width that fits and carries at least ``need_bps``."""
+        (the widest with ``widest_first``, leaving room to groom later requests); with
+        ``largest``, the widest width that fits and carries at least ``need_bps``."""
         inst = self.instance
         best: _Hop | None = None
         for route in G.pair_routes(inst, q):
             if route.modulation is None:
                 continue
-            widths = sorted(inst.lightpath_widths, reverse=largest)
-            for w in widths:
+            for w in sorted(inst.lightpath_widths, reverse=largest or self.widest_first):
                 cap = G.capacity_bps(inst, route, w)
                 if cap < need_bps * (1 - 1e-12):
                     continue
@@ -74,10 +79,12 @@ class _State:
                 break
         return best
 
-    def plan(self, request: G.P.Request, route_nodes: tuple[str, ...], floor_bps: float,
-             largest: bool) -> list[_Hop] | None:
-        """Hops for one virtual route, each offering at least ``floor_bps``; new lightpaths are
-        placed tentatively (so two new hops cannot take the same slots) and then released."""
+    def plan(self, request: G.P.Request, route_nodes: tuple[str, ...], existing_floor: float,
+             new_floor: float) -> list[_Hop] | None:
+        """Hops for one virtual route: an existing lightpath must have ``existing_floor`` left; a
+        new one is the narrowest carrying the full rate, else (if ``new_floor`` is lower) the
+        widest that fits and carries ``new_floor``. New lightpaths are placed tentatively (two
+        new hops cannot take the same slots) and released before returning."""
         inst = self.instance
         hops: list[_Hop] = []
         taken: list[_Hop] = []
@@ -88,15 +95,15 @@ class _State:
                 if q in self.by_pair:
                     lp = self.by_pair[q]
                     residual = self.lightpaths[lp].residual_bps
-                    if residual < floor_bps * (1 - 1e-12):
+                    if residual < existing_floor * (1 - 1e-12):
                         return None
                     hops.append(_Hop(q, residual, WEIGHT_EXISTING, existing=lp))
                     continue
                 if any(self.transponders[v] + used[v] >= inst.transponders_per_node for v in q):
                     return None
                 hop = self.new_lightpath(q, request.bandwidth_bps, largest=False)
-                if hop is None and largest:
-                    hop = self.new_lightpath(q, floor_bps, largest=True)
+                if hop is None and new_floor < request.bandwidth_bps:
+                    hop = self.new_lightpath(q, new_floor, largest=True)
                 if hop is None:
                     return None
                 self.spectrum.allocate(hop.route.links, hop.first_slot, hop.width)
@@ -109,6 +116,35 @@ class _State:
             for hop in taken:
                 self.spectrum.release(hop.route.links, hop.first_slot, hop.width)
 
+    def decide(
+        self, request: G.P.Request, optical: bool, electrical: bool
+    ) -> tuple[list[_Hop], float] | None:
+        """Stage 1 and 2 for one request: the least-weight full-rate virtual route (ties: direct
+        first); failing that, with a degradation switch on, the route offering the highest rate
+        of at least (1 - delta_p) b (ties: weight, order). Returns the hops and the rate."""
+        inst = self.instance
+        b = request.bandwidth_bps
+        full = []
+        for order, nodes in enumerate(G.virtual_routes(inst, request)):
+            hops = self.plan(request, nodes, b, b)
+            if hops is not None:
+                full.append((sum(h.weight for h in hops), order, hops))
+        if full:
+            return min(full, key=lambda x: x[:2])[2], b
+        if not (optical or electrical):
+            return None
+        floor = G.min_rate_bps(inst, request)
+        partial = []
+        for order, nodes in enumerate(G.virtual_routes(inst, request)):
+            hops = self.plan(request, nodes, floor if electrical else b, floor if optical else b)
+            if hops is not None:
+                rate = min(min(h.offer_bps for h in hops), b)
+                partial.append((-rate, sum(h.weight for h in hops), order, hops))
+        if not partial:
+            return None
+        best = min(partial, key=lambda x: x[:3])
+        return best[3], -best[0]
+
     def commit(self, hops: list[_Hop], rate_bps: float) -> list[int]:
         out = []
         for hop in hops:
@@ -117,12 +153,28 @@ class _State:
                 for v in hop.ends:
                     self.transponders[v] += 1
                 self.by_pair[hop.ends] = len(self.lightpaths)
+                self.users[len(self.lightpaths)] = 0
                 self.lightpaths.append(_Lightpath(hop.ends, hop.route, hop.width, hop.first_slot,
                                                   G.capacity_bps(self.instance, hop.route, hop.width)))
             index = self.by_pair[hop.ends]
             self.lightpaths[index].residual_bps -= rate_bps
+            self.users[index] += 1
             out.append(index)
         return out
+
+    def release(self, hops: list[int], rate_bps: float) -> None:
+        """A connection leaves: its rate returns to every hop; a lightpath nobody uses is torn
+        down (slots and transponders freed)."""
+        for index in hops:
+            lp = self.lightpaths[index]
+            lp.residual_bps += rate_bps
+            self.users[index] -= 1
+            if self.users[index] == 0:
+                self.spectrum.release(lp.route.links, lp.first_slot, lp.width)
+                for v in lp.ends:
+                    self.transponders[v] -= 1
+                del self.by_pair[lp.ends], self.users[index]
+                self.lightpaths[index] = None
 
     def solution(self, connections: list[dict]) -> Solution:
         records = [G.lightpath_record(self.instance, lp.ends, lp.route, lp.width, lp.first_slot)
@@ -131,32 +183,13 @@ class _State:
 
 
 def _provision(instance: G.Instance, degrade: bool) -> Solution:
-    state = _State(instance)
+    state = GroomingState(instance)
     connections = []
     for r, request in enumerate(instance.requests):
-        b = request.bandwidth_bps
-        full = []  # (weight, order, hops) of routes carrying the full rate
-        for order, nodes in enumerate(G.virtual_routes(instance, request)):
-            hops = state.plan(request, nodes, b, largest=False)
-            if hops is not None:
-                full.append((sum(h.weight for h in hops), order, hops))
-        if full:
-            hops = min(full, key=lambda x: x[:2])[2]
-            connections.append(G.connection_record(instance, r, state.commit(hops, b), b))
-            continue
-        if not degrade:
-            continue
-        floor = G.min_rate_bps(instance, request)
-        partial = []
-        for order, nodes in enumerate(G.virtual_routes(instance, request)):
-            hops = state.plan(request, nodes, floor, largest=True)
-            if hops is not None:
-                rate = min(min(h.offer_bps for h in hops), b)
-                partial.append((-rate, sum(h.weight for h in hops), order, hops))
-        if partial:
-            best = min(partial, key=lambda x: x[:3])
-            rate = -best[0]
-            connections.append(G.connection_record(instance, r, state.commit(best[3], rate), rate))
+        decision = state.decide(request, optical=degrade, electrical=degrade)
+        if decision is not None:
+            hops, rate = decision
+            connections.append(G.connection_record(instance, r, state.commit(hops, rate), rate))
     return state.solution(connections)
 
 
