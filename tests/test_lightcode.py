@@ -411,3 +411,48 @@ def test_decomposition_matches_the_full_milp_on_makespan():
         assert whole.status == parts.status == "optimal"
         assert parts.check["feasible"] and close(parts.check["objective_recomputed"], parts.objective)
         assert close(whole.objective, parts.objective)
+
+
+def test_chain_dp_is_exact_on_a_chain(monkeypatch):
+    """On a path every edge joins consecutive operators: the chain DP equals enumeration."""
+    import itertools
+    import random
+
+    from coopt.formulations.lightcode_graph import Edge, Operator, Realization, StackedGraph
+
+    rng = random.Random(5)
+    devices = ("gpu", "ptu")
+    n = 7
+    ops = [Operator(f"op{i}", "dense", f"op{i}", -1, 1) for i in range(n)]
+    stacks = [{d: Realization(d, rng.uniform(1, 2), rng.uniform(1, 5)) for d in devices} for _ in range(n)]
+    edges = [Edge(i, i + 1, 1) for i in range(n - 1)]
+    tables = [{(a, b): rng.uniform(0, 3) for a in devices for b in devices} for _ in edges]
+    chain = StackedGraph(ops, edges, stacks, tables, [dict.fromkeys(t, 0.0) for t in tables])
+    monkeypatch.setattr(heuristics, "stacked_graph", lambda instance: chain)
+    instance = replace(shipped("0-gpt2-small-energy-sram.toml"), objective="energy")
+    best = min(energy(chain, list(a)) for a in itertools.product(devices, repeat=n))
+    assert heuristics.chain_dp(instance)["objective"] == pytest.approx(best * 1e6, rel=1e-12)
+    assert heuristics.greedy_topological(instance)["objective"] >= best * 1e6 * (1 - 1e-12)
+
+
+def test_segment_spans_add_up_to_the_global_list_schedule():
+    import random
+
+    rng = random.Random(3)
+    for instance in (
+        resized(shipped("1-llama-L512-makespan.toml"), layers=3),
+        shipped("0-llama-tiny-makespan.toml"),
+    ):
+        g = stacked_graph(instance)
+        for _ in range(5):
+            assign = [rng.choice(sorted(s)) for s in g.stacks]
+            spans = heuristics.SegmentSpans(g, assign)
+            whole = makespan(g, assign, heuristics.list_schedule(g, assign))
+            assert spans.makespan(assign)[0] == pytest.approx(whole, rel=1e-12)
+            moved = rng.choice(g.free)
+            trial = list(assign)
+            trial[moved] = next(d for d in sorted(g.stacks[moved]) if d != assign[moved])
+            incremental, _ = spans.makespan(trial, [moved])
+            assert incremental == pytest.approx(
+                makespan(g, trial, heuristics.list_schedule(g, trial)), rel=1e-12
+            )

@@ -56,14 +56,19 @@ def _tables(
 # ------------------------------------------------------------------------------------------------
 # Scheduling
 # ------------------------------------------------------------------------------------------------
-def upward_rank(graph: StackedGraph, assign: Assignment) -> list[float]:
-    """HEFT's upward rank: own latency plus the longest (transfer + rank) over the successors."""
+def upward_rank(
+    graph: StackedGraph, assign: Assignment, window: tuple[int, int] | None = None
+) -> list[float]:
+    """HEFT's upward rank: own latency plus the longest (transfer + rank) over the successors
+    (only operators inside ``window``, a range of operator indices, when given)."""
+    first, last = window if window is not None else (0, len(graph.ops) - 1)
     rank = [0.0] * len(graph.ops)
-    for u in reversed(range(len(graph.ops))):
+    for u in reversed(range(first, last + 1)):
         tail = max(
             (
                 graph.transfer_latency[k][assign[u], assign[graph.edges[k].dst]] + rank[graph.edges[k].dst]
                 for k in graph.out_edges[u]
+                if graph.edges[k].dst <= last
             ),
             default=0.0,
         )
@@ -81,24 +86,29 @@ def _insert(busy: list[tuple[float, float]], ready: float, length: float) -> flo
     return start
 
 
-def list_schedule(graph: StackedGraph, assign: Assignment) -> list[float]:
+def list_schedule(
+    graph: StackedGraph, assign: Assignment, window: tuple[int, int] | None = None
+) -> list[float]:
     """HEFT-style list schedule of a fixed assignment: operators by decreasing upward rank, each at
-    the earliest gap on its device after its inputs arrive (insertion policy).
+    the earliest gap on its device after its inputs arrive (insertion policy). With ``window``
+    (first, last), only those operators are scheduled, from time 0.
 
     Guarantee: a feasible schedule (precedence with transfer delays, one operator at a time per
     device). Complexity O(|E| + |V| (log |V| + busy intervals)). Source: Topcuoglu, Hariri, Wu,
     "Performance-effective and low-complexity task scheduling for heterogeneous computing",
     IEEE TPDS 13(3), 2002."""
-    rank = upward_rank(graph, assign)
+    first, last = window if window is not None else (0, len(graph.ops) - 1)
+    rank = upward_rank(graph, assign, window)
     start = [0.0] * len(graph.ops)
     busy: dict[str, list[tuple[float, float]]] = {}
-    for v in sorted(range(len(graph.ops)), key=lambda v: (-rank[v], v)):
+    for v in sorted(range(first, last + 1), key=lambda v: (-rank[v], v)):
         ready = max(
             (
                 start[graph.edges[k].src]
                 + graph.stacks[graph.edges[k].src][assign[graph.edges[k].src]].latency
                 + graph.transfer_latency[k][assign[graph.edges[k].src], assign[v]]
                 for k in graph.in_edges[v]
+                if graph.edges[k].src >= first
             ),
             default=0.0,
         )
@@ -108,6 +118,45 @@ def list_schedule(graph: StackedGraph, assign: Assignment) -> list[float]:
         intervals.append((start[v], start[v] + length))
         intervals.sort()
     return start
+
+
+class SegmentSpans:
+    """The list-scheduled makespan as a sum over the segments between articulation operators.
+
+    Every path passes each cut operator, so no operator of a later segment is ready before the
+    cut finishes, the ranks inside a segment differ from the global ones by a constant, and the
+    global list schedule is the concatenation of the segments' own: makespan = sum of the spans
+    (start of the closing cut minus start of the opening one) plus the last operator's latency. A
+    move then re-schedules only the segments it touches."""
+
+    def __init__(self, graph: StackedGraph, assign: Assignment):
+        self.graph = graph
+        self.windows = list(pairwise(articulation_operators(graph)))
+        self.touching: dict[int, list[int]] = {}
+        for j, (a, b) in enumerate(self.windows):
+            for v in range(a, b + 1):
+                self.touching.setdefault(v, []).append(j)
+        self.spans = [self._span(assign, j) for j in range(len(self.windows))]
+
+    def _span(self, assign: Assignment, j: int) -> float:
+        a, b = self.windows[j]
+        start = list_schedule(self.graph, assign, (a, b))
+        return start[b] - start[a]
+
+    def makespan(
+        self, assign: Assignment, changed: list[int] | None = None
+    ) -> tuple[float, dict[int, float]]:
+        """Makespan of ``assign``, which differs from the last accepted one only at ``changed``;
+        also the new spans, for :meth:`accept`."""
+        touched = sorted({j for v in changed or [] for j in self.touching[v]})
+        new = {j: self._span(assign, j) for j in touched}
+        last = len(self.graph.ops) - 1
+        total = sum(new.get(j, span) for j, span in enumerate(self.spans))
+        return total + self.graph.stacks[last][assign[last]].latency, new
+
+    def accept(self, new: dict[int, float]) -> None:
+        for j, span in new.items():
+            self.spans[j] = span
 
 
 # ------------------------------------------------------------------------------------------------
@@ -450,11 +499,19 @@ def local_search(instance: Instance, seed: int = 0, passes: int = 20) -> Solutio
     a seeded random order, first improvement, until a pass finds none.
 
     Guarantee: a local optimum w.r.t. single-class moves (within ``passes``); never worse than its
-    start. Complexity O(passes |classes| K (|V| + |E|) log |V|). Source: notes' LOCAL-SEARCH."""
+    start. Complexity O(passes |classes| K (|V| + |E|) log |V|); for the makespan a move
+    re-schedules only the segments it touches (:class:`SegmentSpans`). Source: notes' LOCAL-SEARCH."""
     graph = stacked_graph(instance)
     start = greedy_per_operator(instance, seed)
     assign = [start["assignment"][op.name] for op in graph.ops]
-    value = _value(instance, graph, assign)
+    spans = SegmentSpans(graph, assign) if instance.objective == "makespan" else None
+
+    def evaluate(trial: Assignment, members: list[int]) -> tuple[float, dict[int, float]]:
+        if spans is None:
+            return _value(instance, graph, trial), {}
+        return spans.makespan(trial, members)
+
+    value = evaluate(assign, [])[0]
     classes = graph.classes(instance.uniform_blocks)
     rng = random.Random(seed)
     for _ in range(passes):
@@ -465,9 +522,11 @@ def local_search(instance: Instance, seed: int = 0, passes: int = 20) -> Solutio
                 if d == assign[members[0]]:
                     continue
                 trial = _set(assign, members, d)
-                trial_value = _value(instance, graph, trial)
+                trial_value, new_spans = evaluate(trial, members)
                 if trial_value < value * (1 - 1e-12) and _excess(instance, graph, trial) == 0:
                     assign, value, improved = trial, trial_value, True
+                    if spans is not None:
+                        spans.accept(new_spans)
         if not improved:
             break
     return _solution(instance, graph, assign)
