@@ -209,3 +209,30 @@ def test_fit_from_csv(capsys, tmp_path):
     assert status == 2 and "cannot read" in err
     status, _, err = run(capsys, "netcast.snr", "--fit", str(data))
     assert status == 2 and "has no fit" in err
+
+
+def test_relations_on_the_solved_symbol_do_not_use_its_default():
+    # K's default (8) exceeds E = 4, but K is the unknown here: 4 (1 - (1 - K/4)^2) = 3 gives K = 2.
+    k = float(get("moesd.activated_experts").evaluate({"E": 4, "N_act": 3, "t": 2}, solve_for="K"))
+    assert k == pytest.approx(2.0, rel=1e-9)
+
+
+def parabola(rule_above: bool) -> Bound:
+    x = Quantity("x", "x", domain="nonnegative", default=2.5)
+    rule = x.symbol >= 2 if rule_above else x.symbol <= 2
+    return Bound(name="t.parabola", summary="", source="", output=Quantity("y", "y", domain="real"),
+                 inputs=(x,), expr=x.symbol**2 - 4 * x.symbol, relations=(rule,))
+
+
+@pytest.mark.parametrize("rule_above, expected", [(True, 3.0), (False, 1.0)])
+def test_several_symbolic_roots_pick_the_admissible_one(rule_above, expected):
+    bound = parabola(rule_above)
+    assert len(sp.solve(bound.equation(), bound.quantity("x").symbol)) == 2  # x = 2 +- sqrt(4 + y)
+    assert float(bound.evaluate({"y": -3.0}, solve_for="x")) == pytest.approx(expected)
+
+
+def test_no_admissible_root_is_a_usage_error():
+    # y = 5: x = -1 (out of range) or 5 (breaks x <= 2)
+    assert float(parabola(True).evaluate({"y": 5.0}, solve_for="x")) == pytest.approx(5.0)
+    with pytest.raises(UsageError, match="no root for x"):
+        parabola(False).evaluate({"y": 5.0}, solve_for="x")

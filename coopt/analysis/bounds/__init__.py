@@ -89,6 +89,7 @@ class _Symbols:
     name: str
     output: Quantity
     inputs: tuple[Quantity, ...]
+    relations: tuple[sp.Rel, ...]
 
     @property
     def symbols(self) -> dict[str, Quantity]:
@@ -102,15 +103,18 @@ class _Symbols:
                 f"bound {self.name!r} has no symbol {name!r}; it has {', '.join(self.symbols)}"
             ) from None
 
-    relations: tuple[sp.Rel, ...]
-
-    def _arguments(self, values: Mapping[str, Any], args: list[Quantity]) -> list[np.ndarray]:
-        """Check every given name exists, fill defaults, check ranges; arrays for ``args``."""
+    def _arguments(
+        self, values: Mapping[str, Any], args: list[Quantity], unknown: str | None = None
+    ) -> list[np.ndarray]:
+        """Check every given name exists, fill defaults, check ranges and the relations (except
+        those on the ``unknown`` being solved for); arrays for ``args``."""
         for key in values:
             self.quantity(key)
         arguments = [self._value(values, q) for q in args]
         for relation in self.relations:
             involved = sorted(relation.free_symbols, key=str)
+            if unknown in {str(s) for s in involved}:
+                continue
             holds = _lambdify(relation, tuple(involved))(
                 *(self._value(values, self.quantity(str(s))) for s in involved)
             )
@@ -199,20 +203,61 @@ class Bound(_Symbols):
             fn, args = self.evaluator(solve_for)
         except NoClosedForm:
             return self.solve_numerically(solve_for, values)
-        arguments = self._arguments(values, args)
+        arguments = self._arguments(values, args, unknown=solve_for)
         try:
-            return fn(*arguments)
+            result = fn(*arguments)
         except NameError:  # a special function numpy lacks (LambertW without scipy)
             if solve_for is None:
                 raise
             return self.solve_numerically(solve_for, values)
+        if solve_for is None or solve_for == self.output.name or solve_for in self.solved:
+            return result
+        return self._admissible_root(solve_for, values, result)
+
+    def _admissible_root(self, name: str, values: Mapping[str, Any], first: Any) -> Any:
+        """Of several SymPy roots, the first that is in ``name``'s range and keeps the relations."""
+        roots = _real_roots(self.equation(), self.quantity(name).symbol)
+        if len(roots) < 2:
+            return first
+        def given(symbol: str) -> np.ndarray:
+            return self._value(values, self.quantity(symbol))
+
+        chosen = None
+        for root in reversed(roots):  # solve_for's choice (the last root) first
+            expr = root.subs(dict(self.constants))
+            args = sorted((self.symbols[str(x)] for x in expr.free_symbols), key=lambda q: q.name)
+            with np.errstate(all="ignore"):
+                value = np.asarray(_lambdify(expr, tuple(q.symbol for q in args))(
+                    *self._arguments(values, args, unknown=name)), dtype=complex)
+            real = np.where(np.abs(value.imag) <= 1e-12 * np.abs(value.real), value.real, np.nan)
+            valid = self._admissible(name, real, given)
+            chosen = np.where(valid, real, np.nan) if chosen is None else np.where(
+                np.isnan(chosen) & valid, real, chosen)
+        if np.all(np.isnan(chosen)):
+            raise UsageError(f"bound {self.name!r}: no root for {name} is in its range and relations")
+        return chosen[()] if chosen.ndim == 0 else chosen
+
+    def _admissible(self, name: str, candidate: np.ndarray, lookup: Callable[[str], Any]) -> np.ndarray:
+        """Where ``candidate`` values of ``name`` are in its range (integers may be fractional: a
+        solved count is continuous) and satisfy every relation that involves ``name``."""
+        domain = self.quantity(name).domain
+        ok = _RELAXED.get(domain, DOMAINS[domain][0])
+        valid = np.vectorize(lambda v: bool(np.isfinite(v) and ok(float(v))), otypes=[bool])(candidate)
+        for relation in self.relations:
+            involved = sorted(relation.free_symbols, key=str)
+            if name in {str(x) for x in involved}:
+                holds = _lambdify(relation, tuple(involved))(
+                    *(candidate if str(x) == name else lookup(str(x)) for x in involved))
+                valid = valid & np.asarray(holds, dtype=bool)
+        return valid
 
     def solve_numerically(self, name: str, values: Mapping[str, Any]) -> Any:
         """The value of input ``name`` at which the bound's output equals the given output value.
 
         A geometric bracket search from the symbol's default (factor 2 per step, down to 1e-60
         of it and up to 1e60) followed by bisection to 1e-13 relative width. It returns the root
-        in the first bracket found, which is the root when the bound is monotone in ``name``.
+        nearest the default (in brackets) that is in range and keeps the relations; that is the
+        root when the bound is monotone in ``name``.
         """
         quantity = self.quantity(name)
         if quantity.domain == "real":
@@ -220,10 +265,13 @@ class Bound(_Symbols):
         fn, args = self.evaluator()
         given = {k: v for k, v in values.items() if k != name}
         others = [q for q in args if q.name != name]
-        columns = dict(zip([q.name for q in others], self._arguments(given, others), strict=True))
-        goal = self._arguments(given, [self.output])[0]
+        columns = dict(zip([q.name for q in others], self._arguments(given, others, name), strict=True))
+        goal = self._arguments(given, [self.output], name)[0]
         start = quantity.default if quantity.default else 1.0
         ceiling = _CEILINGS.get(quantity.domain, math.inf)
+
+        def lookup(point: dict[str, float]) -> Callable[[str], Any]:
+            return lambda s: point[s] if s in point else self._value(values, self.quantity(s))
 
         def root(target: float, *other: float) -> float:
             point = dict(zip(columns, other, strict=True))
@@ -246,7 +294,9 @@ class Bound(_Symbols):
                                     a = mid
                                 if b - a <= 1e-13 * b:
                                     break
-                            return math.sqrt(a * b)
+                            found = math.sqrt(a * b)
+                            if self._admissible(name, np.float64(found), lookup(point)):
+                                return found
             raise UsageError(f"bound {self.name!r}: no {name} in its range (searched 1e-60..1e60 x its "
                              f"default) gives {self.output.name} = {target:g}")
 
@@ -303,6 +353,12 @@ class NoClosedForm(UsageError):
 #: Functions whose presence rules out a symbolic inverse (and makes ``sympy.solve`` slow).
 _NOT_INVERTIBLE = (sp.Max, sp.Min, sp.floor, sp.ceiling, sp.Sum, sp.Piecewise)
 
+
+#: Range checks for solved values of integer symbols (the solution of an equation is continuous).
+_RELAXED: dict[str, Callable[[float], bool]] = {
+    "positive_integer": lambda v: v >= 1 - 1e-9,
+    "nonnegative_integer": lambda v: v >= -1e-9,
+}
 
 #: Largest value numeric solving tries in domains bounded above by 1.
 _CEILINGS = {"unit": 1.0, "efficiency": 1.0, "open_unit": 1 - 1e-12, "probability_below_one": 1 - 1e-12}
