@@ -1,8 +1,11 @@
 """Simulated service failure (blocking) ratio vs load per priority class on NSFNET and USNET for
-the baseline (KSP-FF) and the degraded-provisioning policies, plus the Erlang-B validation of the
-simulator on one link. Prints tables; writes JSON and a PNG (matplotlib, Agg) to --out.
+the baseline (KSP-FF) and the single-layer degraded-provisioning policies, then the multi-layer
+(grooming) architecture with optical / electrical degradation switches, plus the Erlang-B
+validation of the simulator on one link. Prints tables; writes JSON and PNGs (matplotlib, Agg)
+to --out.
 
     .venv/bin/python benchmarks/provisioning_simulation.py [--arrivals 20000] [--seeds 3] [--out DIR]
+        [--multilayer-seeds 1] [--skip-single]
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from rich.table import Table
 from coopt.commands.simulate import claims, plot, points_json, print_points, sweep
 from coopt.formulations import provisioning as P
 from coopt.instance import load
-from coopt.simulation import POLICIES, RunControl, Traffic, erlang_b, simulate
+from coopt.simulation import SINGLE_LAYER, RunControl, Traffic, erlang_b, simulate
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 #: Loads chosen so that the baseline blocking spans roughly 1e-3 .. 1e-1 (100 slots, GB = 1).
 SWEEPS = {"2-nsfnet-static": (40, 55, 70, 85, 100), "2-usnet-static": (30, 45, 60, 75, 90)}
+#: The grooming architecture carries more: its sweep starts where the single layer saturates.
+MULTILAYER_SWEEPS = {"2-nsfnet-static": (70, 100, 130, 160), "2-usnet-static": (60, 90, 120, 150)}
+MULTILAYER_POLICIES = ["grooming", "grooming_optical", "grooming_electrical", "grooming_degraded",
+                       "ksp_first_fit", "degraded"]
 
 
 def erlang_check(console: Console, arrivals: int) -> None:
@@ -48,26 +55,32 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=20_000)
     parser.add_argument("--warmup", type=int, default=2_000)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--multilayer-seeds", type=int, default=1)
+    parser.add_argument("--skip-single", action="store_true", help="only the multi-layer sweep")
     parser.add_argument("--out", default="provisioning-bench")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     console = Console(width=170)
-    erlang_check(console, 100_000)
-    points = []
-    started = time.perf_counter()
-    for name, loads in SWEEPS.items():
-        instance = load(ROOT / f"{name}.toml", registry_get=lambda n: P.PROBLEM).instance
-        control = RunControl(arrivals=args.arrivals, warmup=args.warmup, batches=10, seed=0)
-        points += sweep({name: instance}, loads, list(POLICIES), Traffic(loads[0]), control, args.seeds,
-                        lambda text: print(text, file=sys.stderr, flush=True))
-    print_points(points, "ksp_first_fit")
-    verdicts = claims(points, "ksp_first_fit")
-    console.print(f"claims held: {sum(ok for _, ok in verdicts)} of {len(verdicts)}; "
-                  f"simulation wall time {time.perf_counter() - started:.0f} s")
-    (out / "provisioning_blocking.json").write_text(json.dumps(points_json(points), indent=1))
-    plot(points, str(out / "provisioning_blocking.png"))
-    console.print(f"wrote {out / 'provisioning_blocking.json'} and {out / 'provisioning_blocking.png'}")
+    runs = [("provisioning_multilayer", MULTILAYER_SWEEPS, MULTILAYER_POLICIES, args.multilayer_seeds)]
+    if not args.skip_single:
+        erlang_check(console, 100_000)
+        runs.insert(0, ("provisioning_blocking", SWEEPS, SINGLE_LAYER, args.seeds))
+    for stem, sweeps, policies, seeds in runs:
+        points = []
+        started = time.perf_counter()
+        for name, loads in sweeps.items():
+            instance = load(ROOT / f"{name}.toml", registry_get=lambda n: P.PROBLEM).instance
+            control = RunControl(arrivals=args.arrivals, warmup=args.warmup, batches=10, seed=0)
+            points += sweep({name: instance}, loads, policies, Traffic(loads[0]), control, seeds,
+                            lambda text: print(text, file=sys.stderr, flush=True))
+        print_points(points, policies[0])
+        verdicts = claims(points, policies[0])
+        console.print(f"claims held: {sum(ok for _, ok in verdicts)} of {len(verdicts)}; "
+                      f"simulation wall time {time.perf_counter() - started:.0f} s")
+        (out / f"{stem}.json").write_text(json.dumps(points_json(points), indent=1))
+        plot(points, str(out / f"{stem}.png"))
+        console.print(f"wrote {out / stem}.json and .png")
 
 
 if __name__ == "__main__":

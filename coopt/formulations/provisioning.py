@@ -423,12 +423,12 @@ def candidates(instance: Instance) -> list[Candidate]:
             if route.modulation is None:
                 continue
             widths_seen: set[int] = set()
+            blocked = _background_cells(instance, route.links, req.arrival_s)
             for rho in retained_levels(instance, req):
                 n = slots_needed(rho * req.bandwidth_bps, route.modulation, instance.guard_band)
                 if n > instance.num_slots or n in widths_seen:
                     continue  # too wide, or as wide as a larger fraction (dominated)
                 widths_seen.add(n)
-                blocked = _background_cells(instance, route.links, req.arrival_s)
                 for f in range(instance.num_slots - n + 1):
                     if not any((e, s) in blocked for e in route.links for s in range(f, f + n)):
                         out.append(Candidate(r, k, rho, f, n))
@@ -570,7 +570,8 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
 # -- checker ------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float if it is a finite real number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
@@ -621,8 +622,8 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         if mod.reach_m < length:
             out.append(Violation("reach", f"{where}: {mod.name} reaches {mod.reach_m / KM:g} km, "
                                           f"path is {length / KM:g} km"))
-        rho, f, n = _number(c.get("retained")), c.get("first_slot"), c.get("slots")
-        start, end, rate = _number(c.get("start_s")), _number(c.get("end_s")), _number(c.get("rate_gbps"))
+        rho, f, n = finite_number(c.get("retained")), c.get("first_slot"), c.get("slots")
+        start, end, rate = (finite_number(c.get(key)) for key in ("start_s", "end_s", "rate_gbps"))
         integral = all(isinstance(v, int) and not isinstance(v, bool) for v in (f, n))
         if rho is None or start is None or end is None or rate is None or not integral:
             out.append(Violation("format", f"{where}: needs numeric retained, rate_gbps, start_s, end_s "
@@ -697,7 +698,7 @@ def objective(instance: Instance, solution: Solution) -> float:
     conns = solution.get("connections") if isinstance(solution, dict) else None
     for c in conns if isinstance(conns, list) else []:
         r = c.get("request") if isinstance(c, dict) else None
-        rho = _number(c.get("retained")) if isinstance(c, dict) else None
+        rho = finite_number(c.get("retained")) if isinstance(c, dict) else None
         if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < len(instance.requests) \
                 and r not in served and rho is not None:
             served.add(r)

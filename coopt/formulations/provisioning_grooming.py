@@ -340,8 +340,8 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
             continue
         seen.add(r)
         req = instance.requests[r]
-        hops, rate = c.get("hops"), P._number(c.get("rate_gbps"))
-        start, end = P._number(c.get("start_s")), P._number(c.get("end_s"))
+        hops, rate = c.get("hops"), P.finite_number(c.get("rate_gbps"))
+        start, end = P.finite_number(c.get("start_s")), P.finite_number(c.get("end_s"))
         if not isinstance(hops, list) or rate is None or start is None or end is None or rate <= 0:
             out.append(Violation("format", f"request {r}: needs hops, positive rate_gbps, start_s and end_s"))
             continue
@@ -387,7 +387,7 @@ def objective(instance: Instance, solution: Solution) -> float:
     seen: set[int] = set()
     for c in conns if isinstance(conns, list) else []:
         r = c.get("request") if isinstance(c, dict) else None
-        rate = P._number(c.get("rate_gbps")) if isinstance(c, dict) else None
+        rate = P.finite_number(c.get("rate_gbps")) if isinstance(c, dict) else None
         if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < len(instance.requests) \
                 and r not in seen and rate is not None:
             seen.add(r)
