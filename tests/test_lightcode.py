@@ -456,3 +456,17 @@ def test_segment_spans_add_up_to_the_global_list_schedule():
             assert incremental == pytest.approx(
                 makespan(g, trial, heuristics.list_schedule(g, trial)), rel=1e-12
             )
+
+
+def test_dearer_conversions_never_move_the_energy_crossover_earlier():
+    base = replace(resized(shipped("1-gpt2-L1024-energy-sram.toml"), layers=1), objective="energy")
+    lengths = [100, 120, 140, 170, 200, 260]
+    firsts = []
+    for dac, adc in ((3.18, 1.6), (3.6, 1.6), (3.6, 2.4), (4.5, 3.0)):
+        devices = tuple(
+            replace(d, dac_energy_pj=dac, adc_energy_pj=adc) if d.kind == "photonic" else d
+            for d in base.devices
+        )
+        found = heuristics.photonic_lengths(replace(base, devices=devices), "qkv", lengths)
+        firsts.append(found[0] if found else math.inf)
+    assert firsts == sorted(firsts) and firsts[0] < firsts[-1]
