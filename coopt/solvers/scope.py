@@ -68,25 +68,33 @@ def _segment_tables(table: Table, first: int, length: int, span: int, kmax: int)
 
     ``G[k, e, m]``: least bottleneck of layers first..first+e-1 in k clusters on at most m
     chiplets, every cluster paying its outgoing cut. ``F[k, e]``: the same with the last cluster
-    closing the segment (no cut) and m = M. O(length * span * M) front points, each an array
-    operation on K x M numbers."""
+    closing the segment (no cut) and m = M. For each (cluster, k) the min over the cluster's
+    front points ``a`` of ``max(G[k-1, s, m-a], tau(a))`` is one vectorised gather over (a, m):
+    O(length * span * K * |front| * M) numbers."""
     M = table.inst.chiplets
     K = min(M, length, kmax)
-    G = np.full((K + 1, length + 1, M + 1), np.inf)
-    G[0, 0, :] = 0.0
+    # Budgets m < 0 are infeasible: G carries M + 1 leading inf columns so m - a can be gathered.
+    padded = np.full((K + 1, length + 1, 2 * M + 2), np.inf)
+    padded[0, 0, M + 1:] = 0.0
     F = np.full((K + 1, length + 1), np.inf)
+    budgets = np.arange(M + 1)
     for e in range(1, length + 1):
         last = first + e - 1
         cut = table.cut(last)
         for s in range(max(0, e - span), e):
             front = table.front(first + s, last)
+            if not front:
+                continue
+            chips = np.array([a for a, _, _ in front])
+            busy = np.array([t for _, _, t in front])
             rows = min(K, s + 1)  # at most s clusters cover the first s layers
-            previous = G[:rows, s, :]
-            for a, _, busy in front:
-                np.minimum(G[1:rows + 1, e, a:], np.maximum(previous[:, :M + 1 - a], busy + cut),
-                           out=G[1:rows + 1, e, a:])
-                np.minimum(F[1:rows + 1, e], np.maximum(previous[:, M - a], busy), out=F[1:rows + 1, e])
-    return G, F
+            previous = padded[:rows, s, :]
+            gathered = previous[:, M + 1 + budgets[None, :] - chips[:, None]]  # rows x |front| x (M+1)
+            inner = np.maximum(gathered, (busy + cut)[None, :, None]).min(axis=1)
+            np.minimum(padded[1:rows + 1, e, M + 1:], inner, out=padded[1:rows + 1, e, M + 1:])
+            closing = np.maximum(previous[:, 2 * M + 1 - chips], busy[None, :]).min(axis=1)
+            np.minimum(F[1:rows + 1, e], closing, out=F[1:rows + 1, e])
+    return padded[:, :, M + 1:], F
 
 
 def _backtrack(table: Table, first: int, length: int, clusters: int, span: int, kmax: int) -> list[Cluster]:
@@ -156,10 +164,10 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
             last = first + e - 1
             if not segment_candidate(inst, first, last):
                 continue
-            times = [segment_time(inst, first, last, k, F[k, e]) for k in range(1, F.shape[0])]
+            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + segment_overhead(inst, first, last)
             k = int(np.argmin(times)) + 1
             if math.isfinite(times[k - 1]):
-                value[(first, last)] = (times[k - 1], k)
+                value[(first, last)] = (float(times[k - 1]), k)
     best = [0.0] + [math.inf] * L
     choice = [-1] * (L + 1)
     for j in range(1, L + 1):
