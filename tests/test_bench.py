@@ -469,6 +469,19 @@ def test_cli_writes_report_and_updates_the_readme(toys, tmp_path):
     assert unmarked.read_text() == "# no markers\n"
 
 
+def test_progress_lines_off_a_terminal_carry_counts_and_eta(capsys):
+    from coopt.commands.bench import LineProgress
+
+    row = {"key": "k", "verdict": "ok"}
+    with LineProgress(period=0.0) as progress:
+        progress.add(4)
+        progress.advance(row)
+        progress.advance(row)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("bench: 1/4 tasks") and lines[1].startswith("bench: 2/4 tasks")
+    assert all("ETA" in line for line in lines) and lines[-1].startswith("bench: 2/4 tasks")
+
+
 def test_cli_rejects_bad_arguments(toys, tmp_path, capsys):
     assert cli.main(["bench", "nosuch", "--out", str(tmp_path)]) == 2
     assert "unknown problem 'nosuch'" in capsys.readouterr().err

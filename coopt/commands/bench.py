@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,14 @@ from coopt.errors import UsageError
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def _loud(row: dict[str, Any]) -> None:
+    if row["verdict"] in ("failed", "error"):
+        why = "; ".join((row.get("check") or {}).get("violations", [])[:2])
+        err.print(f"[bold red]CHECK FAILED[/] {row['key']}: {why}")
+
+
 class BarProgress(bench.Progress):
-    """A rich progress bar with an ETA, advanced by the parent as results arrive."""
+    """On a terminal: a rich progress bar with an ETA, advanced by the parent as results arrive."""
 
     def __init__(self) -> None:
         self._bar = RichProgress(
@@ -58,13 +65,39 @@ class BarProgress(bench.Progress):
         self._bar.update(self._task, total=self._bar.tasks[0].total + total)
 
     def advance(self, row: dict[str, Any]) -> None:
+        _loud(row)
         label = f"{row['problem']} {row['method']} {row['instance']} seed {row['seed']}: {row['status']}"
-        if row["verdict"] in ("failed", "error"):
-            err.print(
-                f"[bold red]CHECK FAILED[/] {row['key']}: "
-                + "; ".join((row.get("check") or {}).get("violations", [])[:2])
-            )
         self._bar.update(self._task, advance=1, description=label)
+
+
+class LineProgress(bench.Progress):
+    """Elsewhere (a log file, CI): one line at most every ``period`` seconds, with the ETA."""
+
+    def __init__(self, period: float = 30.0) -> None:
+        self.period, self.total, self.done = period, 0, 0
+        self._start = self._last = time.monotonic()
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.done:
+            self._line()
+
+    def add(self, total: int) -> None:
+        self.total += total
+
+    def advance(self, row: dict[str, Any]) -> None:
+        _loud(row)
+        self.done += 1
+        if time.monotonic() - self._last >= self.period:
+            self._line()
+
+    def _line(self) -> None:
+        self._last = time.monotonic()
+        elapsed = self._last - self._start
+        eta = elapsed / self.done * (self.total - self.done)
+        err.print(f"bench: {self.done}/{self.total} tasks, elapsed {elapsed:.0f} s, ETA {eta:.0f} s")
 
 
 def _families(text: str) -> tuple[str, ...]:
@@ -111,7 +144,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"coopt bench: {', '.join(args.problems) or 'all problems'}; families {', '.join(args.family)}; "
             f"{args.seeds} seed(s); time limit {args.time_limit:g} s; {where}; results in {out}"
         )
-        with BarProgress() as progress:
+        shown = BarProgress() if err.is_terminal else LineProgress()
+        with shown as progress:
             done = bench.run_bench(config, progress=progress)
         err.print(f"ran {done.ran} task(s), {done.skipped} already done")
         rows = done.rows
