@@ -307,6 +307,10 @@ class StructureCost:
     def __call__(self, labels: list[int] | tuple[int, ...]) -> float:
         return sum(self._segment(tuple(seg))[0] for seg in decode(labels))
 
+    def segment(self, clusters: list[tuple[int, int]]) -> float:
+        """Time of one segment given its clusters (inf if infeasible)."""
+        return self._segment(tuple(clusters))[0]
+
     def mapping(self, labels: list[int] | tuple[int, ...]) -> list[list[Cluster]]:
         return [list(self._segment(tuple(seg))[1]) for seg in decode(labels)]
 
@@ -373,52 +377,74 @@ def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> li
 
 
 def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
-    """Least theta (relative precision 1e-6) at which greedy packing fits, and its clusters."""
+    """Bisection on theta (relative precision 1e-6) for the least theta at which greedy packing
+    fits; of the packings probed, the one with the least segment time (bubbles included)."""
     inst = cost.inst
     hi = sum(stage_time(inst, i, i, 1, p, cut=True) for i in range(first, last + 1) for p in inst.partitions)
     lo = 0.0
-    best = _greedy_pack(cost, first, last, hi)
-    if best is None:
+    packed = _greedy_pack(cost, first, last, hi)
+    if packed is None:
         return None
+    best, best_time = packed, cost.segment(packed)
     while hi - lo > 1e-6 * hi:
         mid = (lo + hi) / 2
         packed = _greedy_pack(cost, first, last, mid)
         if packed is None:
             lo = mid
-        else:
-            hi, best = mid, packed
+            continue
+        hi = mid
+        if cost.segment(packed) < best_time:
+            best, best_time = packed, cost.segment(packed)
     return best
 
 
-def search(inst: Instance, seed: int = 0) -> Solution:
-    """Scope-like linear-time search: greedy segmentation by memory, bottleneck bisection with
-    greedy cluster packing inside each segment, then local polish of the cuts.
+#: Shares of the module's SRAM a segment's weights may fill in the search's segmentation pass.
+FILL_LEVELS = (1.0, 0.5, 0.25)
 
-    1. Extend a segment while its weights fit in M S and its DRAM need fits; shrink it until the
-       packing below is feasible.                                                       O(L)
-    2. Bisection on the bottleneck theta; a probe packs layers left to right, growing a cluster
-       while that needs no more chiplets than splitting.            O(L log(1/eps)) probes' work
-    3. Polish: shift / drop / add / retype a cut while the batch time improves; allocations
-       re-optimised exactly for each structure.                             O(passes * L) evals
-    Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
-    optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
-    Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
-    cost = StructureCost(inst)
-    L = inst.n_layers
+
+def _greedy_segments(cost: StructureCost, fill: float) -> list[list[tuple[int, int]]] | None:
+    """Segments grown while their weights fit in ``fill`` M S (and DRAM), each packed by bisection;
+    a segment is shrunk until its packing is feasible."""
+    inst = cost.inst
+    cap = fill * inst.chiplets * inst.sram_bytes
     segments, first = [], 0
-    while first < L:
+    while first < inst.n_layers:
         last = first
-        while last + 1 < L and segment_candidate(inst, first, last + 1):
+        while (last + 1 < inst.n_layers and segment_candidate(inst, first, last + 1)
+               and segment_weight_bytes(inst, first, last + 1) <= cap):
             last += 1
         clusters = _bisect_segment(cost, first, last)
         while clusters is None and last > first:
             last -= 1
             clusters = _bisect_segment(cost, first, last)
         if clusters is None:
-            raise NoSolution(f"layer {first} fits no cluster of the module")
+            return None
         segments.append(clusters)
         first = last + 1
-    labels = _polish(cost, _labels_of(segments, L))
+    return segments
+
+
+def search(inst: Instance, seed: int = 0) -> Solution:
+    """Scope-like linear-time search: greedy segmentation by memory, bottleneck bisection with
+    greedy cluster packing inside each segment, then local polish of the cuts.
+
+    1. Extend a segment while its weights fit in f M S (f in ``FILL_LEVELS``: fewer, longer
+       segments mean fewer weight reloads and spills but deeper pipelines) and its DRAM need
+       fits; shrink it until the packing below is feasible.                            O(L) each
+    2. Bisection on the bottleneck theta; a probe packs layers left to right, growing a cluster
+       while that needs no more chiplets than splitting; keep the probed packing with the least
+       segment time.                                                 O(L log(1/eps)) probes' work
+    3. Polish each of the three: shift / drop / add / retype a cut while the batch time
+       improves (allocations re-optimised exactly per structure); keep the best. O(passes L) evals
+    Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
+    optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
+    Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
+    cost = StructureCost(inst)
+    L = inst.n_layers
+    starts = [_labels_of(segs, L) for segs in (_greedy_segments(cost, f) for f in FILL_LEVELS) if segs]
+    if not starts:
+        raise NoSolution("no segment packing fits the module")
+    labels = min((_polish(cost, start) for start in starts), key=cost)
     if not math.isfinite(cost(labels)):
         raise NoSolution("search found no feasible mapping")
     return make_solution(inst, cost.mapping(labels))
