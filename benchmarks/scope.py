@@ -62,7 +62,8 @@ def heuristic_row(inst: scope.Instance, optimum: float, chiplets: int) -> None:
 
 
 def rank_table(seeds: int) -> None:
-    print("\n## Percentile rank under full enumeration (share of feasible mappings strictly better)")
+    print("\n## Percentile rank under full enumeration: share of feasible mappings strictly better "
+          "(count in brackets)")
     names = ["exact", "search", "annealing", "segmented_pipeline", "intra_layer"]
     print("| instance | L | M | mappings | " + " | ".join(names) + " |")
     print("|---|---:|---:|---:|" + "---:|" * len(names))
@@ -78,7 +79,8 @@ def rank_table(seeds: int) -> None:
         for n in names:
             worst[n] = max(worst[n], ranks[n])
         print(f"| {label} | {inst.n_layers} | {inst.chiplets} | {space.total} | "
-              + " | ".join(f"{100 * ranks[n]:.4f}%" for n in names) + " |", flush=True)
+              + " | ".join(f"{100 * ranks[n]:.4f}% ({space.better[values[n]]})" for n in names) + " |",
+              flush=True)
     print("| worst | | | | " + " | ".join(f"{100 * worst[n]:.4f}%" for n in names) + " |")
 
 
