@@ -207,6 +207,57 @@ def largest() -> None:
         )
 
 
+def closed_form() -> None:
+    """L_max from the closed form with each schedule's measured peak n_X (uncapped simulation at
+    L = 48: peaks scale with L, so n_X = peak / a does not depend on L), with and without
+    offloading the fp32 optimizer state to the host (beta 18 -> 6 bytes/parameter on the device)."""
+    from coopt.analysis.bounds import get
+
+    bound = get("pipeline.largest_model_layers")
+    a_dev = 48 / PP * SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP))  # bytes, one micro-batch
+    cases = [
+        ("1F1B", "1f1b", 1, "interleaved"),
+        ("1F1B + full recompute", "megatron_full", 1, "interleaved"),
+        ("V-shape (v=2)", "v_shape", 2, "vshape"),
+        ("Chronos-Pipe (v=2, V)", "chronos_pipe", 2, "vshape"),
+    ]
+    print("\nC. closed-form L_max (pipeline.largest_model_layers) with the simulated peak n_X")
+    print(f"{'schedule':30s}{'n_X':>8s}{'makespan/1F1B':>15s}{'L_max beta=18':>15s}{'beta=6':>9s}")
+    reference = schedules.one_f_one_b(replace(llama(48, 1, "interleaved"), memory_cap_gb=None))["objective"]
+    base = None
+    rows = []
+    for label, name, v, placement in cases:
+        instance = replace(llama(48, v, placement), memory_cap_gb=None)
+        timed, _ = pm.parse(instance, schedules.HEURISTICS[name](instance))
+        rows.append((label, instance, timed))
+    instance = replace(llama(48, 2, "vshape"), memory_cap_gb=None)
+    rows.append(("Chronos-Pipe, minimal warm-up", instance, schedules._chronos_timed(instance, slack=0)))
+    for label, instance, timed in rows:
+        n_x = max(pm.peaks(instance, timed)) / instance.activation_gb[0]
+        per_layer = a_dev / (48 / PP)
+        values = [
+            float(
+                bound.evaluate(
+                    {
+                        "p": PP,
+                        "HBM": HBM * 1e9,
+                        "R": RESERVE * 1e9,
+                        "beta": beta,
+                        "P_layer": P_LAYER,
+                        "t": TP,
+                        "n_X": n_x,
+                        "A_dev": per_layer,
+                    }
+                )
+            )
+            for beta in (BETA, 6)
+        ]
+        base = base or values[0]
+        ratio = timed.makespan(instance) / reference
+        print(f"{label:30s}{n_x:8.2f}{ratio:15.3f}{values[0]:15.1f}{values[1]:9.1f}")
+    print(f"  (ratios to 1F1B at beta=18 are L_max / {base:.1f})")
+
+
 def _size(layers: int) -> float:
     """Billions of parameters of the LLaMA-2-70B architecture with ``layers`` layers."""
     return 0.8557 * layers + 0.524
@@ -218,7 +269,7 @@ def _fmt(layers: int | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/out", help="directory for the PNG")
+    parser.add_argument("--out", default="benchmarks", help="directory for pipeline_pareto.png")
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP solve")
     args = parser.parse_args()
     out = Path(args.out)
@@ -226,6 +277,7 @@ def main() -> None:
     t0 = time.perf_counter()
     pareto(out, args.time_limit)
     largest()
+    closed_form()
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
 
 
