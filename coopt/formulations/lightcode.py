@@ -46,7 +46,8 @@ Side constraints (all optional):
   PTU weight capacity   sum_v b w_v x_v,PTU <= Cap_PTU
   conversion            sum_uv s_uv (y^{d d'} with exactly one photonic end) <= X_max
   energy budget         Energy <= E_max
-  power cap             Energy <= P_max * span  (span = T, or Latency for the sum objectives)
+  power cap             Energy <= P_max * span  (span = T, or Latency for the sum objectives;
+                        a schedule may idle to meet it: T is then Energy / P_max)
   uniform blocks        x_vd = x_phi(v)d, phi(v) = the operator with v's role in block 0
 
 Why the authors' transfer model is easy: with ``transfer_model = "sram_hop"`` every hop passes
@@ -191,7 +192,7 @@ def _add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) 
     horizon += sum(max(table.values()) for table in graph.transfer_latency)
     big_m = horizon * MICRO / t_unit
     m.start = pyo.Var(range(n), bounds=(0, big_m))
-    m.makespan = pyo.Var(bounds=(0, big_m))
+    m.makespan = pyo.Var(bounds=(0, None))  # unbounded above: a power cap may stretch it
     m.precedence = pyo.Constraint(
         range(len(graph.edges)),
         rule=lambda m, k: (
@@ -337,6 +338,10 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
             for v in range(len(graph.ops))
         ]
         start = earliest_starts(graph, assign, mid)
+        if instance.limits.power_cap_w > 0:
+            # a binding power cap stretches the schedule (E <= P T): the last operator waits
+            stretch = energy(graph, assign) / instance.limits.power_cap_w - makespan(graph, assign, start)
+            start[-1] += max(0.0, stretch)
         solution["start"] = {op.name: s for op, s in zip(graph.ops, start, strict=True)}
     return solution
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.lightcode import PROBLEM, incomparable_pairs
+from coopt.formulations.lightcode import PROBLEM, check, incomparable_pairs
 from coopt.formulations.lightcode_graph import (
     Limits,
     conversion_elements,
@@ -24,7 +24,7 @@ from coopt.formulations.lightcode_graph import (
 )
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
-from coopt.solvers.exact import run
+from coopt.solvers.exact import NoSolution, run
 
 SHIPPED = Path(__file__).parents[2] / "instances" / "lightcode"
 
@@ -113,6 +113,8 @@ def brute_force(instance) -> float:
     for assign in assignments(graph):
         if instance.objective == "makespan":
             span = min(append_schedule(graph, assign, order) for order in orders)
+            if instance.limits.power_cap_w:  # idle time may stretch a schedule to meet the cap
+                span = max(span, energy(graph, assign) / instance.limits.power_cap_w)
             value = span
         else:
             span = latency_sum(graph, assign)
@@ -187,10 +189,12 @@ def optimal_assignment(instance):
     return graph, [solution["assignment"][op.name] for op in graph.ops]
 
 
-@pytest.mark.parametrize("kind", ["capacity", "conversion", "energy_budget", "power_cap"])
+@pytest.mark.parametrize(
+    "kind", ["capacity", "conversion", "energy_budget", "power_cap", "power_cap_makespan"]
+)
 def test_milp_matches_brute_force_under_binding_side_constraints(kind):
     """Each limit is set halfway into what the unconstrained optimum uses, so it binds."""
-    objective = "energy" if kind == "power_cap" else "latency_sum"
+    objective = {"power_cap": "energy", "power_cap_makespan": "makespan"}.get(kind, "latency_sum")
     free = side_constrained(objective, Limits())
     graph, assign = optimal_assignment(free)
     if kind == "capacity":
@@ -204,10 +208,20 @@ def test_milp_matches_brute_force_under_binding_side_constraints(kind):
         _, frugal = optimal_assignment(side_constrained("energy", Limits()))
         budget = 0.5 * (energy(graph, frugal) + energy(graph, assign))
         instance = side_constrained(objective, Limits(energy_budget_mj=budget * 1e3))
-    else:
+    elif kind == "power_cap":
         power = energy(graph, assign) / latency_sum(graph, assign)
         instance = side_constrained(objective, Limits(power_cap_w=0.9 * power))
+    else:
+        power = energy(graph, assign) / (brute_force(free) / 1e6)
+        instance = side_constrained(objective, Limits(power_cap_w=0.5 * power))
     expected = brute_force(instance)
     assert math.isfinite(expected)
     assert expected > brute_force(free) * (1 + 1e-9)
     assert math.isclose(milp(instance), expected, rel_tol=1e-7)
+    for method, heuristic in PROBLEM.heuristics.items():
+        try:
+            solution = heuristic(instance)
+        except NoSolution:
+            continue
+        assert check(instance, solution) == [], method
+        assert solution["objective"] >= expected * (1 - 1e-7), method
