@@ -406,13 +406,14 @@ def megatron_selective(instance: Instance, seed: int = 0) -> Solution:
 
 def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
     """Shared loop of the Chronos policies. For each base order (the uncapped Chronos-Pipe list
-    schedule with its in-flight windows scaled by 1, 2 and m: longer windows open longer F -> B
-    gaps for copies), while a device exceeds its cap, switch its keep item with the longest
+    schedule with warm-up slack 0, 2, 4, and with windows scaled by m, whose long F -> B gaps
+    leave room for copies), while a device exceeds its cap, switch its keep item with the longest
     F-start -> B-end lifetime per unit of added cost to ``mode`` and re-simulate; return the
     shortest schedule that fits."""
     best: Timed | None = None
-    for widen in sorted({1, 2, instance.microbatches}):
-        base = _chronos_timed(instance, capped=False, widen=widen)
+    bases = [(1, slack) for slack in WARMUP_SLACK[::2]] + [(instance.microbatches, 0)]
+    for widen, slack in bases:
+        base = _chronos_timed(instance, capped=False, widen=widen, slack=slack)
         orders: Orders = {d: [] for d in range(instance.stages)}
         for key in sorted(base.start, key=lambda x: (base.start[x], x)):
             orders[instance.device(key[1])].append(key)
