@@ -112,10 +112,14 @@ def main() -> None:
     print(f"  cluster start-up and shut-down included: {time.perf_counter() - started:.1f} s")
     a, b = objectives(local.rows), objectives(distributed.rows)
     same = sum(1 for k in a if k in b and a[k] == b[k])
-    print(
-        f"  identical objectives local vs Dask: {same}/{len(a)}"
-        + ("" if same == len(a) else f"; differing: {sorted(k for k in a if a[k] != b.get(k))[:10]}")
-    )
+    print(f"  identical objectives local vs Dask: {same}/{len(a)}")
+    status = {r["key"]: r["status"] for r in distributed.rows}
+    for row in local.rows:
+        if a[row["key"]] != b.get(row["key"]):
+            print(
+                f"    differs: {row['key']}: local {row['status']} {a[row['key']]}, "
+                f"Dask {status.get(row['key'])} {b.get(row['key'])}"
+            )
 
     kill_and_resume(args.out / "killed", args.jobs)
 
