@@ -43,12 +43,12 @@ def test_search_never_worsens_and_is_seeded(switch):
     again = H.alternating_search(SMALL_DLRM, 16, 4, 100, seed=3, **kwargs)
     assert again.strategy == result.strategy and again.iteration_time == result.iteration_time
     # the reported time is the strategy priced on the fabric returned with it
-    allreduce, mp = H.strategy_traffic(SMALL_DLRM, result.strategy, 16)
+    allreduce, per_pair = H.strategy_traffic(SMALL_DLRM, result.strategy, 16)
     base = H.compute_time(SMALL_DLRM, H.SERVER_FLOPS)
     if switch is None:
-        comm = result.fabric.comm_time(allreduce, mp, 100e9 / 8)
+        comm = result.fabric.comm_time(allreduce, per_pair)
     else:
-        comm = H.switch_comm_time(allreduce, mp, switch * 1e9 / 8)
+        comm = H.switch_comm_time(allreduce, per_pair, switch * 1e9 / 8)
     assert base + comm == pytest.approx(result.iteration_time, rel=1e-6)
 
 
@@ -64,18 +64,47 @@ def test_search_moves_big_embeddings_off_data_parallel():
 def test_data_parallel_on_an_ideal_switch_is_the_ring_closed_form():
     workload = H.resnet50()
     n, per_server = 32, 400e9 / 8
-    allreduce, mp = H.strategy_traffic(workload, (1,) * len(workload.ops), n)
-    assert list(allreduce) == [n] and not mp.any()
+    allreduce, per_pair = H.strategy_traffic(workload, (1,) * len(workload.ops), n)
+    assert list(allreduce) == [n] and not per_pair
     ring = get("topoopt.ring_allreduce_time").evaluate(
         {"k": n, "S": allreduce[n], "r": 1, "B": per_server, "a": 0}
     )
-    assert H.switch_comm_time(allreduce, mp, per_server) == pytest.approx(ring, rel=1e-12)
+    assert H.switch_comm_time(allreduce, per_pair, per_server) == pytest.approx(ring, rel=1e-12)
+
+
+def test_phase_prices_on_a_fabric_match_the_checker():
+    """A phase priced by the search equals 1/theta of the same traffic as a TopoOpt instance."""
+    fabric = H.Fabric.for_strategy(SMALL_DLRM, (1,) * len(SMALL_DLRM.ops), 16, 4, 100)
+    for strategy in [(1,) * 32, (16,) * 8 + (1,) * 24, (4,) * 32]:
+        allreduce, per_pair = H.strategy_traffic(SMALL_DLRM, strategy, 16)
+        for k, b in allreduce.items():
+            instance = T.Instance(16, 4, 100e9, (T.AllReduceGroup(k, b),), ())
+            shares = [H.ring_shares_on(16, {k: b}, fabric.strides)[k]]
+            flows = H.ecmp_flows(fabric.links, T.demand_matrix(instance, shares))
+            solution = {
+                "links": fabric.links.tolist(),
+                "ring_share": [[list(e) for e in shares[0]]],
+                "flows": flows,
+            }
+            assert T.check(instance, solution) == []
+            assert fabric.comm_time({k: b}, {}) == pytest.approx(
+                1 / T.objective(instance, solution), rel=1e-5
+            )
+        for m, b in per_pair.items():
+            instance = T.Instance(16, 4, 100e9, (), (), (T.ModelParallelGroup(m, b),))
+            flows = H.ecmp_flows(fabric.links, T.mp_matrix(instance))
+            solution = {"links": fabric.links.tolist(), "ring_share": [], "flows": flows}
+            assert T.check(instance, solution) == []
+            assert fabric.comm_time({}, {m: b}) == pytest.approx(
+                1 / T.objective(instance, solution), rel=1e-5
+            )
 
 
 def test_strategy_traffic_and_instance_agree():
     strategy = tuple(int(m) for m in np.random.default_rng(0).choice([1, 2, 4, 16], len(SMALL_DLRM.ops)))
-    allreduce, mp = H.strategy_traffic(SMALL_DLRM, strategy, 16)
+    allreduce, per_pair = H.strategy_traffic(SMALL_DLRM, strategy, 16)
     instance = H.workload_instance(SMALL_DLRM, strategy, 16, 4, 100)
+    mp = sum(b * T.block_pairs(16, m) for m, b in per_pair.items())
     assert np.allclose(T.mp_matrix(instance), mp)
     assert {g.size: g.bytes for g in instance.allreduce} == pytest.approx(allreduce)
     expected = sum(op.params / m for op, m in zip(SMALL_DLRM.ops, strategy, strict=True) if m < 16)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -292,9 +292,11 @@ HEURISTICS = {
 # it AllReduces params/m bytes in groups of n/m servers spaced m apart, and inside its block every
 # ordered pair exchanges 2 * activation * batch / m bytes (forward activations, backward
 # gradients). Compute per server does not depend on m (each server does 1/m of the op for m times
-# the samples): T_compute = 3 * sum flops * batch / server_flops. Communication of one iteration is
-# not overlapped with compute: T_iter = T_compute + T_comm, with T_comm = 1/theta on a topology
-# (ECMP routing, the checker's theta) or max per-server bytes / per-server rate on a switch.
+# the samples): T_compute = 3 * sum flops * batch / server_flops. Communication is priced phase by
+# phase and summed (each layer's collective or exchange runs when that layer does; no overlap with
+# compute or with other phases): T_iter = T_compute + sum_phases T_phase, a phase's time being
+# 1/theta of its demand on a topology (ECMP routing, the checker's theta) or its per-NIC bytes over
+# the NIC rate on a non-blocking switch.
 
 
 @dataclass(frozen=True)
@@ -320,8 +322,8 @@ class EcmpRouting:
 
     ``share[s, t, a]`` is the fraction of demand ``s -> t`` that crosses arc ``a`` (the routing of
     :func:`ecmp_flows`). Built once per topology, level by level of each source's BFS tree (one
-    vector operation per level and source, O(n * diameter) of them); then pricing a demand is
-    one matrix-vector product of size ``n^2 x arcs``.
+    vector operation per level and source, O(n * diameter) of them) and kept sparse; pricing a
+    demand is then one weighted bincount over the nonzeros.
     """
 
     def __init__(self, links: np.ndarray):
@@ -345,13 +347,18 @@ class EcmpRouting:
                 self.share[s, :, arcs] = part
                 firsts = np.flatnonzero(np.r_[True, np.diff(tails[arcs]) != 0])
                 through[tails[arcs[firsts]]] += np.add.reduceat(part, firsts, axis=0)
-        self.share = self.share.reshape(n * n, len(tails))
+        pairs, arcs = np.nonzero(self.share.reshape(n * n, len(tails)))
+        self.pair, self.arc = pairs, arcs
+        self.fraction = self.share.reshape(n * n, len(tails))[pairs, arcs].astype(float)
+        del self.share  # only the nonzeros (a few arcs per pair) are kept
 
     def rate(self, demand: np.ndarray, port_rate: float) -> float:
         """Concurrent-flow rate (iterations per second) of ``demand``; 0 if some of it is unreachable."""
         if (demand[~self.reachable] > 0).any():
             return 0.0
-        load = demand.reshape(-1).astype(np.float32) @ self.share
+        load = np.bincount(
+            self.arc, weights=demand.reshape(-1)[self.pair] * self.fraction, minlength=len(self.capacity)
+        )
         loaded = load > 0
         return float(np.min(port_rate * self.capacity[loaded] / load[loaded])) if loaded.any() else math.inf
 
@@ -385,8 +392,9 @@ def degrees(n: int) -> list[int]:
 
 def strategy_traffic(
     workload: Workload, strategy: Sequence[int], n: int
-) -> tuple[dict[int, float], np.ndarray]:
-    """AllReduce bytes per group size and the model-parallel demand matrix of a strategy."""
+) -> tuple[dict[int, float], dict[int, float]]:
+    """AllReduce bytes per group size ``k`` and model-parallel bytes per ordered pair per block
+    size ``m`` of a strategy (both sorted by size)."""
     allreduce: dict[int, float] = {}
     per_pair: dict[int, float] = {}
     for op, m in zip(workload.ops, strategy, strict=True):
@@ -394,26 +402,20 @@ def strategy_traffic(
             allreduce[n // m] = allreduce.get(n // m, 0.0) + op.params / m
         if m > 1:
             per_pair[m] = per_pair.get(m, 0.0) + 2 * op.activation * workload.batch_per_server / m
-    mp = np.zeros((n, n))
-    for m, b in per_pair.items():
-        mp += b * block_pairs(n, m)
-    return dict(sorted(allreduce.items())), mp
+    return dict(sorted(allreduce.items())), dict(sorted(per_pair.items()))
 
 
 def workload_instance(workload: Workload, strategy: Sequence[int], n: int, d: int, gbps: float) -> Instance:
-    """The TopoOpt instance (AllReduce groups + model-parallel blocks) of a strategy."""
-    allreduce, _ = strategy_traffic(workload, strategy, n)
-    blocks: dict[int, float] = {}
-    for op, m in zip(workload.ops, strategy, strict=True):
-        if m > 1:
-            blocks[m] = blocks.get(m, 0.0) + 2 * op.activation * workload.batch_per_server / m
+    """The TopoOpt instance (AllReduce groups + model-parallel blocks) of a strategy: all of one
+    iteration's traffic as one concurrent demand."""
+    allreduce, per_pair = strategy_traffic(workload, strategy, n)
     return Instance(
         n,
         d,
         gbps * 1e9,
         tuple(AllReduceGroup(k, b) for k, b in allreduce.items()),
         (),
-        tuple(ModelParallelGroup(m, b) for m, b in sorted(blocks.items())),
+        tuple(ModelParallelGroup(m, b) for m, b in per_pair.items()),
     )
 
 
@@ -439,35 +441,54 @@ def ring_shares_on(
 
 @dataclass
 class Fabric:
-    """A TopoOpt topology with its ECMP routing, ready to price strategies."""
+    """A TopoOpt topology with its ECMP routing, ready to price strategies.
+
+    Traffic phases are priced one at a time (each layer's collective or exchange runs when that
+    layer does): a phase of ``b`` bytes takes ``b`` times the phase's seconds per byte, the
+    reciprocal of the concurrent-flow rate of one byte of it, cached per group and block size.
+    """
 
     links: np.ndarray
     strides: list[int]
     routing: EcmpRouting
+    port_rate: float
+    _per_byte: dict[tuple[str, int], float] = field(default_factory=dict)
 
     @classmethod
     def for_strategy(cls, workload: Workload, strategy: Sequence[int], n: int, d: int, gbps: float) -> Fabric:
         links, strides, _ = find_topology(workload_instance(workload, strategy, n, d, gbps))
-        return cls(links, strides, EcmpRouting(links))
+        return cls(links, strides, EcmpRouting(links), gbps * 1e9 / BITS_PER_BYTE)
 
-    def comm_time(self, allreduce: dict[int, float], mp: np.ndarray, port_rate: float) -> float:
-        n = len(self.links)
-        demand = mp.copy()
-        rows = np.arange(n)
-        for k, share in ring_shares_on(n, allreduce, self.strides).items():
-            c = 2 * (k - 1) / k * allreduce[k]
-            for q, fraction in share:
-                demand[rows, (rows + q) % n] += c * fraction
-        rate = self.routing.rate(demand, port_rate)
-        return 1 / rate if rate > 0 else math.inf
+    def seconds_per_byte(self, kind: str, size: int) -> float:
+        """Time per byte of an AllReduce of ``size`` servers (``kind = "allreduce"``, per reduced
+        byte) or of a block exchange of ``size`` servers (``"exchange"``, per byte per pair)."""
+        key = (kind, size)
+        if key not in self._per_byte:
+            n = len(self.links)
+            if kind == "allreduce":
+                demand = np.zeros((n, n))
+                rows = np.arange(n)
+                for q, fraction in ring_shares_on(n, {size: 1.0}, self.strides)[size]:
+                    demand[rows, (rows + q) % n] += 2 * (size - 1) / size * fraction
+            else:
+                demand = block_pairs(n, size)
+            rate = self.routing.rate(demand, self.port_rate)
+            self._per_byte[key] = 1 / rate if rate > 0 else math.inf
+        return self._per_byte[key]
+
+    def comm_time(self, allreduce: dict[int, float], per_pair: dict[int, float]) -> float:
+        """Sum over the strategy's phases of their times on this topology."""
+        return sum(b * self.seconds_per_byte("allreduce", k) for k, b in allreduce.items()) + sum(
+            b * self.seconds_per_byte("exchange", m) for m, b in per_pair.items()
+        )
 
 
-def switch_comm_time(allreduce: dict[int, float], mp: np.ndarray, server_rate: float) -> float:
-    """Non-blocking switch (ideal switch, full-bisection fat-tree): the busiest NIC's bytes over its
-    rate; every ring step is one hop, so a server sends and receives ``2 (k-1)/k S`` per group."""
+def switch_comm_time(allreduce: dict[int, float], per_pair: dict[int, float], server_rate: float) -> float:
+    """Non-blocking switch (ideal switch, full-bisection fat-tree), phase by phase: a ring
+    AllReduce sends ``2 (k-1)/k S`` per NIC, a block exchange ``(m - 1) b``; over the NIC rate."""
     ring = sum(2 * (k - 1) / k * b for k, b in allreduce.items())
-    busiest = max(mp.sum(axis=1).max(), mp.sum(axis=0).max()) + ring
-    return busiest / server_rate
+    exchange = sum((m - 1) * b for m, b in per_pair.items())
+    return (ring + exchange) / server_rate
 
 
 @dataclass
@@ -488,41 +509,45 @@ def alternating_search(
     server_flops: float,
     switch_gbps: float | None = None,
     budget: int = 300,
-    alpha: float = 5.0,
+    alpha: float = 1000.0,
     seed: int = 0,
 ) -> SearchResult:
     """Seeded MCMC over per-op model-parallel degrees, alternating with TopologyFinder.
 
-    Start from data parallel (every ``m = 1``). Each step rewrites one op's degree; the proposal is
-    priced on the current fabric and accepted if faster or with probability
-    ``exp(-alpha (T_next - T_cur) / T_cur)``. Every ``max(1, budget // 10)`` steps, if the best
-    strategy changed, TopologyFinder is re-run on its traffic and the new topology kept only if it
-    prices the best strategy faster (so the best never worsens); then the walk restarts from the
-    best. (TopoOpt re-runs TopologyFinder on every improvement; batching the re-runs at the
-    restarts keeps n = 128 to seconds and changes no invariant.) With
+    Start from data parallel (every ``m = 1``). Each step takes the next op of a random sweep order
+    (systematic scan: every op is revisited once per ``len(ops)`` steps), prices all its degrees
+    on the current fabric and moves to one of them with probability proportional to
+    ``exp(-alpha (T - T_min) / T_min)``: a heat-bath move at temperature ``T_min / alpha``
+    (FlexFlow rewrites one op uniformly at random and accepts by Metropolis; drawing the rewrite
+    from its Boltzmann distribution converges on ~100 ops in two or three sweeps). Every
+    ``max(1, budget // 10)`` steps, if the best strategy changed, TopologyFinder is re-run on its
+    traffic and the new topology kept only if it prices the best strategy faster (so the best
+    never worsens); then the walk restarts from the best. (TopoOpt re-runs TopologyFinder on every
+    improvement; batching the re-runs keeps n = 128 to seconds and changes no invariant.) With
     ``switch_gbps`` set, the fabric is a non-blocking switch of that per-server rate and no
-    topology is built. Guarantee: ``history`` (best time per step) is non-increasing and the result
-    is never slower than the data-parallel start. O(budget) pricings of O(n^2 arcs) each.
+    topology is built. Guarantee: ``history`` (best time per step) is non-increasing and the
+    result is never slower than the data-parallel start. O(budget log n) pricings, each a sum of
+    cached per-phase rates (one ECMP pricing per new group or block size).
     Source: TopoOpt's alternating optimization over FlexFlow's MCMC (``FFModel::optimize``).
     """
     rng = np.random.default_rng(seed)
-    port_rate = gbps * 1e9 / BITS_PER_BYTE
     base = compute_time(workload, server_flops)
     choices = degrees(n)
     current = tuple(1 for _ in workload.ops)
     fabric = None if switch_gbps is not None else Fabric.for_strategy(workload, current, n, d, gbps)
 
     def price(strategy: tuple[int, ...], on: Fabric | None) -> float:
-        allreduce, mp = strategy_traffic(workload, strategy, n)
+        allreduce, per_pair = strategy_traffic(workload, strategy, n)
         if on is None:
-            return base + switch_comm_time(allreduce, mp, switch_gbps * 1e9 / BITS_PER_BYTE)
-        return base + on.comm_time(allreduce, mp, port_rate)
+            return base + switch_comm_time(allreduce, per_pair, switch_gbps * 1e9 / BITS_PER_BYTE)
+        return base + on.comm_time(allreduce, per_pair)
 
-    t_cur = t_best = start = price(current, fabric)
+    t_best = start = price(current, fabric)
     best, best_fabric = current, fabric
     history = [t_best]
     restart = max(1, budget // 10)
     built_for = best
+    sweep: list[int] = []
     for step in range(1, budget + 1):
         if step % restart == 0:
             if fabric is not None and best != built_for:
@@ -530,16 +555,17 @@ def alternating_search(
                 t_rebuilt = price(best, rebuilt)
                 if t_rebuilt < t_best:
                     t_best, best_fabric = t_rebuilt, rebuilt
-            current, t_cur, fabric = best, t_best, best_fabric
-        op = int(rng.integers(len(workload.ops)))
-        proposal = list(current)
-        proposal[op] = int(rng.choice([m for m in choices if m != current[op]]))
-        proposal = tuple(proposal)
-        t_next = price(proposal, fabric)
-        if t_next < t_best:
-            best, t_best, best_fabric = proposal, t_next, fabric
-        if t_next < t_cur or rng.random() < math.exp(-alpha * (t_next - t_cur) / t_cur):
-            current, t_cur = proposal, t_next
+            current, fabric = best, best_fabric
+        if not sweep:
+            sweep = rng.permutation(len(workload.ops)).tolist()
+        op = sweep.pop()
+        moves = [current[:op] + (m,) + current[op + 1 :] for m in choices]
+        times = np.array([price(move, fabric) for move in moves])
+        weights = np.exp(-alpha * (times - times.min()) / times.min())
+        pick = int(rng.choice(len(moves), p=weights / weights.sum()))
+        current = moves[pick]
+        if times.min() < t_best:
+            best, t_best, best_fabric = moves[int(times.argmin())], float(times.min()), fabric
         history.append(t_best)
     return SearchResult(best, t_best, start, history, best_fabric)
 
