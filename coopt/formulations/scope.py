@@ -355,7 +355,7 @@ PROBLEM = Problem(
     extract=extract,
     heuristics=solvers.HEURISTICS,
     exact=solvers.exact,
-    sizes=(1, 2, 3, 4),
+    sizes=(1, 2, 3),
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
 )
 
