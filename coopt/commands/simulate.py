@@ -156,9 +156,9 @@ def claims(points: list[Point], baseline: str) -> list[tuple[str, bool]]:
                            f"({p.overall.mean:.4f} vs {b.overall.mean:.4f})", fewer))
         gains = [relative_reduction(b.blocking[i].mean, p.blocking[i].mean) for i in range(len(p.classes))]
         if not any(math.isnan(g) for g in gains):
-            best = max(range(len(gains)), key=lambda i: gains[i])
+            first = all(gains[0] > g for g in gains[1:])  # strictly: a tie is not a largest gain
             out_claims.append((f"{p.network} {p.load_erlang:g} Erl {p.policy}: largest relative gain for "
-                               f"{p.classes[0]} (gains {', '.join(f'{g:+.0%}' for g in gains)})", best == 0))
+                               f"{p.classes[0]} (gains {', '.join(f'{g:+.0%}' for g in gains)})", first))
     return out_claims
 
 
