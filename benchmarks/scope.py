@@ -14,7 +14,7 @@ import argparse
 import time
 from pathlib import Path
 
-from coopt.formulations import scope
+from coopt.formulations import scope, scope_model
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.solvers import scope as solvers
@@ -32,8 +32,8 @@ def timed(fn, *args, **kwargs):
 def throughput_table(depth: int, sizes: list[int]) -> None:
     print(f"\n## ResNet-{depth}, batch 64: throughput (images/s) and speed-up of the merged pipeline")
     print("| chiplets | merged | segmented | intra-layer | merged/segmented | merged/intra | "
-          "segments | clusters | DP s (merged / segmented / intra) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "energy merged/segmented | segments | clusters | DP s (merged / segmented / intra) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for chiplets in sizes:
         inst = scope.resnet_instance(depth, chiplets)
         merged, t_m = timed(solvers.dynamic_program, inst)
@@ -42,9 +42,11 @@ def throughput_table(depth: int, sizes: list[int]) -> None:
         for solution in (merged, segmented, intra):
             assert scope.check(inst, solution) == []
         clusters = sum(len(seg) for seg in merged["segments"])
+        joules = [scope_model.energy(inst, scope.parse(solution)[0]) for solution in (merged, segmented)]
         print(f"| {chiplets} | {merged['throughput']:.0f} | {segmented['throughput']:.0f} | "
               f"{intra['throughput']:.0f} | {merged['throughput'] / segmented['throughput']:.3f} | "
-              f"{merged['throughput'] / intra['throughput']:.3f} | {len(merged['segments'])} | {clusters} | "
+              f"{merged['throughput'] / intra['throughput']:.3f} | {joules[0] / joules[1]:.3f} | "
+              f"{len(merged['segments'])} | {clusters} | "
               f"{t_m:.1f} / {t_s:.1f} / {t_i:.1f} |", flush=True)
         heuristic_row(inst, merged["objective"], chiplets)
 

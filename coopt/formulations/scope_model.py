@@ -236,6 +236,44 @@ def make_solution(inst: Instance, segments: list[list[tuple[int, int, int, str]]
     }
 
 
+# -- energy (reported, not optimised) ------------------------------------------------------------
+
+#: Energy per operation [S]: 0.2 pJ per int8 MAC (Simba reports 0.11 pJ/op, 2 ops per MAC),
+#: 1 pJ/bit on the NoP (Simba's ground-referenced links: 0.82-1.75 pJ/bit), 10 pJ/bit for DRAM.
+PJ_PER_MAC, PJ_PER_NOP_BYTE, PJ_PER_DRAM_BYTE = 0.2, 8.0, 80.0
+
+
+def traffic(inst: Instance, segments: list[list[tuple[int, int, int, str]]]) -> dict[str, float]:
+    """MACs, NoP bytes and DRAM bytes of a mapping for one batch.
+
+    NoP: IS all-gathers move (a-1) I_l per inner layer, WS halos a h_l per layer, every cut
+    O + K, and the weights of a WS cluster reach its other a-1 chiplets once per batch. DRAM:
+    every weight once, plus the segments' boundary spills."""
+    b = inst.batch
+    macs = b * sum(layer.macs for layer in inst.layers)
+    nop, dram = 0.0, 0.0
+    for clusters in segments:
+        first, last = clusters[0][0], clusters[-1][1]
+        dram += segment_weight_bytes(inst, first, last) + b * boundary_bytes(inst, first, last)
+        for i, j, a, p in clusters:
+            layers = inst.layers[i:j + 1]
+            if p == "IS":
+                nop += b * (a - 1) * sum(layer.input_bytes for layer in layers[1:])
+            elif a > 1:
+                nop += b * a * sum(layer.halo_bytes for layer in layers)
+                nop += (a - 1) * sum(layer.weight_bytes for layer in layers)
+            if j != last:
+                nop += b * (inst.layers[j].output_bytes + inst.layers[j].shortcut_bytes)
+    return {"macs": float(macs), "nop_bytes": nop, "dram_bytes": dram}
+
+
+def energy(inst: Instance, segments: list[list[tuple[int, int, int, str]]]) -> float:
+    """Joules per batch under the [S] constants above (compute + NoP + DRAM)."""
+    moved = traffic(inst, segments)
+    picojoules = (moved["macs"] * PJ_PER_MAC + moved["nop_bytes"] * PJ_PER_NOP_BYTE
+                  + moved["dram_bytes"] * PJ_PER_DRAM_BYTE)
+    return picojoules * 1e-12
+
 
 def module_instance(
     layers: list[Layer],
