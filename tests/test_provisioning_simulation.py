@@ -173,3 +173,15 @@ def test_simulate_command_rejects_bad_options(args: list[str], capsys: pytest.Ca
 
     assert main(["simulate", str(ROOT / "0-six-node-static.toml"), *args]) == 2
     assert "coopt: error: --" in capsys.readouterr().err
+
+
+def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
+    from coopt.simulation import kaufman_roberts
+
+    assert math.isclose(kaufman_roberts(8, [(5.0, 1)])[0], erlang_b(8, 5.0), rel_tol=1e-12)
+    one, three = kaufman_roberts(12, [(3.0, 1), (3.0, 3)])
+    assert one < three  # wider requests block more
+    # contiguous first fit on one link can only lose to complete sharing (soft, with the CI)
+    result = simulate(one_link(12), Traffic(6.0, bandwidths_gbps=(100.0, 300.0)), "ksp_first_fit",
+                      RunControl(arrivals=8000, warmup=1000, seed=9))
+    assert result.blocking.high >= (one + three) / 2

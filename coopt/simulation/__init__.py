@@ -12,7 +12,7 @@ from coopt.simulation.engine import (
     Traffic,
     simulate,
 )
-from coopt.simulation.statistics import Estimate, batch_means, erlang_b
+from coopt.simulation.statistics import Estimate, batch_means, erlang_b, kaufman_roberts
 
 __all__ = [
     "POLICIES",
@@ -26,5 +26,6 @@ __all__ = [
     "Traffic",
     "batch_means",
     "erlang_b",
+    "kaufman_roberts",
     "simulate",
 ]

@@ -28,6 +28,18 @@ def erlang_b(servers: int, load_erlang: float) -> float:
     return blocking
 
 
+def kaufman_roberts(capacity: int, streams: Sequence[tuple[float, int]]) -> list[float]:
+    """Per-stream blocking on one link of ``capacity`` slots shared completely by Poisson streams
+    (load in Erlangs, slots per request), by the Kaufman-Roberts recursion
+    c q(c) = sum_j A_j n_j q(c - n_j), q(0) = 1, B_j = sum_{c > capacity - n_j} q(c) / sum_c q(c).
+    Contiguity is ignored, so a contiguous first-fit link blocks at least this much on average."""
+    q = [1.0] + [0.0] * capacity
+    for c in range(1, capacity + 1):
+        q[c] = sum(load * n * q[c - n] for load, n in streams if n <= c) / c
+    total = sum(q)
+    return [sum(q[capacity - n + 1:]) / total for _, n in streams]
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A batch-means estimate: mean of the batch values and the 95% t half-width."""
