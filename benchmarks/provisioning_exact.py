@@ -30,21 +30,21 @@ def served(solution: dict) -> str:
 def grooming_table(seeds: int, sizes: list[int], options: SolveOptions) -> Table:
     table = Table(title="provisioning_grooming (Model C): exact vs heuristics")
     for col in ("instance", "R", "vars", "rows", "optimum", "served", "lightpaths", "status",
-                "build s", "hand-off s", "solve s", *(f"{m} gap (served)" for m in G.GROOMING.heuristics)):
+                "build s", "hand-off s", "solve s", *(f"{m} gap (served)" for m in G.PROBLEM.heuristics)):
         table.add_column(col)
     for size in sizes:
         for seed in range(seeds):
             instance = G.generate(seed, size)
             model = G.build(instance)
-            exact = run(G.GROOMING, instance, "exact", options)
+            exact = run(G.PROBLEM, instance, "exact", options)
             assert exact.check["feasible"], exact.check
             sol, times = exact.solution, exact.times
             cells = [f"gen seed {seed} size {size}", str(len(instance.requests)), str(model.nvariables()),
                      str(model.nconstraints()), f"{exact.objective:.3f}", str(len(sol["connections"])),
                      str(len(sol["lightpaths"])), exact.status, f"{times['build']:.2f}",
                      f"{times['handoff']:.2f}", f"{times['solve']:.2f}"]
-            for method in G.GROOMING.heuristics:
-                report = run(G.GROOMING, instance, method)
+            for method in G.PROBLEM.heuristics:
+                report = run(G.PROBLEM, instance, method)
                 assert report.check["feasible"], report.check
                 cells.append(f"{relative_gap(report.objective, exact.objective):.1%} "
                              f"({len(report.solution['connections'])})")

@@ -36,7 +36,7 @@ def tiny(seed: int, requests: int = 3, hops: int = 2, degradation: bool = False)
 
 
 def read(path: Path) -> G.Instance:
-    return load(path, registry_get=lambda name: G.GROOMING).instance
+    return load(path, registry_get=lambda name: G.PROBLEM).instance
 
 
 # -- enumeration oracle (degradation off: every served request at its full rate) ----------------------
@@ -95,11 +95,11 @@ def brute_force(instance: G.Instance) -> float:
 def test_model_c_matches_enumeration_without_degradation(seed: int, hops: int) -> None:
     instance = tiny(seed, hops=hops)
     expected = brute_force(instance)
-    report = run(G.GROOMING, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     assert report.status == "optimal"
     assert report.check["feasible"], report.check
     assert math.isclose(report.objective, expected, rel_tol=1e-6)
-    for method, heuristic in G.GROOMING.heuristics.items():
+    for method, heuristic in G.PROBLEM.heuristics.items():
         assert G.objective(instance, heuristic(instance)) <= expected + 1e-9, method
 
 
@@ -107,17 +107,17 @@ def test_model_c_matches_enumeration_without_degradation(seed: int, hops: int) -
 def test_degradation_and_heuristics_bounded_by_the_optimum(seed: int) -> None:
     rigid = tiny(seed, requests=4)
     flexible = dataclasses.replace(rigid, degradation=True)
-    on = run(G.GROOMING, flexible, "exact")
-    off = run(G.GROOMING, rigid, "exact")
+    on = run(G.PROBLEM, flexible, "exact")
+    off = run(G.PROBLEM, rigid, "exact")
     assert on.status == off.status == "optimal"
     assert on.check["feasible"], on.check
     assert on.objective >= off.objective - 1e-6
-    for method in G.GROOMING.heuristics:
-        report = run(G.GROOMING, flexible, method)
+    for method in G.PROBLEM.heuristics:
+        report = run(G.PROBLEM, flexible, method)
         assert report.check["feasible"], (method, report.check)
         assert math.isclose(report.check["objective_recomputed"], report.objective, rel_tol=1e-12)
-        assert not G.GROOMING.better(report.objective, on.objective), method
-    assert lp_relaxation(G.GROOMING, flexible) >= on.objective * (1 - 1e-6)
+        assert not G.PROBLEM.better(report.objective, on.objective), method
+    assert lp_relaxation(G.PROBLEM, flexible) >= on.objective * (1 - 1e-6)
 
 
 def test_grooming_and_electrical_degradation_are_used() -> None:
@@ -126,7 +126,7 @@ def test_grooming_and_electrical_degradation_are_used() -> None:
     reqs = (P.Request("a", "b", 30e9, 1.0, 0.0, 1), P.Request("a", "b", 30e9, 2.0, 0.0, 3))
     instance = dataclasses.replace(tiny(0), requests=reqs, num_slots=2, lightpath_widths=(2,),
                                    max_virtual_hops=1, degradation=True)
-    report = run(G.GROOMING, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     solution = report.solution
     assert report.check["feasible"], report.check
     assert len(solution["lightpaths"]) == 1 and len(solution["connections"]) == 2
@@ -146,7 +146,7 @@ def test_degraded_grooming_reduces_to_the_baseline_without_degradation(seed: int
 
 def test_checker_flags_broken_solutions() -> None:
     instance = dataclasses.replace(tiny(1, requests=4), degradation=True)
-    good = run(G.GROOMING, instance, "exact").solution
+    good = run(G.PROBLEM, instance, "exact").solution
     assert G.check(instance, good) == []
     first = good["lightpaths"][0]
 
@@ -194,7 +194,7 @@ def test_capacity_and_transponders_are_checked() -> None:
 def test_round_trip_and_loader_errors(tmp_path: Path) -> None:
     instance = G.generate(3, 1)
     path = tmp_path / "c.toml"
-    path.write_text(to_toml(G.GROOMING, instance))
+    path.write_text(to_toml(G.PROBLEM, instance))
     assert read(path) == instance
     text = path.read_text()
     for old, new, field in (("max_virtual_hops = 2", "max_virtual_hops = 3", "max_virtual_hops"),
@@ -210,26 +210,26 @@ def test_round_trip_and_loader_errors(tmp_path: Path) -> None:
 def test_export_round_trip(tmp_path: Path) -> None:
     instance = dataclasses.replace(tiny(2), degradation=True)
     model = G.build(instance)
-    optimum = run(G.GROOMING, instance, "exact", SolveOptions(gap=1e-9)).objective
+    optimum = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9)).objective
     out = tmp_path / "c.lp"
     export(model, out)
     assert math.isclose(solve_file(out) * model.objective_unit, optimum, rel_tol=1e-6)
 
 
-SHIPPED = sorted((Path(__file__).resolve().parent.parent / "instances" / "provisioning" / "grooming").glob("*.toml"))
+SHIPPED = sorted((Path(__file__).resolve().parent.parent / "instances" / "provisioning_grooming").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_shipped_files_load_round_trip_and_solve(path: Path, tmp_path: Path) -> None:
     instance = read(path)
     again = tmp_path / "again.toml"
-    again.write_text(to_toml(G.GROOMING, instance))
+    again.write_text(to_toml(G.PROBLEM, instance))
     assert read(again) == instance
     if not path.name.startswith("0-"):
         return
-    exact = run(G.GROOMING, instance, "exact")
+    exact = run(G.PROBLEM, instance, "exact")
     assert exact.status == "optimal" and exact.check["feasible"], exact.check
-    for method in G.GROOMING.heuristics:
-        report = run(G.GROOMING, instance, method)
+    for method in G.PROBLEM.heuristics:
+        report = run(G.PROBLEM, instance, method)
         assert report.check["feasible"], (method, report.check)
-        assert not G.GROOMING.better(report.objective, exact.objective)
+        assert not G.PROBLEM.better(report.objective, exact.objective)

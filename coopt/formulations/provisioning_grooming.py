@@ -438,6 +438,4 @@ def _problem() -> Problem:
     )
 
 
-# Not yet ``PROBLEM``: the registry would then require instances/provisioning_grooming/0-*.toml, a
-# folder outside this module's owner's files; its small instances wait in instances/provisioning/grooming/.
-GROOMING = _problem()
+PROBLEM = _problem()
