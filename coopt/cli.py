@@ -24,7 +24,8 @@ from coopt.instance import Loaded, load, to_toml, write_atomic
 from coopt.problem import SolveOptions, relative_gap
 from coopt.progress import ticker
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output (CI logs, files) gets a wide page instead of rich's 80-column default.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
 
 def instances_dir() -> Path:
@@ -78,19 +79,41 @@ def _methods(loaded: Loaded, method: str) -> list[str]:
 # -- commands --------------------------------------------------------------------------------
 
 
+def _relative(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _tiers(files: list[Path]) -> str:
+    counts = {label: sum(p.name.startswith(prefix) for p in files)
+              for prefix, label in (("0-", "small"), ("1-", "medium"), ("2-", "large"))}
+    return ", ".join(f"{n} {label}" for label, n in counts.items() if n) or "-"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    table = Table(title="coopt problems")
-    for col in ("problem", "sense", "exact", "heuristics", "shipped instances", "source"):
-        table.add_column(col, overflow="fold")
+    if args.problem:
+        problem = registry_get(args.problem)
+        out.print(f"[bold]{problem.name}[/] ({problem.sense}): {problem.summary}")
+        out.print(f"source: {problem.source}")
+        out.print(f"exact methods: {', '.join(problem.exact_methods) or '-'}")
+        out.print(f"heuristics: {', '.join(sorted(problem.heuristics)) or '-'}")
+        out.print(f"generator: coopt generate {problem.name} --seed N --size K  (K = {problem.size_doc})")
+        out.print("shipped instances:")
+        for path in shipped(problem.name):
+            out.print(f"  {_relative(path)}")
+        return 0
+    table = Table(title="coopt problems (coopt list PROBLEM for details)")
+    for col in ("problem", "sense", "exact", "heuristics", "shipped instances"):
+        table.add_column(col)
     for name, problem in registry.problems().items():
-        files = shipped(name)
         table.add_row(
             name,
             problem.sense,
             ", ".join(problem.exact_methods) or "-",
             ", ".join(sorted(problem.heuristics)) or "-",
-            "\n".join(p.name for p in files) or "-",
-            problem.source,
+            _tiers(shipped(name)),
         )
     out.print(table)
     return 0
@@ -303,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("list", help="problems, their methods and shipped instances")
+    p.add_argument("problem", nargs="?", metavar="PROBLEM", help="show one problem in detail")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("solve", help="solve instance files with the exact route and/or heuristics")

@@ -111,7 +111,10 @@ def test_list_and_showcase(capsys, knapsack_only, monkeypatch, tmp_path):
     (tmp_path / "knapsack" / "0-tiny.toml").write_text(GOOD)
     monkeypatch.setattr(cli, "instances_dir", lambda: tmp_path)
     code, stdout, _ = run(capsys, "list")
-    assert code == 0 and "knapsack" in stdout and "greedy" in stdout and "0-tiny.toml" in stdout
+    assert code == 0 and "knapsack" in stdout and "greedy" in stdout and "1 small" in stdout
+    code, stdout, _ = run(capsys, "list", "knapsack")
+    assert code == 0 and "0-tiny.toml" in stdout and "textbook" in stdout
+    assert run(capsys, "list", "nosuch")[0] == 2
     code, stdout, _ = run(capsys, "showcase")
     assert code == 0
     assert "0.00 %" in stdout  # the exact row's gap to itself
