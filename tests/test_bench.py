@@ -494,12 +494,21 @@ def test_progress_lines_off_a_terminal_carry_counts_and_eta(capsys):
     assert all("ETA" in line for line in lines) and lines[-1].startswith("bench: 2/4 tasks")
 
 
-def test_cli_rejects_bad_arguments(toys, tmp_path, capsys):
+def test_cli_rejects_bad_arguments(toys, tmp_path, capsys, monkeypatch):
     assert cli.main(["bench", "nosuch", "--out", str(tmp_path)]) == 2
     assert "unknown problem 'nosuch'" in capsys.readouterr().err
     assert cli.main(["bench", "toy", "--seeds", "0", "--out", str(tmp_path)]) == 2
     with pytest.raises(SystemExit):
         cli.main(["bench", "--family", "nosuch"])
+    unmarked = tmp_path / "README.md"
+    unmarked.write_text("# no markers\n")
+    assert cli.main(["bench", "toy", "--out", str(tmp_path / "o"), "--update-readme", str(unmarked)]) == 2
+    assert (
+        "bench:begin" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    )  # refused before running
+    monkeypatch.setattr(bench, "DASK_CONNECT_TIMEOUT", 1.0)
+    assert cli.main(["bench", "toy", "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err
 
 
 # -- whatever real problems are registered ---------------------------------------------------

@@ -45,6 +45,7 @@ from typing import Any
 
 import coopt
 from coopt import registry
+from coopt.errors import UsageError
 from coopt.problem import Problem, SolveOptions, close
 
 FAMILIES = ("shipped-small", "shipped", "generated", "scaling")
@@ -58,6 +59,8 @@ MAX_SCALING_STEPS = 12
 #: Dask: at most this many tasks are in flight at once (submitting 10^5 futures at once stalls the
 #: scheduler for minutes, dask/distributed#2181).
 DASK_CHUNK = 1000
+#: Seconds to wait for a Dask scheduler to answer.
+DASK_CONNECT_TIMEOUT = 10.0
 #: Seconds added to twice the time limit before the watchdog stops an exact method (see wall_cap).
 WATCHDOG_SLACK = 30.0
 
@@ -445,9 +448,14 @@ class DaskExecutor:
 
     def __enter__(self) -> DaskExecutor:
         if self._client is None:
-            from dask.distributed import Client
-
-            self._client = Client(self.address)
+            try:
+                from dask.distributed import Client
+            except ImportError:
+                raise UsageError("--scheduler needs dask.distributed: pip install 'coopt[dist]'") from None
+            try:
+                self._client = Client(self.address, timeout=DASK_CONNECT_TIMEOUT)
+            except OSError as exc:
+                raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
         return self
 
     def __exit__(self, *exc: object) -> None:

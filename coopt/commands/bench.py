@@ -110,7 +110,7 @@ def _families(text: str) -> tuple[str, ...]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from coopt import registry
-    from coopt.analysis.bench_report import update_readme, write_report
+    from coopt.analysis.bench_report import check_readme, update_readme, write_report
 
     for name in args.problems:
         if name not in registry.names():
@@ -123,6 +123,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
     if args.sizes and min(args.sizes) < 1:
         raise UsageError(f"--sizes must all be >= 1, got {args.sizes}")
+    if args.update_readme:
+        try:
+            check_readme(Path(args.update_readme))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--update-readme: {exc}") from None
     out = Path(args.out)
     config = bench.BenchConfig(
         problems=list(args.problems),
