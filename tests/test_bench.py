@@ -35,6 +35,7 @@ from coopt.analysis.bench_report import (
     README_BEGIN,
     README_END,
     analyse,
+    profile_costs,
     reach,
     scaling_curves,
     update_readme,
@@ -251,6 +252,13 @@ def test_analysis_gaps_counts_and_conflicts():
     # case a, horizon 4 s: h has gap 1 for 1 s, then 1/11 for 3 s
     assert h.primal_integrals[0] == pytest.approx(1.0 + 3.0 / 11.0)
     assert not analysis.failures and not analysis.conflicts
+
+    cases, time_costs = profile_costs(p, "time")
+    assert [c[1] for c in cases] == ["a", "b", "c"]
+    assert time_costs == {"exact": [4.0, None, 1.0], "h": [1.0, 1.0, 1.0]}  # b: exact did not prove
+    _, quality = profile_costs(p, "quality")
+    assert quality["exact"] == pytest.approx([1.0, 1 + 2 / 18, 1.0])  # b: best checked is h's 18
+    assert quality["h"] == pytest.approx([1.1, 1.0, 1.0])
 
     beating = [*rows, _row("h2", 9.0, instance="a")]
     assert any("better than the proven optimum" in c for c in analyse(beating).conflicts)
