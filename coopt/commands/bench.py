@@ -193,11 +193,15 @@ def register(subparsers: Any) -> None:
         type=int,
         nargs="+",
         metavar="N",
-        help="generator sizes for generated/scaling (default: each problem's own sizes)",
+        help="generator sizes for generated, first sizes for scaling (default: each problem's own)",
     )
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 per task (default 1)")
     p.add_argument(
-        "--time-limit", type=float, default=60.0, metavar="S", help="seconds per exact solve (default 60)"
+        "--time-limit",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds per exact solve; also the wall-clock cap of a heuristic (default 60)",
     )
     p.add_argument(
         "--jobs",
@@ -207,7 +211,9 @@ def register(subparsers: Any) -> None:
         help="local worker processes (default: the number of CPUs)",
     )
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask distributed scheduler instead")
-    p.add_argument("--out", default="bench-out", metavar="DIR", help="results and report directory")
+    p.add_argument(
+        "--out", default="bench-out", metavar="DIR", help="results and report directory (default bench-out)"
+    )
     p.add_argument("--report-only", action="store_true", help="rebuild the report from OUT/results.jsonl")
     p.add_argument(
         "--update-readme",
