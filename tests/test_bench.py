@@ -245,6 +245,9 @@ def test_analysis_gaps_counts_and_conflicts():
     p = analysis.problems["p"]
     h, exact = p.summaries["h"], p.summaries["exact"]
     assert (exact.optimal, exact.runs) == (2, 3)
+    # b did not prove optimality: it counts at 2 x 60 s in the penalised SGM
+    assert exact.sgm_penalised == pytest.approx(((4 + 10) * (120 + 10) * (1 + 10)) ** (1 / 3) - 10)
+    assert math.isnan(h.sgm_penalised)
     assert (h.optimal, h.with_optimum) == (1, 2)
     assert h.gaps_to_optimum == pytest.approx([0.1, 0.0])
     assert h.gaps_to_bound == pytest.approx([2 / 16])  # no optimum on b: labelled as a gap to the bound
