@@ -115,16 +115,22 @@ def _plot(path: Path, caps: list[float], table: dict[str, list[float | None]]) -
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    for label, row in table.items():
+    colors = plt.get_cmap("tab20").colors
+    markers = "os^vD<>ph*X"
+    for n, (label, row) in enumerate(table.items()):
         points = [(c, x) for c, x in zip(caps, row, strict=True) if x is not None]
-        if points:
-            style = "k-" if label.startswith("MILP") else "o--"
-            ax.plot(
-                *zip(*points, strict=True),
-                style if label.startswith("MILP") else "o--",
-                label=label,
-                linewidth=2 if label.startswith("MILP") else 1,
-            )
+        if not points:
+            continue
+        if label.startswith("MILP"):
+            style = {"color": "black", "linewidth": 2.5, "linestyle": ":" if "recompute" in label else "-"}
+        else:
+            style = {
+                "color": colors[2 * n % 20],
+                "marker": markers[n % len(markers)],
+                "linestyle": "--",
+                "linewidth": 1,
+            }
+        ax.plot(*zip(*points, strict=True), label=label, **style)
     ax.set_xlabel("activation-memory cap per device (GB; one micro-batch = 2 GB)")
     ax.set_ylabel("makespan (s)")
     ax.set_title("Pipeline schedules: makespan vs memory cap (p=4, m=8)")
