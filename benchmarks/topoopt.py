@@ -88,7 +88,7 @@ def stride_family() -> None:
             )
 
 
-def model_family(steps_per_op: int, write: bool) -> None:
+def model_family(steps_per_op: int) -> None:
     n, gbps = 128, 100
     print(
         f"\n== Model family at n = {n}, {gbps} Gbps ports, MCMC budget {steps_per_op} steps per op per fabric"
@@ -122,10 +122,21 @@ def model_family(steps_per_op: int, write: bool) -> None:
                 f"{ideal.iteration_time * 1e3:9.2f} {fat.iteration_time / topo.iteration_time:9.2f}x "
                 f"{elapsed:8.1f}  {used}"
             )
-            if write and d == 4:
-                write_model_instance(name, workload, topo.strategy, n, d, gbps, budget)
     print(f"(times in ms per iteration; the paper reports TopoOpt up to {PAPER_SPEEDUP}x faster than a")
     print(" similar-cost fat-tree; see docs/topoopt.md for why our figures differ)")
+
+
+#: Model-family instance grid (n, d, Gbps): the issue's n in {16..128}, d in {4, 6, 8}, 40/100 Gbps.
+MODEL_GRID = ((16, 6, 40), (32, 4, 100), (64, 8, 40), (128, 4, 100), (128, 6, 40), (128, 8, 100))
+
+
+def write_model_instances(steps_per_op: int) -> None:
+    """The traffic of the strategy the TopoOpt search finds, per model and grid point."""
+    for name, workload in H.WORKLOADS.items():
+        budget = max(100, steps_per_op * len(workload.ops))
+        for n, d, gbps in MODEL_GRID:
+            found = H.alternating_search(workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget)
+            write_model_instance(name, workload, found.strategy, n, d, gbps, budget)
 
 
 def write_model_instance(name: str, workload, strategy, n: int, d: int, gbps: int, budget: int) -> None:
@@ -135,12 +146,12 @@ def write_model_instance(name: str, workload, strategy, n: int, d: int, gbps: in
         T.PROBLEM,
         instance,
         description=(
-            f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbps, from the strategy "
+            f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbps, of the strategy "
             f"coopt.solvers.topoopt.alternating_search finds (seed 0, budget {budget}); heuristics only"
         ),
         source=workload.source,
     )
-    write_atomic(INSTANCES / f"2-model-{slug}-n{n}-d{d}.toml", text)
+    write_atomic(INSTANCES / f"2-model-{slug}-n{n}-d{d}-{gbps}g.toml", text)
 
 
 def write_stride_instances() -> None:
@@ -164,7 +175,8 @@ def main() -> None:
     stride_family()
     if args.write_instances:
         write_stride_instances()
-    model_family(args.steps_per_op, args.write_instances)
+        write_model_instances(args.steps_per_op)
+    model_family(args.steps_per_op)
 
 
 if __name__ == "__main__":

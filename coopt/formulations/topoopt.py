@@ -74,6 +74,8 @@ from coopt.instance import Fields
 from coopt.problem import TOL, Problem, Solution, Violation
 
 BITS_PER_BYTE = 8
+#: Largest n for which ``build`` makes the P1 MILP (n^2 (n - 1) flow variables: 108 k at 48).
+MAX_P1_SERVERS = 48
 
 
 # -- data model ------------------------------------------------------------------------------
@@ -240,6 +242,11 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
     and the model is the routing + ring-split LP on that topology.
     """
     n, d = instance.servers, instance.degree
+    if links is None and n > MAX_P1_SERVERS:
+        raise ValueError(
+            f"P1 has n^2 (n - 1) = {n * n * (n - 1)} flow variables at n = {n}; it is built for "
+            f"n <= {MAX_P1_SERVERS} (use the heuristics, e.g. --method topology_finder)"
+        )
     unit = busiest_sender(instance)
     m_scaled = mp_matrix(instance) / unit
     arcs = [(i, j) for i in range(n) for j in range(n) if i != j and (links is None or links[i][j] > 0)]
