@@ -6,6 +6,8 @@ research notes section 1(c); re-implemented here from that description).
 
 Every ``HEURISTICS`` entry returns a solution of :mod:`coopt.formulations.topoopt`: links,
 ring shares and per-source flows, whose ``objective`` is the checker's concurrent-flow rate.
+Below them: the alternating search over parallelization strategies (iteration-time model, ECMP
+pricing map, workloads of the six models) and the similar-cost fat-tree baseline.
 """
 
 from __future__ import annotations
@@ -328,7 +330,6 @@ class EcmpRouting:
 
     def __init__(self, links: np.ndarray):
         n = len(links)
-        self.links = links
         tails, heads = np.nonzero(links)
         self.capacity = links[tails, heads].astype(float)
         self.share = np.zeros((n, n, len(tails)), dtype=np.float32)
