@@ -81,6 +81,7 @@ def test_lp_milp_heuristic_chain(path):
     instance = load(path).instance
     milp = exact.run(PROBLEM, instance, "exact", OPTIONS)
     assert milp.status == "optimal" and milp.check["feasible"], milp.check
+    assert len(T.permutations_of(np.array(milp.solution["links"]))) == instance.degree
     lp = exact.lp_relaxation(PROBLEM, instance)
     assert lp >= milp.objective * (1 - 1e-6)
     for name, heuristic in H.HEURISTICS.items():
