@@ -280,3 +280,10 @@ def test_bad_instance_files_name_the_field(body, field, tmp_path):
 def test_generate_is_seeded():
     assert PROBLEM.generate(3, 2) == PROBLEM.generate(3, 2) != PROBLEM.generate(4, 2)
     assert math.isfinite(H.topology_finder(PROBLEM.generate(3, 2))["objective"])
+
+
+def test_permutation_split_rejects_irregular_links():
+    with pytest.raises(ValueError):
+        T.permutations_of(np.array([[0, 2, 0], [0, 0, 1], [1, 0, 0]]))
+    perms = T.permutations_of(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]))
+    assert sorted(map(tuple, perms)) == [(1, 2, 0), (2, 0, 1)]
