@@ -38,6 +38,8 @@ Sense = Literal["min", "max"]
 #: Relative tolerance used by checkers and by optimum comparisons (HiGHS' MIP feasibility
 #: tolerance is 1e-6; we compare objectives to the same order).
 TOL = 1e-6
+#: Absolute slack below which two objectives are the same number (only matters near zero).
+ABS_FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
@@ -104,14 +106,14 @@ class Problem:
         return [m for m in self.methods if m not in self.heuristics]
 
     def better(self, a: float, b: float) -> bool:
-        """True when objective ``a`` is strictly better than ``b`` beyond tolerance."""
-        slack = TOL * max(1.0, abs(a), abs(b))
+        """True when objective ``a`` is strictly better than ``b`` beyond relative tolerance."""
+        slack = TOL * max(abs(a), abs(b)) + ABS_FLOOR
         return a < b - slack if self.sense == "min" else a > b + slack
 
 
 def close(a: float, b: float, rel: float = TOL) -> bool:
-    """Objective equality at the suite's tolerance."""
-    return math.isclose(a, b, rel_tol=rel, abs_tol=rel)
+    """Objective equality at the suite's relative tolerance (objectives may be tiny, e.g. seconds)."""
+    return math.isclose(a, b, rel_tol=rel, abs_tol=ABS_FLOOR)
 
 
 def relative_gap(value: float, reference: float) -> float:
