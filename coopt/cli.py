@@ -173,10 +173,20 @@ def _print_reports(reports) -> None:
             _fmt(r.objective),
             _fmt(r.bound),
             _fmt(r.gap, 3),
-            "yes" if r.check["feasible"] else "[bold red]NO[/]",
+            _verdict(r),
             f"{r.times['total']:.3f}",
         )
     out.print(table)
+    for r in reports:
+        if r.solution is None and r.check["violations"]:
+            out.print(f"  {Path(r.instance).name} {r.method}: {r.check['violations'][0]}")
+
+
+def _verdict(report) -> str:
+    """The checker's word on a solution; '-' where the method returned none."""
+    if report.solution is None:
+        return "-"
+    return "yes" if report.check["feasible"] else "[bold red]NO[/]"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -299,7 +309,7 @@ def cmd_showcase(args: argparse.Namespace) -> int:
                 _fmt(r.objective),
                 "-" if gap is None else f"{100 * gap:.2f} %",
                 f"{r.times['total']:.3f}",
-                "yes" if r.check["feasible"] else "[bold red]NO[/]",
+                _verdict(r),
             )
         table.add_section()
         reports.extend(rows)

@@ -72,6 +72,7 @@ import pyomo.environ as pyo
 
 from coopt.instance import Fields
 from coopt.problem import TOL, Problem, Solution, Violation
+from coopt.solvers.exact import NoSolution
 
 BITS_PER_BYTE = 8
 #: Largest n for which ``build`` makes the P1 MILP (n^2 (n - 1) flow variables: 108 k at 48).
@@ -243,7 +244,7 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
     """
     n, d = instance.servers, instance.degree
     if links is None and n > MAX_P1_SERVERS:
-        raise ValueError(
+        raise NoSolution(
             f"P1 has n^2 (n - 1) = {n * n * (n - 1)} flow variables at n = {n}; it is built for "
             f"n <= {MAX_P1_SERVERS} (use the heuristics, e.g. --method topology_finder)"
         )

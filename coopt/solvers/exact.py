@@ -24,7 +24,9 @@ STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_
 
 
 class NoSolution(Exception):
-    """Raised by a heuristic that ends without a feasible solution (reported as ``no_solution``)."""
+    """Raised by a method that ends without a solution, or declines an instance it is not built
+    for (a heuristic whose schedule cannot meet the memory cap, an exact model too large to
+    build). Reported as status ``no_solution`` with the reason; not an error."""
 
 
 @dataclass
@@ -227,13 +229,12 @@ def run(
                 bound = objective
         else:
             t0 = time.perf_counter()
-            try:
-                solution = problem.heuristics[method](instance, seed=options.seed)
-                status = "feasible"
-                objective = float(solution["objective"])
-            except NoSolution as exc:
-                status, objective, error = "no_solution", None, f"no solution: {exc}"
+            solution = problem.heuristics[method](instance, seed=options.seed)
             times["solve"] = time.perf_counter() - t0
+            status, objective = "feasible", float(solution["objective"])
+    except NoSolution as exc:  # the method declined or found nothing: say why, not an error
+        status, objective, solution = "no_solution", None, None
+        error = f"no solution: {exc}"
     except Exception as exc:  # report, never hide: the row says error and why
         status, objective, solution = "error", None, None
         error = f"{type(exc).__name__}: {exc}"
