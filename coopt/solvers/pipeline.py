@@ -350,6 +350,8 @@ def _natural_orders(instance: Instance) -> Orders:
     """1F1B for one chunk per device, the interleaved order otherwise (Megatron's schedules)."""
     if instance.chunks == 1:
         return _one_f_one_b_orders(instance)
+    if instance.placement != "interleaved" or instance.microbatches % instance.stages:
+        raise NoSolution("Megatron's schedules need chunks = 1, or placement 'interleaved' with p dividing m")
     uncapped = replace(instance, memory_cap_gb=None, allow_recompute=False, allow_offload=False)
     solution = interleaved_one_f_one_b(uncapped)
     orders: Orders = {d: [] for d in range(instance.stages)}
