@@ -287,3 +287,20 @@ def test_stage_span_never_exceeds_makespan_optimum_under_caps():
     for instance in (toy(3, 4, 4.0), toy(2, 4, 3.0, rec=True)):
         span = replace(instance, objective="stage_span")
         assert _exact(span).objective <= _exact(instance).objective + 1e-6
+
+
+def test_offload_never_shortens_a_fixed_order():
+    """Research g.15: for a fixed compute order, offloading adds copy waits but no compute, so the
+    simulated makespan never drops; a short round trip inside the first micro-batch's long F -> B
+    gap on stage 0 changes nothing."""
+    for tau in (0.25, 2.0):
+        instance = replace(toy(3, 4, None, off=True), d2h_s=(tau,) * 3, h2d_s=(tau,) * 3)
+        orders = schedules._one_f_one_b_orders(instance)
+        keep = pm.simulate(instance, orders).makespan(instance)
+        items = [(k, j) for k in range(3) for j in range(4)]
+        for n in range(len(items) + 1):
+            timed = pm.simulate(instance, orders, dict.fromkeys(items[:n], pm.OFFLOAD))
+            assert timed.makespan(instance) >= keep - 1e-9
+            assert pm.check(instance, pm.to_solution(instance, timed)) == []
+            if tau == 0.25 and n == 1:
+                assert close(timed.makespan(instance), keep)
