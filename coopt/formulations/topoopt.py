@@ -30,6 +30,7 @@ demand enters only through ``mu_gq = theta * lambda_gq``]::
          sum_j f^s_vj - sum_i f^s_iv = theta M_sv* + sum_g c_g sum_q mu_gq           (v = s)
                                      = -(theta M_sv + sum_g c_g sum_{q: s+q=v} mu_gq)  (v != s)
          sum_s f^s_ij <= (B / 8) x_ij
+         theta >= (B / 8) / sum_st D_st     (valid: a stride-1 ring routes everything)
          f, mu, theta >= 0
 
 with ``M_sv* = sum_t M_st``: source-aggregated flows ``f^s``, one commodity per source.
@@ -297,6 +298,12 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
     model.capacity = pyo.Constraint(
         model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in range(n)) <= m.links[i, j]
     )
+    if links is None:
+        # Valid floor: a stride-1 ring (plus any d - 1 permutations) carries every byte over each
+        # arc at most once, so theta* >= 1 / (total scaled demand). It cuts off the degenerate
+        # theta = 0 incumbent HiGHS can return at a time limit, whose routing means nothing.
+        total = (float(mp_matrix(instance).sum()) + n * sum(ring_bytes(g) for g in instance.allreduce)) / unit
+        model.theta_floor = pyo.Constraint(expr=model.theta >= 1.0 / total)
     model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
     return model
 
