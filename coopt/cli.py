@@ -177,9 +177,16 @@ def _print_reports(reports) -> None:
             f"{r.times['total']:.3f}",
         )
     out.print(table)
-    for r in reports:
-        if r.solution is None and r.check["violations"]:
-            out.print(f"  {Path(r.instance).name} {r.method}: {r.check['violations'][0]}")
+    _print_declined(reports)
+
+
+def _print_declined(reports) -> None:
+    """Say why each row without a solution has none (declined, time limit, error)."""
+    declined = [r for r in reports if r.solution is None and r.check["violations"]]
+    if declined:
+        out.print("Rows without a solution, and why:")
+    for r in declined:
+        out.print(f"  {r.problem} {r.method} on {Path(r.instance).name}: {r.check['violations'][0]}")
 
 
 def _verdict(report) -> str:
@@ -314,6 +321,7 @@ def cmd_showcase(args: argparse.Namespace) -> int:
         table.add_section()
         reports.extend(rows)
     out.print(table)
+    _print_declined(reports)
     return _exit_status(reports)
 
 
