@@ -15,17 +15,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from coopt import registry
+from coopt.console import out
 from coopt.errors import CooptError, UsageError
 from coopt.instance import Loaded, load, to_toml, write_atomic
 from coopt.problem import SolveOptions, relative_gap
 from coopt.progress import ticker
-
-# Piped output (CI logs, files) gets a wide page instead of rich's 80-column default.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
 
 def instances_dir() -> Path:

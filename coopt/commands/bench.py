@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -26,9 +25,8 @@ from rich.progress import Progress as RichProgress
 from rich.table import Column
 
 from coopt.analysis import bench
+from coopt.console import err
 from coopt.errors import UsageError
-
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _loud(row: dict[str, Any]) -> None:

@@ -20,13 +20,11 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from rich.console import Console
 from rich.table import Table
 
 from coopt.analysis import bounds
+from coopt.console import out
 from coopt.errors import UsageError
-
-out = Console(highlight=False, soft_wrap=True)
 
 _OPERATORS = {
     ast.Add: operator.add,

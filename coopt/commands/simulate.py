@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from coopt.console import out
 from coopt.errors import UsageError
 from coopt.formulations import provisioning as P
 from coopt.instance import load
@@ -39,7 +39,6 @@ from coopt.simulation import (
 from coopt.simulation.statistics import Estimate
 
 # Wide when writing to a file or pipe, so the per-class columns are not truncated.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
