@@ -296,6 +296,8 @@ def cmd_showcase(args: argparse.Namespace) -> int:
         if args.problems and name not in args.problems:
             continue
         files = small_shipped(name) or shipped(name)
+        if problem.showcase:
+            files = [instances_dir() / name / problem.showcase]
         if not files:
             continue
         item = load(files[0])

@@ -23,6 +23,8 @@ Conventions:
   bounded-time) methods, one function each, deterministic for a given seed.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
   ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
+* ``showcase`` (optional) names the small shipped file ``coopt showcase`` solves, where the first
+  one in sort order would show the problem poorly.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class Problem:
     exact: Callable[[Any, SolveOptions], ExactOutcome] | None = None
     sizes: tuple[int, ...] = (1, 2, 3)
     size_doc: str = "scale"
+    #: The small shipped file ``coopt showcase`` solves (default: the first ``0-*`` file).
+    showcase: str | None = None
 
     @property
     def methods(self) -> list[str]:

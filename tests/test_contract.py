@@ -149,3 +149,9 @@ def test_generator_is_seeded_and_its_instances_are_valid(name, tmp_path):
         report = run(problem, instance, method, SolveOptions(seed=0))
         if report.status != "no_solution":
             assert report.check["feasible"], (method, report.check["violations"])
+
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.get(n).showcase], ids=str)
+def test_showcase_file_is_a_small_shipped_instance(name):
+    names = [p.name for p in small_shipped(name)]
+    assert registry.get(name).showcase in names

@@ -28,4 +28,5 @@ PROBLEM = Problem(
     heuristics=HEURISTICS,
     sizes=(2, 3, 4),
     size_doc="p stages (m = 2p micro-batches)",
+    showcase="0-p3m4-cap6.toml",  # a cap where 1F1B, ZB and Chronos fit and GPipe does not
 )
