@@ -1,11 +1,13 @@
 """The HiGHS route's report: statuses, bounds, units and the time split."""
 
+import random
+
 import pyomo.environ as pyo
 import pytest
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
 from coopt.problem import SolveOptions
-from coopt.solvers.exact import report_status, solve_model
+from coopt.solvers.exact import incumbent_trace, report_status, solve_model
 
 
 @pytest.mark.parametrize(
@@ -46,3 +48,99 @@ def test_optimal_objective_bound_and_unit():
 def test_infeasible_is_reported_not_raised():
     result = solve_model(small_mip(infeasible=True), SolveOptions())
     assert result.status == "infeasible" and result.objective is None
+
+
+# -- the incumbent trace ----------------------------------------------------------------------
+
+
+def hard_knapsack(n: int, seed: int, sense, unit: float, offset: float):
+    """A 0/1 knapsack with values close to weights (so the LP bound is weak and HiGHS branches);
+    the minimisation counts the value left out. Returns the model and its optimum by DP."""
+    rng = random.Random(seed)
+    weights = [rng.randint(100, 1000) for _ in range(n)]
+    values = [w + rng.randint(-50, 50) for w in weights]
+    capacity = sum(weights) // 2
+    best = [0] * (capacity + 1)  # best[c]: most value within capacity c
+    for v, w in zip(values, weights, strict=True):
+        for c in range(capacity, w - 1, -1):
+            best[c] = max(best[c], best[c - w] + v)
+    m = pyo.ConcreteModel()
+    m.take = pyo.Var(range(n), domain=pyo.Binary)
+    m.capacity = pyo.Constraint(expr=sum(w * m.take[k] for k, w in enumerate(weights)) <= capacity)
+    if sense == "max":
+        m.obj = pyo.Objective(
+            expr=offset + sum(v * m.take[k] for k, v in enumerate(values)), sense=pyo.maximize
+        )
+        optimum = offset + best[capacity]
+    else:
+        left = sum(v * (1 - m.take[k]) for k, v in enumerate(values))
+        m.obj = pyo.Objective(expr=offset + left, sense=pyo.minimize)
+        optimum = offset + sum(values) - best[capacity]
+    m.objective_unit = unit
+    return m, unit * optimum
+
+
+@pytest.mark.parametrize("sense", ["max", "min"])
+def test_trace_of_a_branching_milp_is_monotone_and_ends_on_the_report(sense):
+    model, optimum = hard_knapsack(30, 1, sense, unit=0.5, offset=7.0)
+    result = solve_model(model, SolveOptions())
+    assert result.status == "optimal" and result.objective == pytest.approx(optimum)
+    assert result.size == {"rows": 1, "columns": 30, "nonzeros": 30}
+    assert result.nodes is not None and result.nodes > 1  # branch and bound ran
+    trace = result.trace
+    assert len(trace) >= 2  # callback events, not only the final answer
+    times = [t for t, _, _ in trace]
+    assert times == sorted(times) and times[0] >= 0 and times[-1] <= result.solve + 1e-9
+    primals = [p for _, p, _ in trace if p is not None]
+    duals = [d for _, _, d in trace if d is not None]
+    assert primals and duals
+    # problem units: incumbents never beyond the optimum, dual bounds never short of it
+    better = (lambda a, b: a >= b - 1e-9) if sense == "max" else (lambda a, b: a <= b + 1e-9)
+    assert all(better(optimum, p) for p in primals)
+    assert all(better(d, optimum) for d in duals)
+    # incumbents improve, bounds tighten, in the problem's own direction
+    assert all(better(b, a) for a, b in zip(primals, primals[1:], strict=False))
+    assert all(better(a, b) for a, b in zip(duals, duals[1:], strict=False))
+    assert trace[-1][1] == result.objective and trace[-1][2] == result.bound
+
+
+def test_trace_falls_back_to_the_final_answer_without_callbacks(monkeypatch):
+    from coopt.solvers import exact
+
+    monkeypatch.setattr(exact, "_record_events", lambda highs: [])
+    model, optimum = hard_knapsack(12, 2, "max", unit=1.0, offset=0.0)
+    result = exact.solve_model(model, SolveOptions())
+    assert result.trace == [(result.solve, result.objective, result.bound)]
+    assert result.objective == pytest.approx(optimum)
+    assert exact._record_events(object()) == []  # no callback attributes: nothing subscribed, no error
+
+
+def test_incumbent_trace_by_hand():
+    inf = float("inf")
+    events = [(0.1, -inf, inf), (0.2, 4.0, inf), (0.3, 4.0, inf), (0.5, 6.0, 10.0), (0.7, 8.0, 8.0 + 1e-12)]
+    # maximisation in model units x2: unknown bounds become None, the repeat at 0.3 goes, the last
+    # event (already the final answer to 1e-9) takes the final answer's exact values
+    assert incumbent_trace(events, 2.0, 0.9, 16.0, 16.0) == [
+        (0.1, None, None),
+        (0.2, 8.0, None),
+        (0.5, 12.0, 20.0),
+        (0.7, 16.0, 16.0),
+    ]
+    # the final answer differs from the last event (a better bound at the end): appended at `end`
+    assert incumbent_trace(events[:2], 1.0, 0.9, 4.0, 5.0)[-1] == (0.9, 4.0, 5.0)
+    assert incumbent_trace([], 1.0, 0.4, None, None) == [(0.4, None, None)]
+
+
+def test_report_carries_trace_size_and_nodes_outside_the_json():
+    import knapsack
+
+    from coopt.solvers.exact import run
+
+    instance = knapsack.generate(5, 13)  # 30 items
+    milp = run(knapsack.PROBLEM, instance, "exact")  # no DP: the MILP route
+    assert len(instance.values) == 30 and milp.status == "optimal"
+    assert milp.trace and milp.trace[-1][1] == milp.objective
+    assert milp.model_size["columns"] == 30 and milp.nodes is not None
+    assert not {"trace", "model_size", "nodes"} & set(milp.to_json())
+    greedy = run(knapsack.PROBLEM, instance, "greedy")
+    assert greedy.trace == [] and greedy.model_size == {} and greedy.nodes is None

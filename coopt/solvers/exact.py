@@ -4,10 +4,27 @@ method, exact or heuristic, produces.
 Times are kept apart, as in every honest MIP benchmark: ``build`` is the Python model
 construction, ``handoff`` the translation into HiGHS (``set_instance``), ``solve`` HiGHS' own run
 time, ``total`` the wall time of the whole call including extraction and checking.
+
+Incumbent history. While HiGHS runs, :func:`solve_model` records a *trace* of
+``(t, primal, dual)`` points: ``t`` is HiGHS' own running time in seconds (its clock starts when
+the solve starts, after the hand-off), ``primal`` the incumbent objective and ``dual`` the dual
+bound, both in problem units (the model's ``objective_unit`` applied), None while unknown. The
+points come from two highspy callbacks, ``cbMipImprovingSolution`` (every new incumbent) and
+``cbMipLogging`` (every line of HiGHS' MIP log: new incumbents, bound progress, and at least every
+few seconds); each event costs one tuple append, and nothing runs per node. The trace ends with
+the final answer (the report's objective and bound) if the last event does not already say it.
+Where the callbacks are unavailable, or HiGHS never enters branch and bound (an LP, a model
+presolve solves), the trace is that final point alone. HiGHS' MIP log callback fires only while
+its ``output_flag`` is on (the default); with it off the trace has the incumbents only.
+
+The trace, the model size (rows, columns, nonzeros as HiGHS holds them after the hand-off) and
+the node count are attributes of :class:`MilpResult` and :class:`SolveReport`, not keys of
+:meth:`SolveReport.to_json`, whose keys are fixed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +36,9 @@ from pyomo.contrib.solver.solvers.highs import Highs
 
 import coopt
 from coopt.problem import ExactOutcome, Problem, Solution, SolveOptions, relative_gap
+
+#: One point of the incumbent history: (seconds into HiGHS' run, primal, dual), problem units.
+TracePoint = tuple[float, float | None, float | None]
 
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "error")
 
@@ -38,11 +58,17 @@ class MilpResult:
     solve: float
     solver_version: str
     nodes: int | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    size: dict[str, int] = field(default_factory=dict)  # rows, columns, nonzeros
 
 
 @dataclass
 class SolveReport:
-    """One (instance, method) result; :meth:`to_json` gives exactly the documented keys."""
+    """One (instance, method) result; :meth:`to_json` gives exactly the documented keys.
+
+    ``trace``, ``model_size`` and ``nodes`` are filled for the MILP route only (see the module
+    docstring) and stay out of :meth:`to_json`.
+    """
 
     problem: str
     instance: str
@@ -59,6 +85,9 @@ class SolveReport:
     threads: int
     solution: Solution | None
     check: dict[str, Any] = field(default_factory=dict)
+    trace: list[TracePoint] = field(default_factory=list)
+    model_size: dict[str, int] = field(default_factory=dict)
+    nodes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,12 +135,79 @@ def report_status(termination: TerminationCondition, has_incumbent: bool) -> str
     return "feasible" if has_incumbent else "error"
 
 
+def _model_size(highs: Any) -> dict[str, int]:
+    """Rows, columns and nonzeros of the model HiGHS holds; empty where highspy cannot say."""
+    try:
+        return {
+            "rows": int(highs.getNumRow()),
+            "columns": int(highs.getNumCol()),
+            "nonzeros": int(highs.getNumNz()),
+        }
+    except Exception:  # another highspy: the size is a nicety, never a reason to fail the solve
+        return {}
+
+
+def _record_events(highs: Any) -> list[tuple[float, float, float]]:
+    """Subscribe to HiGHS' new-incumbent and MIP-log callbacks and return the list they fill while
+    HiGHS runs: (running time, primal bound, dual bound) in model units, +-inf while unknown. Where
+    a callback cannot be subscribed (another highspy) the list just gets fewer or no events."""
+    events: list[tuple[float, float, float]] = []
+
+    def record(event: Any) -> None:
+        out = event.data_out
+        events.append((out.running_time, out.mip_primal_bound, out.mip_dual_bound))
+
+    for name in ("cbMipImprovingSolution", "cbMipLogging"):
+        try:
+            getattr(highs, name).subscribe(record)
+        except Exception:  # callbacks unavailable: the trace falls back to the final answer
+            continue
+    return events
+
+
+def _in_problem_units(value: float | None, unit: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else value * unit
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def incumbent_trace(
+    events: list[tuple[float, float, float]],
+    unit: float,
+    end: float,
+    objective: float | None,
+    bound: float | None,
+) -> list[TracePoint]:
+    """The trace from raw callback events (model units): problem units, unknown bounds as None,
+    points that repeat the previous (primal, dual) dropped, and the final answer (``objective``,
+    ``bound``, problem units, at ``end`` seconds) as the last point. A last event that already
+    says the final answer (to 1e-9) is replaced by it exactly, so the trace ends on the report."""
+    trace: list[TracePoint] = []
+    for t, primal, dual in events:
+        point = (float(t), _in_problem_units(primal, unit), _in_problem_units(dual, unit))
+        if not trace or point[1:] != trace[-1][1:]:
+            trace.append(point)
+    if trace and _same(trace[-1][1], objective) and _same(trace[-1][2], bound):
+        trace[-1] = (trace[-1][0], objective, bound)
+    else:
+        trace.append((max(end, trace[-1][0]) if trace else end, objective, bound))
+    return trace
+
+
 def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
-    """Hand ``model`` to HiGHS, solve it and load the incumbent (if any) into the model."""
+    """Hand ``model`` to HiGHS, solve it and load the incumbent (if any) into the model; record the
+    incumbent history (see the module docstring)."""
     solver = Highs()
     t0 = time.perf_counter()
     solver.set_instance(model)
     handoff = time.perf_counter() - t0
+    highs = getattr(solver, "_solver_model", None)  # the highspy.Highs that set_instance filled
+    size = _model_size(highs)
+    events = _record_events(highs)
     results = solver.solve(
         model,
         time_limit=options.time_limit,
@@ -127,17 +223,19 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
     if has_incumbent:
         results.solution_loader.load_vars()
     unit = objective_unit(model)
-    objective = results.incumbent_objective if has_incumbent else None
-    bound = results.objective_bound
+    objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
+    bound = _in_problem_units(results.objective_bound, unit)
     nodes = getattr(results.extra_info, "mip_node_count", None)
     return MilpResult(
         status=status,
-        objective=None if objective is None else objective * unit,
-        bound=None if bound is None or abs(bound) == float("inf") else bound * unit,
+        objective=objective,
+        bound=bound,
         handoff=handoff,
         solve=solve,
         solver_version=".".join(map(str, results.solver_version)),
         nodes=nodes,
+        trace=incumbent_trace(events, unit, solve, objective, bound),
+        size=size,
     )
 
 
@@ -207,6 +305,9 @@ def run(
     bound = None
     solution: Solution | None = None
     error: str | None = None
+    trace: list[TracePoint] = []
+    model_size: dict[str, int] = {}
+    nodes: int | None = None
     try:
         if method == "milp" or (method == "exact" and problem.exact is None):
             t0 = time.perf_counter()
@@ -216,6 +317,7 @@ def run(
             times["handoff"], times["solve"] = result.handoff, result.solve
             solver = {"name": "highs", "version": result.solver_version}
             status, objective, bound = result.status, result.objective, result.bound
+            trace, model_size, nodes = result.trace, result.size, result.nodes
             if result.objective is not None:
                 solution = problem.extract(model, instance)
                 solution["objective"] = result.objective
@@ -261,4 +363,7 @@ def run(
         threads=options.threads,
         solution=solution,
         check=check,
+        trace=trace,
+        model_size=model_size,
+        nodes=nodes,
     )
