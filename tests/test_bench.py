@@ -26,15 +26,19 @@ from coopt.analysis import bench
 from coopt.analysis.bench_metrics import (
     fit_power_law,
     performance_ratios,
+    primal_dual_gap,
+    primal_dual_integral,
     primal_gap,
     primal_integral,
     profile,
     shifted_geometric_mean,
+    trace_incumbents,
 )
 from coopt.analysis.bench_report import (
     README_BEGIN,
     README_END,
     analyse,
+    method_table,
     profile_costs,
     reach,
     scaling_curves,
@@ -190,6 +194,25 @@ def test_primal_gap_and_integral_by_hand():
     assert primal_integral([], 10.0, 4.0) == pytest.approx(4.0)
 
 
+# A minimisation MILP's trace on HiGHS' clock, which starts 1 s into the run (build + hand-off):
+# no incumbent until 1.0 (dual 20 known from 0.5), then 14, 11 and the optimum 10 at 3.0.
+TRACE = [[0.5, None, 20.0], [1.0, 14.0, 20.0], [2.0, 11.0, 10.5], [3.0, 10.0, 10.0]]
+
+
+def test_primal_and_primal_dual_integral_of_a_trace_by_hand():
+    assert primal_dual_gap(14.0, 20.0) == pytest.approx(0.3)
+    assert primal_dual_gap(14.0, None) == primal_dual_gap(None, 20.0) == 1.0
+    incumbents = trace_incumbents(TRACE, start=1.0)
+    assert incumbents == [(2.0, 14.0), (3.0, 11.0), (4.0, 10.0)]
+    # horizon 5: gap 1 on [0, 2), 4/14 on [2, 3), 1/11 on [3, 4), 0 on [4, 5)
+    assert primal_integral(incumbents, 10.0, 5.0) == pytest.approx(2 + 4 / 14 + 1 / 11)
+    # gap 1 on [0, 2) (no incumbent before 2, though a bound from 1.5), 6/20 on [2, 3),
+    # 0.5/11 on [3, 4), 0 on [4, 5)
+    assert primal_dual_integral(TRACE, 5.0, start=1.0) == pytest.approx(2 + 0.3 + 0.5 / 11)
+    # a horizon inside the run cuts the trace off
+    assert primal_dual_integral(TRACE, 2.5, start=1.0) == pytest.approx(2 + 0.5 * 0.3)
+
+
 def test_power_law_fit_recovers_the_exponent():
     sizes = [2, 4, 8, 16]
     k, a = fit_power_law(sizes, [3.0 * n**2.5 for n in sizes])
@@ -269,6 +292,26 @@ def test_analysis_gaps_counts_and_conflicts():
     assert [r["method"] for r in analyse(broken).failures] == ["h2"]
 
 
+def test_milp_rows_use_their_trace_and_heuristics_one_incumbent_labelled():
+    milp = _row("milp", 10.0, "optimal", 10.0, "exact", total=4.0)
+    milp["times"] = {"build": 0.6, "handoff": 0.4, "solve": 3.0, "total": 4.0}
+    milp.update(trace=TRACE, nodes=7, model_size={"rows": 3, "columns": 5, "nonzeros": 12})
+    rows = [milp, _row("h", 11.0, total=5.0)]  # the horizon is h's 5 s
+    p = analyse(rows).problems["p"]
+    m, h = p.summaries["milp"], p.summaries["h"]
+    assert m.primal_integrals == pytest.approx([2 + 4 / 14 + 1 / 11])
+    assert m.primal_dual_integrals == pytest.approx([2 + 0.3 + 0.5 / 11])
+    assert (m.integral_kinds, h.integral_kinds) == ({"trace"}, {"final"})
+    assert h.primal_integrals == pytest.approx([5.0]) and h.primal_dual_integrals == []
+    table = {line.split(" | ")[0].strip("| "): line for line in method_table(p).splitlines()}
+    assert "(trace)" in table["milp"] and "(final)" in table["h"]
+    assert "3 x 5, 12 nz" in table["milp"] and "7 / 7" in table["milp"]
+    # without its trace (an older row) the same MILP falls back to one incumbent at 4 s
+    del milp["trace"]
+    old = analyse(rows).problems["p"].summaries["milp"]
+    assert old.integral_kinds == {"final"} and old.primal_integrals == pytest.approx([4.0])
+
+
 def test_a_proof_past_the_time_limit_does_not_count_for_scaling():
     rows = []
     for size, total in ((1, 0.5), (2, 5.0), (4, 90.0)):  # the last one proved, but after 90 s
@@ -313,11 +356,16 @@ def test_local_run_covers_every_task_and_checks_every_solution(toys, tmp_path):
         by_case.setdefault((row["instance"], row["seed"]), {})[row["method"]] = row
     for (instance, seed), methods in by_case.items():
         if instance.startswith("generated:size="):
-            truth = brute_force(knapsack.generate(seed, int(instance.removeprefix("generated:size="))))
+            items = knapsack.generate(seed, int(instance.removeprefix("generated:size=")))
         else:  # file:0-seed<N>.toml holds knapsack.generate(N, 1)
-            truth = brute_force(knapsack.generate(int(instance.removeprefix("file:0-seed")[0]), 1))
+            items = knapsack.generate(int(instance.removeprefix("file:0-seed")[0]), 1)
+        truth = brute_force(items)
         assert methods["exact"]["objective"] == pytest.approx(truth)
         assert methods["milp"]["objective"] == pytest.approx(truth)
+        trace = methods["milp"]["trace"]  # HiGHS' incumbent history, ending on the answer
+        assert trace and trace[-1][1] == methods["milp"]["objective"]
+        assert methods["milp"]["model_size"]["columns"] == len(items.values)
+        assert all(methods[m]["trace"] is None for m in ("exact", *TOY.heuristics))
         for h in TOY.heuristics:
             assert methods[h]["objective"] <= truth + 1e-9
     lines = (tmp_path / "out" / bench.RESULTS).read_text().splitlines()

@@ -286,6 +286,18 @@ def _failed_row(task: Task, status: str, why: str, seconds: float) -> dict[str, 
     }
 
 
+def _milp_extras(
+    trace: Sequence[tuple[float, float | None, float | None]], size: dict[str, int], nodes: int | None
+) -> dict[str, Any]:
+    """The MILP route's incumbent history (``[t, primal, dual]`` lists, HiGHS' seconds, problem
+    units), model size and node count as row keys; None for the other methods."""
+    return {
+        "trace": [list(point) for point in trace] or None,
+        "model_size": dict(size) or None,
+        "nodes": nodes,
+    }
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task and return its result row; never raises (a failure is a row saying why)."""
     from coopt.instance import load, to_toml
@@ -312,12 +324,17 @@ def run_task(task: Task) -> dict[str, Any]:
         options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed)
         started = time.perf_counter()  # from here on the method's own time (and the cap) counts
         with watchdog(wall_cap(task, kind)):
-            row = run(problem, instance, task.method, options, path=task.instance, sha256=sha).to_json()
+            report = run(problem, instance, task.method, options, path=task.instance, sha256=sha)
+        row = report.to_json()
+        row.update(_milp_extras(report.trace, report.model_size, report.nodes))
     except Overrun as exc:  # too slow: no solution within the cap, like a time limit
         row = _failed_row(task, "time_limit", str(exc), time.perf_counter() - started)
     except Exception as exc:  # loading or generating failed: the row says so, loudly
         row = _failed_row(task, "error", f"{type(exc).__name__}: {exc}", time.perf_counter() - started)
     row["sense"] = row.get("sense") or sense
+    row.setdefault("trace", None)
+    row.setdefault("model_size", None)
+    row.setdefault("nodes", None)
     row.update(
         key=task.key,
         family=task.family,

@@ -18,6 +18,15 @@
                     = |opt - z| / max(|opt|, |z|)    otherwise
       P(T) = integral_0^T gamma(t) dt   with gamma(t) the step function of the incumbents.
 
+  The primal-dual integral (research notes section 2.2, after Berthold) puts the running dual bound
+  d(t) in place of opt, so it needs no known optimum::
+
+      gamma_pd(t) = 1                 while there is no incumbent z(t) or no finite bound d(t)
+                  = gamma(z(t), d(t)) otherwise
+      PD(T) = integral_0^T gamma_pd(t) dt
+
+  Both are left-step integrals: a value holds from the time it was found to the next one.
+
 * A power law t = a * n^k fitted by least squares on (ln n, ln t): the scaling exponent k.
 """
 
@@ -89,19 +98,48 @@ def primal_gap(value: float | None, optimum: float) -> float:
     return abs(optimum - value) / max(abs(optimum), abs(value))
 
 
+def step_integral(steps: Sequence[tuple[float, float]], horizon: float) -> float:
+    """Integral over [0, horizon] of the left-step function that is 1 before the first step and
+    ``value`` from each (time, value) step on. Steps at or after the horizon do not count; negative
+    times count as 0."""
+    total, since, value = 0.0, 0.0, 1.0
+    for at, new in sorted(steps):
+        if at >= horizon:
+            break
+        total += value * (max(at, 0.0) - since)
+        since, value = max(at, 0.0), new
+    return total + value * max(horizon - since, 0.0)
+
+
 def primal_integral(incumbents: Sequence[tuple[float, float]], optimum: float, horizon: float) -> float:
     """Integral over [0, horizon] of the primal gap of the step function of ``incumbents``.
 
     ``incumbents`` are (time found, objective) pairs; before the first one the gap is 1. Pairs
     found after the horizon do not count.
     """
-    total, since, gap = 0.0, 0.0, 1.0
-    for found, value in sorted(incumbents):
-        if found >= horizon:
-            break
-        total += gap * (max(found, 0.0) - since)
-        since, gap = max(found, 0.0), primal_gap(value, optimum)
-    return total + gap * max(horizon - since, 0.0)
+    return step_integral([(found, primal_gap(value, optimum)) for found, value in incumbents], horizon)
+
+
+def primal_dual_gap(primal: float | None, dual: float | None) -> float:
+    """gamma_pd in [0, 1]: the primal gap with the dual bound in place of the optimum; 1 while
+    either is unknown (None)."""
+    return 1.0 if dual is None else primal_gap(primal, dual)
+
+
+def primal_dual_integral(
+    trace: Sequence[tuple[float, float | None, float | None]], horizon: float, start: float = 0.0
+) -> float:
+    """Integral over [0, horizon] of gamma_pd of a solver's trace of (time, primal, dual) points,
+    each time shifted by ``start`` (when the solver's clock started on the common time axis)."""
+    return step_integral([(start + t, primal_dual_gap(p, d)) for t, p, d in trace], horizon)
+
+
+def trace_incumbents(
+    trace: Sequence[tuple[float, float | None, float | None]], start: float = 0.0
+) -> list[tuple[float, float]]:
+    """The (time, objective) incumbents of a trace, times shifted by ``start``: the input of
+    :func:`primal_integral`."""
+    return [(start + t, p) for t, p, _ in trace if p is not None]
 
 
 def fit_power_law(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, float] | None:

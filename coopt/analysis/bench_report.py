@@ -11,11 +11,16 @@ Cases and references
     measured against the optimum when there is one, else against the best bound, and the two are
     reported in separate columns (a gap to a bound is an upper estimate of the true gap).
 
-Primal integral
-    The rows keep only each method's final answer and its total time, not the incumbent history,
-    so the integral is Berthold's with one incumbent per run: gap 1 until the method returns, its
-    final primal gap afterwards, up to a common horizon per case (the longest run on that case).
-    It is reported only where the optimum is known.
+Primal and primal-dual integrals
+    Both run over a common horizon per case (the longest run on that case, total time). MILP rows
+    carry HiGHS' incumbent history (``trace``: [t, primal, dual] points, t on HiGHS' clock, which
+    starts after build and hand-off, so each t is shifted by the row's build + hand-off time); for
+    them the primal integral is Berthold's over the real incumbents, and the primal-dual integral
+    is reported too (it needs no optimum). Rows without a trace (heuristics, DP exact methods,
+    MILP rows written before traces existed) keep one incumbent per run: gap 1 until the method
+    returns, its final primal gap afterwards. Each method's table row says which kind it used
+    (``trace``, ``final``, or both). The primal integral is reported only where the optimum is
+    known.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from coopt.analysis.bench_metrics import (
     TIMER_RESOLUTION,
     fit_power_law,
     performance_ratios,
+    primal_dual_integral,
     primal_integral,
     profile,
     shifted_geometric_mean,
+    trace_incumbents,
 )
 from coopt.problem import TOL, close, relative_gap
 
@@ -90,6 +97,10 @@ class MethodSummary:
     gaps_to_optimum: list[float] = field(default_factory=list)
     gaps_to_bound: list[float] = field(default_factory=list)
     primal_integrals: list[float] = field(default_factory=list)
+    integral_kinds: set[str] = field(default_factory=set)  # trace (incumbent history) | final (one)
+    primal_dual_integrals: list[float] = field(default_factory=list)  # rows with a trace only
+    nodes: list[int] = field(default_factory=list)
+    model_sizes: list[dict[str, int]] = field(default_factory=list)
     penalised_times: list[float] = field(default_factory=list)  # exact: unproved runs at 2x the limit
 
     @property
@@ -204,6 +215,19 @@ def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
     summary.no_solution += verdict == "none"
     if ref.optimum is not None:
         summary.with_optimum += summary.kind == "heuristic"
+    trace = row.get("trace")
+    start = times["build"] + times["handoff"]  # HiGHS' clock starts after build and hand-off
+    if row.get("nodes") is not None:
+        summary.nodes.append(int(row["nodes"]))
+    if row.get("model_size"):
+        summary.model_sizes.append(row["model_size"])
+    if trace:
+        trusted = verdict in ("ok", "none")  # a rejected solution's history counts as no progress
+        summary.primal_dual_integrals.append(
+            primal_dual_integral(trace, ref.horizon, start) if trusted else ref.horizon
+        )
+    if ref.optimum is not None:
+        summary.integral_kinds.add("trace" if trace else "final")
     if verdict != "ok":
         if ref.optimum is not None:
             summary.primal_integrals.append(ref.horizon)
@@ -219,7 +243,8 @@ def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
         elif ref.bound is not None:
             summary.gaps_to_bound.append(relative_gap(value, ref.bound))
     if ref.optimum is not None:
-        summary.primal_integrals.append(primal_integral([(times["total"], value)], ref.optimum, ref.horizon))
+        incumbents = trace_incumbents(trace, start) if trace else [(times["total"], value)]
+        summary.primal_integrals.append(primal_integral(incumbents, ref.optimum, ref.horizon))
 
 
 # -- profiles and scaling --------------------------------------------------------------------
@@ -429,6 +454,21 @@ def _table(headers: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _integral(values: Sequence[float], kinds: set[str]) -> str:
+    """Mean integral with the kind of incumbent history it rests on."""
+    if not values:
+        return "-"
+    return f"{_fmt(statistics.fmean(values))} ({'+'.join(sorted(kinds, reverse=True))})"
+
+
+def _milp_size(sizes: Sequence[dict[str, int]]) -> str:
+    """The largest MILP (by nonzeros) of a method's rows: rows x columns, nonzeros."""
+    if not sizes:
+        return "-"
+    big = max(sizes, key=lambda z: (z.get("nonzeros", 0), z.get("rows", 0)))
+    return f"{big.get('rows', '?')} x {big.get('columns', '?')}, {big.get('nonzeros', '?')} nz"
+
+
 def method_table(problem: ProblemResults) -> str:
     body = []
     for s in problem.summaries.values():
@@ -448,7 +488,10 @@ def method_table(problem: ProblemResults) -> str:
                 _fmt(statistics.fmean(s.solve)),
                 _pct(s.gaps_to_optimum),
                 _pct(s.gaps_to_bound),
-                _fmt(statistics.fmean(s.primal_integrals)) if s.primal_integrals else "-",
+                _integral(s.primal_integrals, s.integral_kinds),
+                _fmt(statistics.fmean(s.primal_dual_integrals)) if s.primal_dual_integrals else "-",
+                f"{_fmt(statistics.fmean(s.nodes))} / {max(s.nodes)}" if s.nodes else "-",
+                _milp_size(s.model_sizes),
             ]
         )
     return _table(
@@ -466,7 +509,10 @@ def method_table(problem: ProblemResults) -> str:
             "solve [s]",
             "gap to optimum mean / worst",
             "gap to dual bound mean / worst",
-            "primal integral [s]",
+            "primal integral [s] (history)",
+            "primal-dual integral [s]",
+            "B&B nodes mean / max",
+            "largest MILP (rows x cols, nonzeros)",
         ],
         body,
     )
@@ -628,8 +674,12 @@ def write_report(rows: Iterable[Row], out: Path) -> Analysis:
         "the best dual bound where no optimum is known; for exact methods only runs that stopped short of "
         "optimality.",
         "- *primal integral*: Berthold's integral of the primal gap over a per-case common horizon (the "
-        "longest run), one incumbent per run (gap 1 until the method returns); only cases with a known "
-        "optimum.",
+        "longest run); only cases with a known optimum. *(trace)*: over HiGHS' real incumbent history "
+        "(MILP rows; HiGHS' clock shifted by build + hand-off); *(final)*: one incumbent per run, gap 1 "
+        "until the method returns, its final gap after (heuristics, DP exact methods).",
+        "- *primal-dual integral*: the integral of |primal - dual| / max(|primal|, |dual|) (1 while "
+        "either is unknown) over the same horizon, from HiGHS' trace; MILP rows only, no optimum needed.",
+        "- *B&B nodes*, *largest MILP*: HiGHS' node count and the model it was handed (MILP rows only).",
         "- *performance profiles*: Dolan-More; cases every method ran on; a failure has ratio infinity.",
         "",
     ]
