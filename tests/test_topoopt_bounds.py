@@ -112,3 +112,33 @@ def test_port_bound_holds_on_solved_instances(path):
         {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
     )
     assert report.objective <= port * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("path", sorted(INSTANCES.glob("2-model-*-n128-d[48]-100g.toml"))[:2])
+def test_cost_closed_forms_price_the_similar_cost_fattree(path):
+    """The fabric and fat-tree cost closed forms, fed the instance file's prices at the similar-cost
+    rate, spend the same; at every priced rate they equal the solver's cost functions."""
+    from coopt.solvers import topoopt as H
+
+    instance = load(path).instance
+    n, d, prices = instance.servers, instance.degree, instance.prices
+
+    def priced(tier: T.PriceTier) -> dict[str, float]:
+        return {
+            "n": n, "c_nic": tier.nic, "c_tr": tier.transceiver, "c_pp": tier.patch_panel_port,
+            "c_eps": tier.switch_port, "c_fib": prices.fibre_per_m, "L": prices.fibre_length,
+        }
+
+    def fabric(tier: T.PriceTier) -> float:
+        bound = get("topoopt.fabric_cost")
+        return bound.evaluate({k: v for k, v in priced(tier).items() if k != "c_eps"} | {"d": d})
+
+    def fattree(tier: T.PriceTier) -> float:
+        return get("topoopt.fattree_cost").evaluate({k: v for k, v in priced(tier).items() if k != "c_pp"})
+
+    for tier in prices.tiers:
+        gbps = tier.rate / 1e9
+        assert fabric(tier) == pytest.approx(H.topoopt_cost(n, d, gbps, prices), rel=1e-12)
+        assert fattree(tier) == pytest.approx(H.fattree_cost(n, gbps, prices), rel=1e-12)
+    budget = fabric(H.tier_at(prices, instance.bandwidth / 1e9))
+    assert fattree(H.tier_at(prices, H.similar_cost_fattree(instance))) == pytest.approx(budget, rel=1e-9)

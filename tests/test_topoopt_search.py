@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
 
 from coopt.analysis.bounds import get
+from coopt.errors import InstanceError
 from coopt.formulations import topoopt as T
 from coopt.instance import load, to_toml
 from coopt.solvers import topoopt as H
@@ -133,9 +135,112 @@ def test_cost_formulas_match_the_notes(gbps):
 
 
 def test_similar_cost_fattree_spends_the_same():
+    rates = [t.rate / 1e9 for t in T.DEFAULT_PRICES.tiers]
     for d in (4, 6, 8):
         rate = H.similar_cost_fattree_gbps(128, d, 100)
         budget = H.topoopt_cost(128, d, 100)
-        below = max(r for r in H.PRICES if r <= rate)
-        above = min(r for r in H.PRICES if r >= rate)
+        below = max(r for r in rates if r <= rate)
+        above = min(r for r in rates if r >= rate)
         assert H.fattree_cost(128, below) <= budget <= H.fattree_cost(128, above)
+        assert H.fattree_cost(128, rate) == pytest.approx(budget, rel=1e-12)
+
+
+# -- prices as instance data ---------------------------------------------------------------------
+
+#: Research notes section 2(e), the MixNet calculator's unit prices (US$) per rate (Gbps), typed in
+#: from the notes: transceiver, NIC, EPS port, patch-panel port; fibre 0.3 $/m, 500 m (section 2(d)).
+NOTES_PRICES = {
+    100: (99, 659, 187, 100),
+    200: (239, 1079, 374, 100),
+    400: (659, 1499, 1090, 100),
+    800: (1399, 2248, 1400, 100),
+}
+HEAD = 'problem = "topoopt"\nschema_version = 1\nservers = 128\ndegree = 4\nbandwidth_gbps = 100\n'
+TRAFFIC = "[[allreduce]]\nsize = 128\nbytes = 1e8\n"
+
+
+def prices_toml(fibre_usd_per_m=0.3, **bump) -> str:
+    """A [prices] table equal to the notes' table, with ``bump[item]`` US$ added at every rate."""
+    rows = []
+    for gbps, (tr, nic, eps, pp) in NOTES_PRICES.items():
+        values = {"transceiver_usd": tr, "nic_usd": nic, "switch_port_usd": eps, "patch_panel_port_usd": pp}
+        cells = ", ".join(f"{k} = {v + bump.get(k, 0)}" for k, v in values.items())
+        rows.append(f"  {{ gbps = {gbps}, {cells} }},")
+    return f"[prices]\nfibre_usd_per_m = {fibre_usd_per_m}\nfibre_length_m = 500\ntier = [\n" + "\n".join(rows) + "\n]\n"
+
+
+def read(tmp_path, body: str, degree: int = 4) -> T.Instance:
+    path = tmp_path / "prices.toml"
+    path.write_text(HEAD.replace("degree = 4", f"degree = {degree}") + body + TRAFFIC)
+    return load(path).instance
+
+
+def test_default_prices_are_the_notes_values(tmp_path):
+    assert [(t.rate, t.transceiver, t.nic, t.switch_port, t.patch_panel_port) for t in T.DEFAULT_PRICES.tiers] == [
+        (g * 1e9, *p) for g, p in NOTES_PRICES.items()
+    ]
+    assert (T.DEFAULT_PRICES.fibre_per_m, T.DEFAULT_PRICES.fibre_length) == (0.3, 500)
+    assert read(tmp_path, "").prices == T.DEFAULT_PRICES == read(tmp_path, prices_toml()).prices
+
+
+def test_similar_cost_rate_is_the_closed_form(tmp_path):
+    """Between 100 and 200 Gbps the fat-tree cost is linear, so the rate solves a linear equation."""
+    instance = read(tmp_path, prices_toml(patch_panel_port_usd=40))
+    per_server = {g: nic + 7 * tr + 6 * eps for g, (tr, nic, eps, _) in NOTES_PRICES.items()}
+    fibres = 0.3 * 500 * math.ceil(7 * 128 / 2)
+    tr, nic, _, pp = NOTES_PRICES[100]
+    budget = 128 * 4 * (nic + tr + pp + 40 + 0.3 * 500)
+    low, high = (128 * per_server[g] + fibres for g in (100, 200))
+    assert low < budget < high
+    assert H.similar_cost_fattree(instance) == pytest.approx(100 + 100 * (budget - low) / (high - low), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("degree", "change", "direction"),
+    [
+        # TopoOpt pays d patch-panel ports per server, the fat-tree none: its budget rises.
+        (4, {"patch_panel_port_usd": 50}, +1),
+        # the fat-tree pays 6 switch ports per server, TopoOpt none.
+        (4, {"switch_port_usd": 50}, -1),
+        # d transceivers per server against the fat-tree's 7: the fat-tree's cost rises faster for d < 7.
+        (4, {"transceiver_usd": 50}, -1),
+        # d fibres per server against the fat-tree's 3.5: the sign flips between d = 3 and d = 4.
+        (4, {"fibre_usd_per_m": 0.6}, +1),
+        (3, {"fibre_usd_per_m": 0.6}, -1),
+    ],
+)
+def test_price_changes_move_the_similar_cost_fattree_as_the_closed_form_says(tmp_path, degree, change, direction):
+    base = H.similar_cost_fattree(read(tmp_path, prices_toml(), degree))
+    changed = H.similar_cost_fattree(read(tmp_path, prices_toml(**change), degree))
+    assert (changed - base) * direction > 1e-3
+
+
+def test_prices_round_trip(tmp_path):
+    instance = read(tmp_path, prices_toml(fibre_usd_per_m=1.25, nic_usd=7))
+    assert instance.prices != T.DEFAULT_PRICES
+    copy = tmp_path / "copy.toml"
+    copy.write_text(to_toml(T.PROBLEM, instance))
+    assert load(copy).instance == instance
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (prices_toml().replace("transceiver_usd = 99", "transceiver_usd = -99"), "prices.tier[0].transceiver_usd"),
+        (prices_toml().replace("nic_usd = 1079", 'nic_usd = "cheap"'), "prices.tier[1].nic_usd"),
+        (prices_toml().replace("gbps = 400", "gbps = 150"), "prices.tier[2].gbps"),
+        (  # 200 G fat-tree cheaper per server than 100 G
+            prices_toml().replace("switch_port_usd = 374", "switch_port_usd = 0").replace("1079", "100"),
+            "prices.tier[1]",
+        ),
+        (prices_toml(fibre_usd_per_m=-0.3), "prices.fibre_usd_per_m"),
+        (prices_toml().replace("fibre_length_m", "fiber_length_m"), "prices.fiber_length_m"),
+        ("[prices]\ntier = [{ gbps = 100, nic_usd = 1, transceiver_usd = 1, switch_port_usd = 1, "
+         "patch_panel_port_usd = 1 }]\n", "prices.tier"),
+        ("prices = 3\n", "prices"),
+    ],
+)
+def test_bad_prices_name_the_field(tmp_path, body, field):
+    with pytest.raises(InstanceError) as err:
+        read(tmp_path, body)
+    assert err.value.field == field

@@ -20,6 +20,11 @@ zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exa
 * a model-parallel demand ``M_st`` (bytes): explicit sparse entries plus block all-to-all groups
   (a layer sharded over ``m`` consecutive servers exchanges activations inside its block).
 
+The optional ``[prices]`` table (``Prices``; the research notes' section 2(e) MixNet-calculator
+prices when absent) sizes the similar-cost fat-tree baseline of :mod:`coopt.solvers.topoopt`:
+per-rate tiers of NIC, transceiver, packet-switch port and patch-panel port prices (US$), fibre
+US$/m and metres per fibre. The topology models below do not read it.
+
 Formulation P1 (topology + routing + ring split, max concurrent flow) [proposed in the notes;
 here the AllReduce ring split is a decision too, which keeps the model linear because the
 demand enters only through ``mu_gq = theta * lambda_gq``]::
@@ -101,6 +106,43 @@ class ModelParallelGroup:
 
 
 @dataclass(frozen=True)
+class PriceTier:
+    """Unit prices (US$) of the components of one port rate (bit/s)."""
+
+    rate: float
+    nic: float  # one NIC port
+    transceiver: float  # one optical transceiver
+    switch_port: float  # one electrical packet-switch port
+    patch_panel_port: float  # one optical patch-panel port
+
+
+@dataclass(frozen=True)
+class Prices:
+    """What the similar-cost fat-tree baseline is sized with: component prices per port rate (tiers
+    sorted by rate; a rate between tiers is priced by linear interpolation, outside them by the
+    nearest tier), the fibre price (US$/m) and the length of one fibre (m)."""
+
+    tiers: tuple[PriceTier, ...]
+    fibre_per_m: float
+    fibre_length: float
+
+
+#: The MixNet cost calculator's defaults (research notes section 2(e), [code]:
+#: mixnet-project/mixnet-project.github.io ``src/config/constants.js``): per item at 100/200/400/800
+#: Gbps, fibre 0.3 US$/m; 500 m per fibre (section 2(d)).
+DEFAULT_PRICES = Prices(
+    tiers=(
+        PriceTier(100e9, nic=659, transceiver=99, switch_port=187, patch_panel_port=100),
+        PriceTier(200e9, nic=1079, transceiver=239, switch_port=374, patch_panel_port=100),
+        PriceTier(400e9, nic=1499, transceiver=659, switch_port=1090, patch_panel_port=100),
+        PriceTier(800e9, nic=2248, transceiver=1399, switch_port=1400, patch_panel_port=100),
+    ),
+    fibre_per_m=0.3,
+    fibre_length=500.0,
+)
+
+
+@dataclass(frozen=True)
 class Instance:
     servers: int
     degree: int
@@ -108,6 +150,7 @@ class Instance:
     allreduce: tuple[AllReduceGroup, ...]
     mp_demand: tuple[tuple[int, int, float], ...]  # (source, destination, bytes), sorted, merged
     mp_groups: tuple[ModelParallelGroup, ...] = ()
+    prices: Prices = DEFAULT_PRICES  # only the fat-tree baseline reads them
 
     @property
     def port_rate(self) -> float:
@@ -193,7 +236,52 @@ def load(fields: Fields) -> Instance:
         blocks.append(ModelParallelGroup(size=m, bytes=g.float("bytes", positive=True)))
     if not groups and not demand and not blocks:
         fields.fail("allreduce", "expected an AllReduce group, an mp_group or a positive mp_demand entry")
-    return Instance(n, d, bandwidth, tuple(groups), demand, tuple(blocks))
+    prices = load_prices(fields.table("prices")) if fields.has("prices") else DEFAULT_PRICES
+    return Instance(n, d, bandwidth, tuple(groups), demand, tuple(blocks), prices)
+
+
+#: Transceivers, switch ports and NIC ports per server of the 3-tier non-blocking fat-tree with one
+#: NIC per server (research notes section 2(d): switch ports ``P = 6 S``, transceivers ``P + S``).
+FATTREE_PARTS = {"nic": 1, "transceiver": 7, "switch_port": 6}
+
+
+def load_prices(fields: Fields) -> Prices:
+    """The optional ``[prices]`` table: ``fibre_usd_per_m``, ``fibre_length_m`` and ``tier``, a list of
+    ``{gbps, nic_usd, transceiver_usd, switch_port_usd, patch_panel_port_usd}`` in increasing
+    ``gbps`` whose fat-tree cost per server rises with the rate (the similar-cost rate is read off
+    that curve). Each field missing from the table takes the default's value."""
+    tiers = []
+    rows = fields.tables("tier", min_length=2, default=None)
+    for i, t in enumerate(rows or []):
+        rate = t.float("gbps", positive=True) * 1e9
+        if tiers and rate <= tiers[-1].rate:
+            previous = tiers[-1].rate / 1e9
+            t.fail("gbps", f"expected rates in increasing order, got {rate / 1e9:g} after {previous:g}")
+        tier = PriceTier(
+            rate,
+            nic=t.float("nic_usd", min=0),
+            transceiver=t.float("transceiver_usd", min=0),
+            switch_port=t.float("switch_port_usd", min=0),
+            patch_panel_port=t.float("patch_panel_port_usd", min=0),
+        )
+        if tiers and fattree_price_per_server(tier) <= fattree_price_per_server(tiers[-1]):
+            fields.fail(
+                f"tier[{i}]",
+                "expected a fat-tree cost per server (nic_usd + 7 transceiver_usd + 6 switch_port_usd) "
+                f"above the previous tier's, got {fattree_price_per_server(tier):g} <= "
+                f"{fattree_price_per_server(tiers[-1]):g}",
+            )
+        tiers.append(tier)
+    return Prices(
+        tiers=tuple(tiers) or DEFAULT_PRICES.tiers,
+        fibre_per_m=fields.float("fibre_usd_per_m", min=0, default=DEFAULT_PRICES.fibre_per_m),
+        fibre_length=fields.float("fibre_length_m", min=0, default=DEFAULT_PRICES.fibre_length),
+    )
+
+
+def fattree_price_per_server(tier: PriceTier) -> float:
+    """NIC, transceivers and switch ports of one server's share of the fat-tree (US$, no fibre)."""
+    return sum(count * getattr(tier, part) for part, count in FATTREE_PARTS.items())
 
 
 def dump(instance: Instance) -> dict[str, Any]:
@@ -208,6 +296,21 @@ def dump(instance: Instance) -> dict[str, Any]:
         out["mp_demand"] = [[s, t, b] for s, t, b in instance.mp_demand]
     if instance.mp_groups:
         out["mp_group"] = [{"size": g.size, "bytes": g.bytes} for g in instance.mp_groups]
+    p = instance.prices
+    out["prices"] = {
+        "fibre_usd_per_m": p.fibre_per_m,
+        "fibre_length_m": p.fibre_length,
+        "tier": [
+            {
+                "gbps": t.rate / 1e9,
+                "nic_usd": t.nic,
+                "transceiver_usd": t.transceiver,
+                "switch_port_usd": t.switch_port,
+                "patch_panel_port_usd": t.patch_panel_port,
+            }
+            for t in p.tiers
+        ],
+    }
     return out
 
 

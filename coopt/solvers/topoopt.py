@@ -21,15 +21,19 @@ import numpy as np
 
 from coopt.formulations.topoopt import (
     BITS_PER_BYTE,
+    DEFAULT_PRICES,
     AllReduceGroup,
     Instance,
     ModelParallelGroup,
+    Prices,
+    PriceTier,
     block_pairs,
     build,
     candidate_strides,
     circulant_distances,
     demand_matrix,
     extract,
+    fattree_price_per_server,
     mp_matrix,
     objective,
     ring_bytes,
@@ -657,42 +661,49 @@ SERVER_FLOPS = 4 * 0.4 * 312e12
 
 # -- cost: similar-cost fat-tree -------------------------------------------------------------
 #
-# Unit prices of the MixNet cost calculator (research notes section 2(e), US$ per item at 100/200/
-# 400/800 Gbps; fibre $/m) and its fabric cost formulas (section 2(d)), with fibres of 500 m.
-
-PRICES = {
-    100: {"transceiver": 99, "nic": 659, "eps_port": 187, "patch_panel_port": 100},
-    200: {"transceiver": 239, "nic": 1079, "eps_port": 374, "patch_panel_port": 100},
-    400: {"transceiver": 659, "nic": 1499, "eps_port": 1090, "patch_panel_port": 100},
-    800: {"transceiver": 1399, "nic": 2248, "eps_port": 1400, "patch_panel_port": 100},
-}
-FIBRE_PER_M, FIBRE_M = 0.3, 500
+# The MixNet cost calculator's fabric formulas (research notes section 2(d)) priced with the
+# instance's ``prices`` (section 2(e) by default, see coopt.formulations.topoopt.DEFAULT_PRICES).
 
 
-def topoopt_cost(servers: int, degree: int, gbps: int) -> float:
+def tier_at(prices: Prices, gbps: float) -> PriceTier:
+    """Component prices at a port rate: linear interpolation between the priced rates, the nearest
+    tier's prices outside them (so a 40 G port costs what a 100 G one does in the default table)."""
+    rates = [t.rate for t in prices.tiers]
+    rate = gbps * 1e9
+
+    def at(part: str) -> float:
+        return float(np.interp(rate, rates, [getattr(t, part) for t in prices.tiers]))
+
+    return PriceTier(rate, at("nic"), at("transceiver"), at("switch_port"), at("patch_panel_port"))
+
+
+def topoopt_cost(servers: int, degree: int, gbps: float, prices: Prices = DEFAULT_PRICES) -> float:
     """``S N (c_nic + c_tr + c_pp + L c_fib)``: NIC port, transceiver, patch-panel port, fibre per port."""
-    p = PRICES[gbps]
-    return servers * degree * (p["nic"] + p["transceiver"] + p["patch_panel_port"] + FIBRE_M * FIBRE_PER_M)
+    p = tier_at(prices, gbps)
+    fibre = prices.fibre_length * prices.fibre_per_m
+    return servers * degree * (p.nic + p.transceiver + p.patch_panel_port + fibre)
 
 
-def fattree_cost(servers: int, gbps: int, oversubscription: float = 1.0) -> float:
-    """3-tier fat-tree, one NIC per server: switch ports ``P = S (1 + 5 o)``, transceivers ``P + S``,
-    fibres ``ceil((P + S) / 2)``."""
-    p = PRICES[gbps]
-    ports = servers * (1 + 5 * oversubscription)
-    fibres = math.ceil((ports + servers) / 2)
-    return (
-        servers * p["nic"]
-        + (ports + servers) * p["transceiver"]
-        + ports * p["eps_port"]
-        + FIBRE_M * FIBRE_PER_M * fibres
-    )
+def fattree_cost(servers: int, gbps: float, prices: Prices = DEFAULT_PRICES) -> float:
+    """3-tier non-blocking fat-tree, one NIC per server: switch ports ``P = 6 S``, transceivers
+    ``P + S``, fibres ``ceil((P + S) / 2)``: ``S c_nic + (P + S) c_tr + P c_eps + L c_fib ceil(7 S / 2)``.
+    Linear in the rate between priced rates (every price is)."""
+    parts = servers * fattree_price_per_server(tier_at(prices, gbps))
+    return parts + prices.fibre_length * prices.fibre_per_m * math.ceil(7 * servers / 2)
 
 
-def similar_cost_fattree_gbps(servers: int, degree: int, gbps: int) -> float:
-    """Per-server fat-tree rate of the same cost as a TopoOpt fabric, interpolating the fat-tree
-    cost linearly between the priced rates (clamped to the price table's range)."""
-    budget = topoopt_cost(servers, degree, gbps)
-    rates = sorted(PRICES)
-    costs = [fattree_cost(servers, r) for r in rates]
-    return float(np.interp(budget, costs, rates))
+def similar_cost_fattree_gbps(
+    servers: int, degree: int, gbps: float, prices: Prices = DEFAULT_PRICES
+) -> float:
+    """Per-server fat-tree rate of the same cost as a ``degree`` x ``gbps`` TopoOpt fabric: the
+    fat-tree cost is piecewise linear and increasing in the rate (``load`` checks the tiers), so
+    this inverts it exactly between the priced rates; clamped to the table's range."""
+    budget = topoopt_cost(servers, degree, gbps, prices)
+    rates = [t.rate / 1e9 for t in prices.tiers]
+    return float(np.interp(budget, [fattree_cost(servers, r, prices) for r in rates], rates))
+
+
+def similar_cost_fattree(instance: Instance) -> float:
+    """:func:`similar_cost_fattree_gbps` of an instance, with its own prices."""
+    n, d = instance.servers, instance.degree
+    return similar_cost_fattree_gbps(n, d, instance.bandwidth / 1e9, instance.prices)

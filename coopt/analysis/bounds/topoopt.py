@@ -11,6 +11,12 @@ Source: Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433); research notes secti
 * Power strides ``{1, a, ..., a^(d-1)}`` with ``a = ceil(n^(1/d))`` reach every offset ``m < n`` by
   writing ``m`` in base ``a`` (at most ``a - 1`` hops per digit, ``d`` digits):
   ``diam <= d (ceil(n^(1/d)) - 1)``.
+* Fabric cost (research notes section 2(d), the MixNet calculator's formulas; unit prices from the
+  instance's ``[prices]``, 2(e) by default): TopoOpt pays per port a NIC port, a transceiver, a
+  patch-panel port and one fibre of ``L`` metres, ``n d (c_nic + c_tr + c_pp + L c_fib)``; the
+  3-tier non-blocking fat-tree with one NIC per server has ``P = 6 n`` switch ports, ``P + n``
+  transceivers and ``ceil((P + n) / 2)`` fibres, ``n c_nic + 7 n c_tr + 6 n c_eps + L c_fib
+  ceil(7 n / 2)``. The similar-cost fat-tree rate equates the two (prices at the fat-tree's rate).
 * Port bound on P1: server ``s`` must push its ``D_s = sum_t D_st`` bytes out of ``d`` ports of ``B``
   byte/s, so ``theta <= d B / max_s D_s`` (iterations per second).
 """
@@ -30,6 +36,12 @@ allreduce_bytes = Quantity("S", "bytes reduced per iteration", "B", default=4e8)
 rings = Quantity("r", "parallel rings", "1", "positive_integer", default=4)
 port_rate = Quantity("B", "port rate", "B/s", default=12.5e9)
 step_latency = Quantity("a", "latency per ring step", "s", "nonnegative", default=1e-6)
+nic_price = Quantity("c_nic", "price of one NIC port", "USD", "nonnegative", default=659)
+transceiver_price = Quantity("c_tr", "price of one transceiver", "USD", "nonnegative", default=99)
+patch_panel_price = Quantity("c_pp", "price of one patch-panel port", "USD", "nonnegative", default=100)
+switch_port_price = Quantity("c_eps", "price of one packet-switch port", "USD", "nonnegative", default=187)
+fibre_price = Quantity("c_fib", "fibre price per metre", "USD/m", "nonnegative", default=0.3)
+fibre_length = Quantity("L", "length of one fibre", "m", "nonnegative", default=500)
 busiest = Quantity("D_max", "bytes the busiest server sends per iteration", "B", default=1e9)
 
 
@@ -86,5 +98,36 @@ BOUNDS = [
         expr=degree.symbol * port_rate.symbol / busiest.symbol,
         assumptions=("every byte leaves its source through one of its d ports",),
         notes="Tight when all demand is one hop (e.g. AllReduce alone on d parallel rings).",
+    ),
+    Bound(
+        name="topoopt.fabric_cost",
+        summary="TopoOpt fabric cost: n d (c_nic + c_tr + c_pp + L c_fib)",
+        source=SOURCE + " and 2(d,e)",
+        output=Quantity("C_topo", "network cost of the direct-connect fabric", "USD", "nonnegative"),
+        inputs=(servers, degree, nic_price, transceiver_price, patch_panel_price, fibre_price, fibre_length),
+        expr=servers.symbol
+        * degree.symbol
+        * (
+            nic_price.symbol
+            + transceiver_price.symbol
+            + patch_panel_price.symbol
+            + fibre_length.symbol * fibre_price.symbol
+        ),
+        assumptions=("one NIC port, transceiver, patch-panel port and fibre per optical port",),
+        notes="Defaults: the 100 Gbps prices of the MixNet calculator (notes 2(e)).",
+    ),
+    Bound(
+        name="topoopt.fattree_cost",
+        summary="3-tier non-blocking fat-tree cost: n c_nic + 7 n c_tr + 6 n c_eps + L c_fib ceil(7n/2)",
+        source=SOURCE + " and 2(d,e)",
+        output=Quantity("C_ft", "network cost of the fat-tree", "USD", "nonnegative"),
+        inputs=(servers, nic_price, transceiver_price, switch_port_price, fibre_price, fibre_length),
+        expr=servers.symbol * (nic_price.symbol + 7 * transceiver_price.symbol + 6 * switch_port_price.symbol)
+        + fibre_length.symbol * fibre_price.symbol * sp.ceiling(7 * servers.symbol / 2),
+        assumptions=(
+            "one NIC per server, oversubscription 1: P = 6 n switch ports, P + n transceivers",
+            "one fibre per two transceivers",
+        ),
+        notes="Prices at the fat-tree's rate; the similar-cost rate makes this equal topoopt.fabric_cost.",
     ),
 ]
