@@ -249,7 +249,8 @@ def load_prices(fields: Fields) -> Prices:
     """The optional ``[prices]`` table: ``fibre_usd_per_m``, ``fibre_length_m`` and ``tier``, a list of
     ``{gbps, nic_usd, transceiver_usd, switch_port_usd, patch_panel_port_usd}`` in increasing
     ``gbps`` whose fat-tree cost per server rises with the rate (the similar-cost rate is read off
-    that curve). Each field missing from the table takes the default's value."""
+    that curve). A missing fibre field or ``tier`` list takes the default's value; a tier given
+    needs all five fields."""
     tiers = []
     rows = fields.tables("tier", min_length=2, default=None)
     for i, t in enumerate(rows or []):
