@@ -20,7 +20,8 @@ Conventions:
 * ``exact`` (optional) is the natural exact method when that is a DP or an enumeration; it then
   runs as method ``exact`` and the MILP as ``milp``. Without it, the MILP is ``exact``.
 * ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
-  bounded-time) methods, one function each, deterministic for a given seed.
+  bounded-time) methods, one function each, deterministic for a given seed. Where the solver
+  module imports the problem module, pass ``HeuristicsOf("coopt.solvers.<name>")``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
   ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
 * ``showcase`` (optional) names the small shipped file ``coopt showcase`` solves, where the first
@@ -29,9 +30,11 @@ Conventions:
 
 from __future__ import annotations
 
+import importlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 Solution = dict[str, Any]
@@ -75,6 +78,30 @@ class SolveOptions:
 
 
 Heuristic = Callable[..., Solution]
+
+
+class HeuristicsOf(Mapping[str, Heuristic]):
+    """The ``HEURISTICS`` dict of a solver module, imported on first use.
+
+    A heuristics module imports its problem's data model; naming it here instead of importing
+    it lets the problem module register without a cycle, whichever module is imported first.
+    """
+
+    def __init__(self, module: str):
+        self.module = module
+
+    @cached_property
+    def _table(self) -> Mapping[str, Heuristic]:
+        return importlib.import_module(self.module).HEURISTICS
+
+    def __getitem__(self, name: str) -> Heuristic:
+        return self._table[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
 
 
 @dataclass(frozen=True)

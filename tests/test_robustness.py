@@ -113,3 +113,20 @@ def test_checker_reports_damaged_solutions_without_raising(case):
                 problem.objective(instance, damaged)
             except Exception as exc:
                 pytest.fail(f"{name}: checker accepts {label} but objective raises {type(exc).__name__}")
+
+
+SOLVER_MODULES = sorted(
+    p.stem for p in (Path(__file__).parent.parent / "coopt" / "solvers").glob("*.py") if p.stem != "__init__"
+)
+
+
+@pytest.mark.parametrize("module", SOLVER_MODULES)
+def test_solver_module_imports_first_without_a_cycle(module):
+    """A user may import a heuristics module before its problem module; a fresh interpreter
+    must then still register every problem."""
+    import subprocess
+    import sys
+
+    code = f"import coopt.solvers.{module}; from coopt import registry; registry.problems()"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr.strip().splitlines()[-1:]

@@ -63,7 +63,7 @@ import networkx as nx
 import pyomo.environ as pyo
 
 from coopt.instance import Fields
-from coopt.problem import Problem, Solution, Violation
+from coopt.problem import HeuristicsOf, Problem, Solution, Violation
 
 MODELS = ("static", "time_expanded")
 GBPS = 1e9
@@ -748,25 +748,19 @@ def generate(seed: int, size: int) -> Instance:
     )
 
 
-def _problem() -> Problem:
-    from coopt.solvers import provisioning as heuristics
-
-    return Problem(
-        name="provisioning",
-        summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
-        source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
-        sense="max",
-        load=load,
-        dump=dump,
-        check=check,
-        objective=objective,
-        generate=generate,
-        build=build,
-        extract=extract,
-        heuristics=heuristics.HEURISTICS,
-        sizes=(1, 2, 3),
-        size_doc="requests / 8",
-    )
-
-
-PROBLEM = _problem()
+PROBLEM = Problem(
+    name="provisioning",
+    summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
+    sense="max",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=HeuristicsOf("coopt.solvers.provisioning"),
+    sizes=(1, 2, 3),
+    size_doc="requests / 8",
+)

@@ -48,7 +48,7 @@ import pyomo.environ as pyo
 
 from coopt.formulations import provisioning as P
 from coopt.instance import Fields
-from coopt.problem import Problem, Solution, Violation
+from coopt.problem import HeuristicsOf, Problem, Solution, Violation
 
 GBPS = P.GBPS
 #: Gb/s slack on rate and capacity checks: HiGHS' primal feasibility tolerance on continuous rates.
@@ -417,25 +417,19 @@ def generate(seed: int, size: int) -> Instance:
                     2, 2, True, tuple(requests))
 
 
-def _problem() -> Problem:
-    from coopt.solvers import provisioning_grooming as heuristics
-
-    return Problem(
-        name="provisioning_grooming",
-        summary="Multi-layer degraded provisioning with grooming over <= 2 lightpaths (Model C)",
-        source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; grooming ILP after Zhu & Mukherjee, JSAC 2002",
-        sense="max",
-        load=load,
-        dump=dump,
-        check=check,
-        objective=objective,
-        generate=generate,
-        build=build,
-        extract=extract,
-        heuristics=heuristics.HEURISTICS,
-        sizes=(1, 2, 3),
-        size_doc="requests / 4",
-    )
-
-
-PROBLEM = _problem()
+PROBLEM = Problem(
+    name="provisioning_grooming",
+    summary="Multi-layer degraded provisioning with grooming over <= 2 lightpaths (Model C)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; grooming ILP after Zhu & Mukherjee, JSAC 2002",
+    sense="max",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=HeuristicsOf("coopt.solvers.provisioning_grooming"),
+    sizes=(1, 2, 3),
+    size_doc="requests / 4",
+)

@@ -66,7 +66,6 @@ conservation and that every loaded arc has a link, and takes
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -77,7 +76,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from coopt.instance import Fields
-from coopt.problem import TOL, Problem, Solution, Violation
+from coopt.problem import TOL, HeuristicsOf, Problem, Solution, Violation
 from coopt.solvers.exact import NoSolution
 
 BITS_PER_BYTE = 8
@@ -793,30 +792,19 @@ def select_strides_exact(n: int, d: int, offset_weight: Sequence[float]) -> tupl
     return best[2], best[0]
 
 
-@functools.cache
-def _problem() -> Problem:
-    # The heuristics import this module's data model, so they are bound on first use of PROBLEM.
-    from coopt.solvers import topoopt as heuristics
-
-    return Problem(
-        name="topoopt",
-        summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
-        source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
-        sense="max",
-        load=load,
-        dump=dump,
-        check=check,
-        objective=objective,
-        generate=generate,
-        build=build,
-        extract=extract,
-        heuristics=heuristics.HEURISTICS,
-        sizes=(1, 2, 3),
-        size_doc="n = 2 size + 4 servers",
-    )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PROBLEM":
-        return _problem()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+PROBLEM = Problem(
+    name="topoopt",
+    summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
+    source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
+    sense="max",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=HeuristicsOf("coopt.solvers.topoopt"),
+    sizes=(1, 2, 3),
+    size_doc="n = 2 size + 4 servers",
+)
