@@ -194,7 +194,7 @@ def _verdict(report) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from coopt.solvers.exact import _judge
+    from coopt.solvers.exact import judge
 
     item = load(args.file)
     try:
@@ -220,7 +220,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.solution}: holds no solution for problem {item.problem.name!r}")
     failed = 0
     for label, solution in solutions:
-        verdict = _judge(item.problem, item.instance, solution)
+        verdict = judge(item.problem, item.instance, solution)
         claimed = solution.get("objective")
         agrees = (
             claimed is not None

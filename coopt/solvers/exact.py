@@ -281,7 +281,8 @@ def solve_file(path: str | Path) -> float | None:
     return h.getInfo().objective_function_value
 
 
-def _judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
+def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
+    """The checker's verdict on a solution: the ``check`` object of every report."""
     if solution is None:
         return {"feasible": False, "violations": ["no solution"], "objective_recomputed": None}
     try:
@@ -354,7 +355,7 @@ def run(
     gap = None
     if objective is not None and bound is not None:
         gap = relative_gap(objective, bound)
-    check = _judge(problem, instance, solution)
+    check = judge(problem, instance, solution)
     if error is not None:
         check["violations"] = [error, *check["violations"]]
     return SolveReport(
