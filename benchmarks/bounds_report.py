@@ -33,7 +33,7 @@ from coopt.analysis.bounds.moesd import (
 )
 from coopt.analysis.bounds.netcast import simulate_link
 from coopt.problem import SolveOptions
-from coopt.solvers.exact import solve_model
+from coopt.solvers.highs import solve_model
 
 BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
 

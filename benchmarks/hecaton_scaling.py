@@ -23,9 +23,9 @@ from pathlib import Path
 from coopt.formulations import hecaton
 from coopt.formulations.hecaton_costs import Instance, Option, cost, parse, stash_total
 from coopt.instance import load
-from coopt.problem import SolveOptions
+from coopt.problem import NoSolution, SolveOptions
+from coopt.run import run
 from coopt.solvers import hecaton as methods
-from coopt.solvers.exact import NoSolution, run
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "instances" / "hecaton" / "2-llama31-405b-n256.toml"

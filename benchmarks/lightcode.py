@@ -32,8 +32,8 @@ from coopt.formulations.lightcode_graph import (
 )
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.run import run
 from coopt.solvers import lightcode as heuristics
-from coopt.solvers.exact import run
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 OPTIONS = SolveOptions(gap=1e-9, time_limit=120)

@@ -17,11 +17,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from coopt.formulations import pipeline_model as pm
 from coopt.formulations.pipeline import PROBLEM
-from coopt.problem import SolveOptions
+from coopt.formulations.pipeline import model as pm
+from coopt.problem import NoSolution, SolveOptions
+from coopt.run import run
 from coopt.solvers import pipeline as schedules
-from coopt.solvers.exact import NoSolution, run
 
 # (label, heuristic, chunks, placement)
 ROWS = [

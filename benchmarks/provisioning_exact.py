@@ -18,7 +18,7 @@ from coopt.formulations import provisioning as P
 from coopt.formulations import provisioning_grooming as G
 from coopt.instance import load
 from coopt.problem import SolveOptions, relative_gap
-from coopt.solvers.exact import run
+from coopt.run import run
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 

@@ -14,11 +14,13 @@ import argparse
 import time
 from pathlib import Path
 
-from coopt.formulations import scope, scope_model
+from coopt.formulations import scope
+from coopt.formulations.scope import milp as scope_milp
+from coopt.formulations.scope import model as scope_model
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.solvers import scope as solvers
-from coopt.solvers.exact import solve_model
+from coopt.solvers.highs import solve_model
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"
 
@@ -35,14 +37,15 @@ def throughput_table(depth: int, sizes: list[int]) -> None:
           "energy merged/segmented | segments | clusters | DP s (merged / segmented / intra) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for chiplets in sizes:
-        inst = scope.resnet_instance(depth, chiplets)
+        inst = scope_model.resnet_instance(depth, chiplets)
         merged, t_m = timed(solvers.dynamic_program, inst)
         segmented, t_s = timed(solvers.dynamic_program, inst, solvers.SEGMENTED)
         intra, t_i = timed(solvers.dynamic_program, inst, solvers.INTRA_LAYER)
         for solution in (merged, segmented, intra):
-            assert scope.check(inst, solution) == []
+            assert scope_model.check(inst, solution) == []
         clusters = sum(len(seg) for seg in merged["segments"])
-        joules = [scope_model.energy(inst, scope.parse(solution)[0]) for solution in (merged, segmented)]
+        joules = [scope_model.energy(inst, scope_model.parse(solution)[0])
+                  for solution in (merged, segmented)]
         print(f"| {chiplets} | {merged['throughput']:.0f} | {segmented['throughput']:.0f} | "
               f"{intra['throughput']:.0f} | {merged['throughput'] / segmented['throughput']:.3f} | "
               f"{merged['throughput'] / intra['throughput']:.3f} | {joules[0] / joules[1]:.3f} | "
@@ -54,11 +57,11 @@ def throughput_table(depth: int, sizes: list[int]) -> None:
 HEURISTIC_ROWS: list[str] = []
 
 
-def heuristic_row(inst: scope.Instance, optimum: float, chiplets: int) -> None:
+def heuristic_row(inst: scope_model.Instance, optimum: float, chiplets: int) -> None:
     cells = []
     for name in ("search", "search_resegment", "annealing"):
         solution, seconds = timed(scope.PROBLEM.heuristics[name], inst)
-        assert scope.check(inst, solution) == []
+        assert scope_model.check(inst, solution) == []
         cells.append(f"{100 * (solution['objective'] / optimum - 1):.2f}% in {seconds:.1f} s")
     HEURISTIC_ROWS.append(f"| {inst.n_layers} | {chiplets} | " + " | ".join(cells) + " |")
 
@@ -69,7 +72,7 @@ def rank_table(seeds: int) -> None:
     names = ["exact", "search", "search_resegment", "annealing", "segmented_pipeline", "intra_layer"]
     print("| instance | L | M | mappings | " + " | ".join(names) + " |")
     print("|---|---:|---:|---:|" + "---:|" * len(names))
-    cases = [(f"generate seed {seed} size {size}", scope.generate(seed, size))
+    cases = [(f"generate seed {seed} size {size}", scope_model.generate(seed, size))
              for size in (1, 2) for seed in range(seeds)]
     cases.append(("0-resnet152-conv4-tail6-m8", load(INSTANCES / "0-resnet152-conv4-tail6-m8.toml").instance))
     worst = dict.fromkeys(names, 0.0)
@@ -96,7 +99,7 @@ def milp_table() -> None:
         if inst.n_layers > 10:
             print(f"| {path.stem} | {t_dp:.2f} | - | - | - | (MILP not run: {inst.n_layers} layers) |")
             continue
-        model, t_build = timed(scope.build, inst)
+        model, t_build = timed(scope_milp.build, inst)
         result = solve_model(model, SolveOptions(gap=1e-9, time_limit=600))
         agree = result.status == "optimal" and abs(result.objective / dp["objective"] - 1) < 1e-6
         print(f"| {path.stem} | {t_dp:.2f} | {t_build:.2f} | {result.handoff:.2f} | {result.solve:.2f} | "

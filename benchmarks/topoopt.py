@@ -29,8 +29,9 @@ import numpy as np
 from coopt.formulations import topoopt as T
 from coopt.instance import load, to_toml, write_atomic
 from coopt.problem import SolveOptions, relative_gap
-from coopt.solvers import exact
+from coopt.run import run
 from coopt.solvers import topoopt as H
+from coopt.solvers.highs import lp_relaxation
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 PAPER_SPEEDUP = 3.4  # TopoOpt vs similar-cost fat-tree, "up to" (NSDI 2023 abstract)
@@ -51,9 +52,9 @@ def exact_family() -> None:
     times: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
     for path in sorted(INSTANCES.glob("[01]-exact-*.toml")):
         instance = load(path).instance
-        report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+        report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
         assert report.status == "optimal" and report.check["feasible"]
-        lp = exact.lp_relaxation(T.PROBLEM, instance)
+        lp = lp_relaxation(T.PROBLEM, instance)
         t0 = time.perf_counter()
         tau, _ = T.solve_p2(instance, SolveOptions(gap=1e-9))
         p2_seconds = time.perf_counter() - t0
@@ -62,7 +63,7 @@ def exact_family() -> None:
             f"{report.times['handoff']:7.3f} {report.times['solve']:7.3f} {1 / tau:9.3f} {p2_seconds:6.1f}"
         )
         for method in H.HEURISTICS:
-            h = exact.run(T.PROBLEM, instance, method)
+            h = run(T.PROBLEM, instance, method)
             assert h.check["feasible"]
             gap = relative_gap(h.objective, report.objective)
             gaps[method].append(gap)

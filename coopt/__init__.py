@@ -2,7 +2,7 @@
 photonic/chiplet co-design problems.
 
 The public entry points are the registry (:func:`coopt.registry.get`, :func:`coopt.registry.problems`),
-instance loading (:func:`coopt.instance.load`) and the solve route (:func:`coopt.solvers.exact.run`).
+instance loading (:func:`coopt.instance.load`) and the solve route (:func:`coopt.run.run`).
 """
 
 __version__ = "0.1.0"

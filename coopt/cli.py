@@ -142,7 +142,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _run(item: Loaded, method: str, options: SolveOptions):
-    from coopt.solvers.exact import run
+    from coopt.run import run
 
     return run(item.problem, item.instance, method, options, path=item.path, sha256=item.sha256)
 
@@ -194,7 +194,7 @@ def _verdict(report) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from coopt.solvers.exact import judge
+    from coopt.run import judge
 
     item = load(args.file)
     try:
@@ -240,7 +240,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from coopt.solvers.exact import export
+    from coopt.solvers.highs import export
 
     item = load(args.file)
     if item.problem.build is None:

@@ -22,6 +22,8 @@ Conventions:
 * ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
   bounded-time) methods, one function each, deterministic for a given seed. Where the solver
   module imports the problem module, pass ``HeuristicsOf("coopt.solvers.<name>")``.
+* ``exact`` is named the same way when it lives on the solvers floor:
+  ``MethodOf("coopt.solvers.<name>", "<function>")``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
   ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
 * ``showcase`` (optional) names the small shipped file ``coopt showcase`` solves, where the first
@@ -56,6 +58,12 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.constraint}: {self.detail}"
+
+
+class NoSolution(Exception):
+    """Raised by a method that ends without a solution, or declines an instance it is not built
+    for (a heuristic whose schedule cannot meet the memory cap, an exact model too large to
+    build). Reported as status ``no_solution`` with the reason; not an error."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,28 @@ class HeuristicsOf(Mapping[str, Heuristic]):
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+class MethodOf:
+    """A function of a solver module, imported on its first call.
+
+    The exact DP of a problem lives on the solvers floor (it may call a MILP); the registration
+    names it here, as :class:`HeuristicsOf` names the heuristics, so that no formulation module
+    imports ``coopt.solvers`` at import time.
+    """
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    @cached_property
+    def _function(self) -> Callable[..., Any]:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"MethodOf({self.module!r}, {self.name!r})"
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def test_check_flags_a_false_objective_claim(good, tmp_path, capsys):
 
 @pytest.mark.parametrize("fmt", ["lp", "mps"])
 def test_export_round_trip(good, tmp_path, capsys, fmt):
-    from coopt.solvers.exact import solve_file
+    from coopt.solvers.highs import solve_file
 
     target = tmp_path / f"model.{fmt}"
     code, _, _ = run(capsys, "export", good, "--format", fmt, "-o", target)

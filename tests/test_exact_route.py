@@ -7,7 +7,7 @@ import pytest
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
 from coopt.problem import SolveOptions
-from coopt.solvers.exact import incumbent_trace, report_status, solve_model
+from coopt.solvers.highs import incumbent_trace, report_status, solve_model
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_trace_of_a_branching_milp_is_monotone_and_ends_on_the_report(sense):
 
 
 def test_trace_falls_back_to_the_final_answer_without_callbacks(monkeypatch):
-    from coopt.solvers import exact
+    from coopt.solvers import highs as exact
 
     monkeypatch.setattr(exact, "_record_events", lambda highs: [])
     model, optimum = hard_knapsack(12, 2, "max", unit=1.0, offset=0.0)
@@ -134,7 +134,7 @@ def test_incumbent_trace_by_hand():
 def test_report_carries_trace_size_and_nodes_outside_the_json():
     import knapsack
 
-    from coopt.solvers.exact import run
+    from coopt.run import run
 
     instance = knapsack.generate(5, 13)  # 30 items
     milp = run(knapsack.PROBLEM, instance, "exact")  # no DP: the MILP route

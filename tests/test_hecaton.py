@@ -23,9 +23,9 @@ from coopt.formulations.hecaton_costs import (
     total,
 )
 from coopt.instance import load, to_toml
-from coopt.problem import SolveOptions, close
+from coopt.problem import NoSolution, SolveOptions, close
+from coopt.run import run
 from coopt.solvers import hecaton as methods
-from coopt.solvers.exact import NoSolution, run
 
 P = hecaton.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)
@@ -212,7 +212,7 @@ def test_hecaton_beats_megatron_from_64_dies_and_the_gap_grows_under_weak_scalin
 @pytest.mark.parametrize("name", ["0-mixed-ffn-n16-energy", "0-llama2-7b-slice-n4"])
 def test_epigraph_and_collapsed_forms_agree(name):
     """t_l >= each of t^C, t^N, t^D (epigraph) and t_l = sum_o max(...) x_lo (collapsed) give one optimum."""
-    from coopt.solvers.exact import solve_model
+    from coopt.solvers.highs import solve_model
 
     instance = read(SHIPPED / f"{name}.toml")
     values = []

@@ -23,8 +23,9 @@ from coopt.formulations.lightcode_graph import (
 )
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
+from coopt.run import run
 from coopt.solvers import lightcode as heuristics
-from coopt.solvers.exact import run, solve_model
+from coopt.solvers.highs import solve_model
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 EXACT = SolveOptions(gap=1e-9)

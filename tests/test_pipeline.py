@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import pipeline_model as pm
 from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline_milp import build, extract
+from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.milp import build, extract
 from coopt.instance import load, to_toml
-from coopt.problem import SolveOptions, close
+from coopt.problem import NoSolution, SolveOptions, close
+from coopt.run import run
 from coopt.solvers import pipeline as schedules
-from coopt.solvers.exact import NoSolution, run, solve_model
+from coopt.solvers.highs import solve_model
 from tests.known.test_pipeline_known import toy
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)

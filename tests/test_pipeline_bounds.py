@@ -7,11 +7,11 @@ import math
 import pytest
 
 from coopt.analysis.bounds import pipeline as forms
-from coopt.formulations import pipeline_model as pm
 from coopt.formulations.pipeline import PROBLEM
+from coopt.formulations.pipeline import model as pm
 from coopt.problem import SolveOptions, close
+from coopt.run import run
 from coopt.solvers import pipeline as schedules
-from coopt.solvers.exact import run
 
 BOUNDS = {b.name: b for b in forms.BOUNDS}
 

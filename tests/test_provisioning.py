@@ -14,8 +14,9 @@ from coopt.errors import InstanceError
 from coopt.formulations import provisioning as P
 from coopt.instance import load, read_toml, to_toml
 from coopt.problem import SolveOptions
+from coopt.run import run
 from coopt.solvers import provisioning as H
-from coopt.solvers.exact import export, lp_relaxation, run, solve_file, solve_model
+from coopt.solvers.highs import export, lp_relaxation, solve_file, solve_model
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 SMALL = sorted(ROOT.glob("0-*.toml"))

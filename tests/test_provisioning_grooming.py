@@ -15,8 +15,9 @@ from coopt.formulations import provisioning as P
 from coopt.formulations import provisioning_grooming as G
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
+from coopt.run import run
 from coopt.solvers import provisioning_grooming as H
-from coopt.solvers.exact import export, lp_relaxation, run, solve_file
+from coopt.solvers.highs import export, lp_relaxation, solve_file
 
 NODES = ("a", "b", "c")
 TRIANGLE = (("a", "b", 300), ("b", "c", 400), ("a", "c", 900))

@@ -17,7 +17,7 @@ from coopt.cli import small_shipped
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.solvers.exact import run
+from coopt.run import run
 
 HEAD = {"problem", "schema_version", "name", "description", "source"}
 CASES = [(name, small_shipped(name)[0]) for name in registry.names() if small_shipped(name)]

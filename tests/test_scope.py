@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import scope, scope_model
-from coopt.formulations.scope_workloads import resnet
+from coopt.formulations import scope
+from coopt.formulations.scope import milp as scope_milp
+from coopt.formulations.scope import model as scope_model
+from coopt.formulations.scope.workloads import resnet
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
 from coopt.solvers import scope as solvers
-from coopt.solvers.exact import solve_model
+from coopt.solvers.highs import solve_model
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"
 REL = 1e-9
@@ -96,13 +98,13 @@ def test_loader_names_the_field(tmp_path, edit, field):
 
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_dp_is_rank_zero_under_full_enumeration(seed, size):
-    inst = scope.generate(seed, size)
+    inst = scope_model.generate(seed, size)
     dp = solvers.dynamic_program(inst)
-    assert scope.check(inst, dp) == []
+    assert scope_model.check(inst, dp) == []
     space = solvers.enumerate_space(inst, (dp["objective"],))
     assert same(dp["objective"], space.best)
     assert space.percentile(dp["objective"]) == 0.0
-    assert same(scope.objective(inst, scope_model.make_solution(inst, space.best_mapping)), space.best)
+    assert same(scope_model.objective(inst, scope_model.make_solution(inst, space.best_mapping)), space.best)
 
 
 def test_dp_matches_enumeration_on_the_shipped_resnet_slice(tail6_ranks):
@@ -114,7 +116,7 @@ def test_dp_matches_enumeration_on_the_shipped_resnet_slice(tail6_ranks):
 @pytest.mark.parametrize("restriction", [solvers.SEGMENTED, solvers.INTRA_LAYER], ids=["segmented", "intra"])
 @pytest.mark.parametrize("seed", range(4))
 def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
-    inst = scope.generate(seed, 2)
+    inst = scope_model.generate(seed, 2)
     dp = solvers.dynamic_program(inst, restriction)
     space = solvers.enumerate_space(inst, restriction=restriction)
     if dp is None:
@@ -125,24 +127,24 @@ def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
 
 @pytest.mark.parametrize("seed,size", [(0, 1), (1, 1), (2, 2), (3, 2), (4, 2)])
 def test_milp_equals_dp(seed, size):
-    inst = scope.generate(seed, size)
+    inst = scope_model.generate(seed, size)
     dp = solvers.dynamic_program(inst)
-    model = scope.build(inst)
+    model = scope_milp.build(inst)
     result = solve_model(model, SolveOptions(gap=1e-9))
     assert result.status == "optimal"
-    solution = scope.extract(model, inst)
-    assert scope.check(inst, solution) == []
+    solution = scope_milp.extract(model, inst)
+    assert scope_model.check(inst, solution) == []
     assert same(solution["objective"], dp["objective"], rel=1e-6)
     assert same(result.objective, dp["objective"], rel=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_single_segment_milp_k_sweep_equals_inner_dp(seed):
-    inst = scope.generate(seed, 2)
+    inst = scope_model.generate(seed, 2)
     last = inst.n_layers - 1
     by_dp = solvers.segment_bottlenecks(inst, 0, last)
     for k in range(1, min(inst.chiplets, inst.n_layers) + 1):
-        model = scope.build_segment(inst, 0, last, k)
+        model = scope_milp.build_segment(inst, 0, last, k)
         result = solve_model(model, SolveOptions(gap=1e-9))
         if k not in by_dp:
             assert result.status == "infeasible"
@@ -156,7 +158,7 @@ def test_single_segment_milp_k_sweep_equals_inner_dp(seed):
 
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_merged_optimum_is_at_most_both_baselines(seed, size):
-    inst = scope.generate(seed, size)
+    inst = scope_model.generate(seed, size)
     merged = solvers.dynamic_program(inst)["objective"]
     segmented = solvers.segmented_pipeline(inst)
     intra = solvers.intra_layer(inst)
@@ -175,7 +177,7 @@ def test_merged_pipeline_beats_both_baselines_on_resnet_slices():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_optimum_never_worsens_with_more_chiplets_or_nop_bandwidth(seed):
-    inst = scope.generate(seed, 2)
+    inst = scope_model.generate(seed, 2)
     base = solvers.dynamic_program(inst)["objective"]
     more = replace(inst, chiplets=inst.chiplets + 1)
     faster = replace(inst, nop_bandwidth_gb_per_s=2 * inst.nop_bandwidth_gb_per_s)
@@ -197,7 +199,7 @@ def _flow_shop_makespan(stage_times: list[float], samples: int) -> float:
 @pytest.mark.parametrize("seed", range(4))
 def test_bubble_accounting_bounds_the_simulated_pipeline(seed):
     # Notes 2.g.5: a simulation lands in [sum tau + (b-1) tau_max, (b+k-1) tau_max].
-    inst = scope.generate(seed, 2)
+    inst = scope_model.generate(seed, 2)
     solution = solvers.dynamic_program(inst)
     for seg in mapping(solution):
         last = seg[-1][1]
@@ -215,11 +217,11 @@ def test_bubble_accounting_bounds_the_simulated_pipeline(seed):
 @pytest.mark.parametrize("method", sorted(scope.PROBLEM.heuristics))
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_heuristics_are_feasible_never_better_than_the_optimum_and_deterministic(method, seed, size):
-    inst = scope.generate(seed, size)
+    inst = scope_model.generate(seed, size)
     optimum = solvers.dynamic_program(inst)["objective"]
     fn = scope.PROBLEM.heuristics[method]
     solution = fn(inst, seed=3)
-    assert scope.check(inst, solution) == []
+    assert scope_model.check(inst, solution) == []
     assert solution["objective"] >= optimum * (1 - REL)
     assert fn(inst, seed=3) == solution
 
@@ -229,7 +231,7 @@ def test_search_ranks_in_the_top_half_permille_on_enumerable_instances(tail6_ran
     values, space = tail6_ranks
     assert space.percentile(values["search"]) <= 0.0005
     for seed, size in SMALL:
-        inst = scope.generate(seed, size)
+        inst = scope_model.generate(seed, size)
         value = solvers.search(inst)["objective"]
         space = solvers.enumerate_space(inst, (value,))
         assert space.percentile(value) <= 0.0005, (seed, size, space.percentile(value))
@@ -263,12 +265,12 @@ def test_allocate_is_optimal_for_a_fixed_clustering(tail6):
 
 def test_checker_rejects_broken_mappings(tail6):
     good = solvers.dynamic_program(tail6)
-    assert scope.check(tail6, good) == []
+    assert scope_model.check(tail6, good) == []
 
     def broken(edit):
         bad = {"objective": good["objective"], "segments": [[dict(c) for c in seg] for seg in good["segments"]]}
         edit(bad)
-        return {v.constraint for v in scope.check(tail6, bad)}
+        return {v.constraint for v in scope_model.check(tail6, bad)}
 
     assert "layer_cover" in broken(lambda s: s["segments"][-1].pop())
     assert len(good["segments"][0]) > 1  # the optimum pipelines two clusters
@@ -277,11 +279,11 @@ def test_checker_rejects_broken_mappings(tail6):
     assert "partition" in broken(lambda s: s["segments"][0][0].update(partition="XS"))
     assert "objective" in broken(lambda s: s.update(objective=s["objective"] * 0.9))
     one_cluster = {"objective": 1.0, "segments": [[{"first": 0, "last": 5, "chiplets": 8, "partition": "IS"}]]}
-    assert "cluster_length" in {v.constraint for v in scope.check(tail6, one_cluster)}
+    assert "cluster_length" in {v.constraint for v in scope_model.check(tail6, one_cluster)}
     tiny = replace(tail6, sram_kib=64.0)
-    assert "sram" in {v.constraint for v in scope.check(tiny, good)}
+    assert "sram" in {v.constraint for v in scope_model.check(tiny, good)}
     small_dram = replace(tail6, dram_capacity_gib=0.001)
-    assert "dram" in {v.constraint for v in scope.check(small_dram, good)}
+    assert "dram" in {v.constraint for v in scope_model.check(small_dram, good)}
 
 
 @pytest.mark.parametrize("bad", [
@@ -291,4 +293,4 @@ def test_checker_rejects_broken_mappings(tail6):
     {"segments": [[{"first": 0, "last": 5, "chiplets": 1}]]},
 ])
 def test_checker_never_raises_on_malformed_solutions(tail6, bad):
-    assert scope.check(tail6, bad)
+    assert scope_model.check(tail6, bad)

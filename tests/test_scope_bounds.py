@@ -10,8 +10,8 @@ import pytest
 import sympy as sp
 
 from coopt.analysis.bounds import scope as forms
-from coopt.formulations import scope, scope_model
-from coopt.formulations.scope_workloads import conv
+from coopt.formulations.scope import model as scope_model
+from coopt.formulations.scope.workloads import conv
 from coopt.solvers import scope as solvers
 
 BOUNDS = {b.name: b for b in forms.BOUNDS}
@@ -29,7 +29,7 @@ def simulate(stage_times: list[float], samples: int) -> float:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_segment_time_form_matches_the_model_on_optimal_mappings(seed):
-    inst = scope.generate(seed, 2)
+    inst = scope_model.generate(seed, 2)
     solution = solvers.dynamic_program(inst)
     form = BOUNDS["scope.segment_time"]
     total = 0.0
@@ -72,7 +72,7 @@ def test_merge_gain_matches_the_cost_model_for_compute_bound_clusters():
     # Two 1x1 convs whose channel counts (384, 192) every allocation below divides: linear scaling. A huge NoP
     # bandwidth makes both clusters compute-bound, as the lemma assumes.
     layers = [conv("heavy", 256, 384, 14, 14, 1), conv("light", 384, 192, 14, 14, 1)]
-    inst = replace(scope.module_instance(layers, 8, nop_bandwidth_gb_per_s=1e9, sram_kib=1e6),
+    inst = replace(scope_model.module_instance(layers, 8, nop_bandwidth_gb_per_s=1e9, sram_kib=1e6),
                    partitions=("IS",))
     for a_1, a_2 in [(1, 1), (2, 6), (3, 3), (4, 4), (6, 2)]:
         t_1 = scope_model.busy_time(inst, 0, 0, a_1, "IS")

@@ -14,10 +14,10 @@ import pytest
 from coopt.errors import InstanceError
 from coopt.formulations import topoopt as T
 from coopt.instance import load, to_toml
-from coopt.problem import SolveOptions
-from coopt.solvers import exact
+from coopt.problem import NoSolution, SolveOptions
+from coopt.run import run
 from coopt.solvers import topoopt as H
-from coopt.solvers.exact import NoSolution
+from coopt.solvers.highs import lp_relaxation, solve_model
 
 PROBLEM = T.PROBLEM
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
@@ -59,7 +59,7 @@ def routed_rate(instance: T.Instance, links: np.ndarray) -> float:
 def test_p1_equals_best_topology_by_enumeration(n, d, seed):
     instance = tiny(n, d, seed)
     best = max(routed_rate(instance, x) for x in regular_matrices(n, d))
-    report = exact.run(PROBLEM, instance, "exact", OPTIONS)
+    report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.status == "optimal" and report.check["feasible"]
     assert report.objective == pytest.approx(best, rel=1e-6)
 
@@ -67,7 +67,7 @@ def test_p1_equals_best_topology_by_enumeration(n, d, seed):
 def test_p1_with_a_single_ring_is_the_ring_closed_form():
     """n = 4, d = 1, AllReduce only: a Hamiltonian ring is optimal, theta = B / (8 c)."""
     instance = T.Instance(4, 1, 100e9, (T.AllReduceGroup(4, 1e9),), ())
-    report = exact.run(PROBLEM, instance, "exact", OPTIONS)
+    report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.objective == pytest.approx(100e9 / 8 / T.ring_bytes(instance.allreduce[0]), rel=1e-6)
 
 
@@ -79,10 +79,10 @@ SMALL = sorted(INSTANCES.glob("0-*.toml")) + sorted(INSTANCES.glob("1-exact-n8*.
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: p.stem)
 def test_lp_milp_heuristic_chain(path):
     instance = load(path).instance
-    milp = exact.run(PROBLEM, instance, "exact", OPTIONS)
+    milp = run(PROBLEM, instance, "exact", OPTIONS)
     assert milp.status == "optimal" and milp.check["feasible"], milp.check
     assert len(T.permutations_of(np.array(milp.solution["links"]))) == instance.degree
-    lp = exact.lp_relaxation(PROBLEM, instance)
+    lp = lp_relaxation(PROBLEM, instance)
     assert lp >= milp.objective * (1 - 1e-6)
     for name, heuristic in H.HEURISTICS.items():
         solution = heuristic(instance)
@@ -175,7 +175,7 @@ def test_repeated_matching_never_beats_bmatching(seed):
         weights, {(i, j): int(links[i, j]) for i in range(n) for j in range(i + 1, n) if links[i, j]}
     )
     model = T.build_bmatching(weights, rounds)
-    result = exact.solve_model(model, OPTIONS)
+    result = solve_model(model, OPTIONS)
     assert result.status == "optimal"
     assert greedy <= result.objective * (1 + 1e-9)
     # brute force for one round: the best perfect matching by enumeration

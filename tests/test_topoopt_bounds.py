@@ -12,7 +12,7 @@ from coopt.analysis.bounds import get
 from coopt.formulations import topoopt as T
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.solvers import exact
+from coopt.run import run
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 
@@ -75,7 +75,7 @@ def test_allreduce_only_p1_is_the_ring_time(n, d):
     """P1 on AllReduce alone: d parallel rings are optimal and 1/theta is T_AR with r = d, a = 0;
     the port bound is tight."""
     instance = T.Instance(n, d, 100e9, (T.AllReduceGroup(n, 3e8),), ())
-    report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     ring = get("topoopt.ring_allreduce_time").evaluate(
         {"k": n, "S": 3e8, "r": d, "B": instance.port_rate, "a": 0}
     )
@@ -107,7 +107,7 @@ def test_power_stride_diameter_bound():
 @pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.stem)
 def test_port_bound_holds_on_solved_instances(path):
     instance = load(path).instance
-    report = exact.run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     port = get("topoopt.port_bound").evaluate(
         {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
     )

@@ -2,7 +2,7 @@
 one JSON line per finished task, then a report.
 
 Built on the contract only (the registry, ``Problem.generate / sizes / methods``, the shipped
-instance tiers and :func:`coopt.solvers.exact.run`), so a newly registered problem is benchmarked
+instance tiers and :func:`coopt.run.run`), so a newly registered problem is benchmarked
 with no further code.
 
 Families
@@ -186,7 +186,7 @@ def git_revision() -> str:
 
 @cache
 def _highs_version() -> str:
-    from coopt.solvers.exact import highs_version
+    from coopt.solvers.highs import highs_version
 
     return highs_version()
 
@@ -301,7 +301,7 @@ def _milp_extras(
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task and return its result row; never raises (a failure is a row saying why)."""
     from coopt.instance import load, to_toml
-    from coopt.solvers.exact import run
+    from coopt.run import run
 
     started = time.perf_counter()
     row: dict[str, Any]

@@ -92,7 +92,7 @@ from coopt.formulations.lightcode_graph import (
     stacked_graph,
 )
 from coopt.problem import ExactOutcome, Problem, Solution, SolveOptions, Violation
-from coopt.solvers.exact import solve_model
+from coopt.solvers.highs import solve_model
 from coopt.solvers.lightcode import HEURISTICS, articulation_operators, segment_dp
 
 

@@ -76,8 +76,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from coopt.instance import Fields
-from coopt.problem import TOL, HeuristicsOf, Problem, Solution, Violation
-from coopt.solvers.exact import NoSolution
+from coopt.problem import TOL, HeuristicsOf, NoSolution, Problem, Solution, Violation
 
 BITS_PER_BYTE = 8
 #: Largest n for which ``build`` makes the P1 MILP (n^2 (n - 1) flow variables: 108 k at 48).
@@ -673,7 +672,7 @@ def solve_p2(instance: Instance, options: Any = None) -> tuple[float, Solution] 
     as a P1 solution (rings + matchings, AllReduce split evenly on its rings, the MP flows), or None
     if no ring count is feasible."""
     from coopt.problem import SolveOptions
-    from coopt.solvers.exact import solve_model
+    from coopt.solvers.highs import solve_model
 
     n = instance.servers
     best: tuple[float, Solution] | None = None

@@ -1,2 +1,2 @@
-"""Solve routes: :mod:`coopt.solvers.exact` (Pyomo -> HiGHS and the shared report) and one
+"""Solve routes: :mod:`coopt.solvers.highs` (Pyomo -> HiGHS and the shared report) and one
 module of polynomial heuristics per problem."""

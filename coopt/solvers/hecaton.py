@@ -29,8 +29,7 @@ from coopt.formulations.hecaton_costs import (
     total,
     transition,
 )
-from coopt.problem import ExactOutcome, Solution, SolveOptions
-from coopt.solvers.exact import NoSolution
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
 
 Layout = tuple[str, int, int]
 LayoutFilter = Callable[[Layout], bool]

@@ -36,8 +36,7 @@ from coopt.formulations.lightcode_graph import (
     stacked_graph,
     sum_cost,
 )
-from coopt.problem import Solution
-from coopt.solvers.exact import NoSolution
+from coopt.problem import NoSolution, Solution
 
 
 def _surrogate(instance: Instance) -> str:

@@ -3,7 +3,7 @@
 policies (Megatron full and selective recompute, Chronos-Recomp, Chronos-Offload).
 
 Every heuristic builds per-device pass orders (or dispatches passes greedily in time), times them
-with the shared event simulator of :mod:`coopt.formulations.pipeline_model`, and raises
+with the shared event simulator of :mod:`coopt.formulations.pipeline.model`, and raises
 ``NoSolution`` when the schedule does not fit the instance (wrong placement, or a device's
 activation memory above its cap). All are deterministic; the seed is unused.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from coopt.formulations.pipeline_model import (
+from coopt.formulations.pipeline.model import (
     OFFLOAD,
     RECOMPUTE,
     Deadlock,
@@ -25,8 +25,7 @@ from coopt.formulations.pipeline_model import (
     simulate,
     to_solution,
 )
-from coopt.problem import Solution
-from coopt.solvers.exact import NoSolution
+from coopt.problem import NoSolution, Solution
 
 Orders = dict[int, list[PassKey]]
 

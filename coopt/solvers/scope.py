@@ -20,7 +20,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
-from coopt.formulations.scope_model import (
+from coopt.formulations.scope.model import (
     Instance,
     cluster_options,
     cut_time,
@@ -33,8 +33,7 @@ from coopt.formulations.scope_model import (
     sram_need,
     stage_time,
 )
-from coopt.problem import ExactOutcome, Solution, SolveOptions
-from coopt.solvers.exact import NoSolution
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
 
 Cluster = tuple[int, int, int, str]  # first, last, chiplets, partition
 NO_CUT, CLUSTER_CUT, SEGMENT_CUT = 0, 1, 2

@@ -38,8 +38,8 @@ from coopt.formulations.topoopt import (
     objective,
     ring_bytes,
 )
-from coopt.problem import Solution, SolveOptions
-from coopt.solvers.exact import NoSolution, solve_model
+from coopt.problem import NoSolution, Solution, SolveOptions
+from coopt.solvers.highs import solve_model
 
 # -- building blocks -------------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ from coopt.formulations.hecaton_costs import (
     transition,
 )
 from coopt.problem import SolveOptions, close
+from coopt.run import run
 from coopt.solvers import hecaton as methods
-from coopt.solvers.exact import run
 
 P = hecaton.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)

@@ -23,8 +23,8 @@ from coopt.formulations.lightcode_graph import (
     stacked_graph,
 )
 from coopt.instance import load
-from coopt.problem import SolveOptions, close
-from coopt.solvers.exact import NoSolution, run
+from coopt.problem import NoSolution, SolveOptions, close
+from coopt.run import run
 
 SHIPPED = Path(__file__).parents[2] / "instances" / "lightcode"
 

@@ -11,11 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations import pipeline_model as pm
 from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline_timeindexed import build_time_indexed, extract_time_indexed
+from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.timeindexed import build_time_indexed, extract_time_indexed
 from coopt.problem import SolveOptions, close
-from coopt.solvers.exact import run, solve_model
+from coopt.run import run
+from coopt.solvers.highs import solve_model
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)
 

@@ -16,7 +16,7 @@ import pytest
 
 from coopt.formulations import provisioning as P
 from coopt.problem import SolveOptions
-from coopt.solvers.exact import run
+from coopt.run import run
 
 NODES = ("a", "b", "c", "d")
 RING = (("a", "b", 300), ("b", "c", 700), ("c", "d", 400), ("d", "a", 900))

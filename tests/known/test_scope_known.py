@@ -8,17 +8,18 @@ import math
 
 import pytest
 
-from coopt.formulations import scope, scope_model
-from coopt.formulations.scope_model import Layer
+from coopt.formulations import scope
+from coopt.formulations.scope import model as scope_model
+from coopt.formulations.scope.model import Layer
 from coopt.problem import SolveOptions
+from coopt.run import run
 from coopt.solvers import scope as solvers
-from coopt.solvers.exact import run
 
 P = scope.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)
 
 
-def hand_instance() -> scope.Instance:
+def hand_instance() -> scope_model.Instance:
     """Two layers on two chiplets, batch 2, IS only, 1 GMAC/s, 1 GB/s NoP and DRAM, no weights.
 
     Layer 0: 2 GMAC, 2 output channels, writes 1 GB. Layer 1: 1 GMAC, 2 channels, reads 1 GB.
@@ -33,7 +34,7 @@ def hand_instance() -> scope.Instance:
         Layer("l0", 2 * 10**9, 0, 0, 10**9, 0, 2, 1, 0),
         Layer("l1", 10**9, 0, 10**9, 0, 0, 2, 1, 0),
     )
-    return scope.Instance(layers, chiplets=2, mac_rate_gmac_per_s=1.0, sram_kib=1e9,
+    return scope_model.Instance(layers, chiplets=2, mac_rate_gmac_per_s=1.0, sram_kib=1e9,
                           nop_bandwidth_gb_per_s=1.0, dram_bandwidth_gb_per_s=1.0, dram_capacity_gib=8.0,
                           batch=2, max_cluster_layers=2, partitions=("IS",))
 
@@ -49,7 +50,7 @@ def test_hand_computed_optimum_and_baselines():
     assert math.isclose(solvers.intra_layer(inst)["objective"], 3.0, rel_tol=1e-12)
 
 
-def raw_solutions(inst: scope.Instance):
+def raw_solutions(inst: scope_model.Instance):
     """Every mapping as a solution dict: all gap labelings, allocations 1..M, partitions; no
     screening at all (SRAM, budget, DRAM and cluster length are left to the checker)."""
     L, M = inst.n_layers, inst.chiplets
@@ -64,7 +65,7 @@ def raw_solutions(inst: scope.Instance):
                      for (i, j), a, p in itertools.islice(it, len(seg))] for seg in segments]}
 
 
-def brute_force(inst: scope.Instance) -> float:
+def brute_force(inst: scope_model.Instance) -> float:
     best = math.inf
     for solution in raw_solutions(inst):
         violations = [v for v in P.check(inst, solution) if v.constraint != "objective"]
@@ -75,7 +76,7 @@ def brute_force(inst: scope.Instance) -> float:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_every_exact_method_matches_the_checker_judged_brute_force(seed):
-    inst = scope.generate(seed, 1)  # 4 layers, 4 chiplets
+    inst = scope_model.generate(seed, 1)  # 4 layers, 4 chiplets
     expected = brute_force(inst)
     assert math.isfinite(expected)
     for method in P.exact_methods:

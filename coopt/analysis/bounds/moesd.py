@@ -236,7 +236,7 @@ def build_fit_lp(
 
 def _l1_lp(times: np.ndarray, memory: np.ndarray, compute: np.ndarray, labels: np.ndarray | None):
     from coopt.problem import SolveOptions
-    from coopt.solvers.exact import solve_model
+    from coopt.solvers.highs import solve_model
 
     m = build_fit_lp(times, memory, compute, labels)
     status = solve_model(m, SolveOptions(gap=1e-9)).status

@@ -1,7 +1,7 @@
 """Closed forms for pipeline-parallel schedules: bubbles, makespans, activation peaks, Megatron's
 activation bytes and the largest trainable model under an HBM budget.
 
-Conventions (as in the simulator of :mod:`coopt.formulations.pipeline_model`): uniform stages, lag
+Conventions (as in the simulator of :mod:`coopt.formulations.pipeline.model`): uniform stages, lag
 c = 0 unless stated, ``T_Bf = T_B + T_W`` the fused backward, peaks in units of one micro-batch's
 activations over one device's layers (``A_st``). Each form is checked in tests/test_pipeline_bounds.py
 against the simulator and the MILP.

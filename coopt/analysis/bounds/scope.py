@@ -2,7 +2,7 @@
 time of a k-stage pipeline over a batch, its bubble fraction, and the merging lemma (merging two
 compute-bound clusters on their pooled chiplets never lengthens the bottleneck under linear
 scaling). Each is checked in tests/test_scope_bounds.py against the cost model of
-:mod:`coopt.formulations.scope_model` and an event-level pipeline simulation.
+:mod:`coopt.formulations.scope.model` and an event-level pipeline simulation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The exact route (Pyomo -> HiGHS through ``pyomo.contrib.solver``) and the report every
-method, exact or heuristic, produces.
+"""The Pyomo -> HiGHS route (through ``pyomo.contrib.solver``): solve a built model, its LP
+relaxation, LP/MPS export and re-solve. Running a *method* and judging it lives in
+:mod:`coopt.run`; this module only talks to HiGHS.
 
-Times are kept apart, as in every honest MIP benchmark: ``build`` is the Python model
-construction, ``handoff`` the translation into HiGHS (``set_instance``), ``solve`` HiGHS' own run
-time, ``total`` the wall time of the whole call including extraction and checking.
+Times are kept apart, as in every honest MIP benchmark: the caller times ``build`` (the Python
+model construction); :func:`solve_model` times ``handoff`` (the translation into HiGHS,
+``set_instance``) and ``solve`` (HiGHS' own run time).
 
 Incumbent history. While HiGHS runs, :func:`solve_model` records a *trace* of
 ``(t, primal, dual)`` points: ``t`` is HiGHS' own running time in seconds (its clock starts when
@@ -20,8 +21,8 @@ presolve solves), the trace is that final point alone. HiGHS' MIP log callback f
 its ``output_flag`` is on (the default); with it off the trace has the incumbents only.
 
 The trace, the model size (rows, columns, nonzeros as HiGHS holds them after the hand-off) and
-the node count are attributes of :class:`MilpResult` and :class:`SolveReport`, not keys of
-:meth:`SolveReport.to_json`, whose keys are fixed.
+the node count are attributes of :class:`MilpResult` (and of :class:`coopt.run.SolveReport`), not
+keys of the report's JSON, whose keys are fixed.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-import coopt
-from coopt.problem import ExactOutcome, Problem, Solution, SolveOptions, relative_gap
+from coopt.problem import Problem, SolveOptions
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
 #: default is 5 s; a log line costs HiGHS a formatted line and us one tuple).
@@ -46,15 +46,6 @@ TRACE_INTERVAL = 0.1
 
 #: One point of the incumbent history: (seconds into HiGHS' run, primal, dual), problem units.
 TracePoint = tuple[float, float | None, float | None]
-
-STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "error")
-
-
-class NoSolution(Exception):
-    """Raised by a method that ends without a solution, or declines an instance it is not built
-    for (a heuristic whose schedule cannot meet the memory cap, an exact model too large to
-    build). Reported as status ``no_solution`` with the reason; not an error."""
-
 
 @dataclass
 class MilpResult:
@@ -67,53 +58,6 @@ class MilpResult:
     nodes: int | None = None
     trace: list[TracePoint] = field(default_factory=list)
     size: dict[str, int] = field(default_factory=dict)  # rows, columns, nonzeros
-
-
-@dataclass
-class SolveReport:
-    """One (instance, method) result; :meth:`to_json` gives exactly the documented keys.
-
-    ``trace``, ``model_size`` and ``nodes`` are filled for the MILP route only (see the module
-    docstring) and stay out of :meth:`to_json`.
-    """
-
-    problem: str
-    instance: str
-    instance_sha256: str
-    method: str
-    status: str
-    sense: str
-    objective: float | None
-    bound: float | None
-    gap: float | None
-    times: dict[str, float]
-    solver: dict[str, str]
-    seed: int
-    threads: int
-    solution: Solution | None
-    check: dict[str, Any] = field(default_factory=dict)
-    trace: list[TracePoint] = field(default_factory=list)
-    model_size: dict[str, int] = field(default_factory=dict)
-    nodes: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "problem": self.problem,
-            "instance": self.instance,
-            "instance_sha256": self.instance_sha256,
-            "method": self.method,
-            "status": self.status,
-            "sense": self.sense,
-            "objective": self.objective,
-            "bound": self.bound,
-            "gap": self.gap,
-            "times": self.times,
-            "solver": self.solver,
-            "seed": self.seed,
-            "threads": self.threads,
-            "solution": self.solution,
-            "check": self.check,
-        }
 
 
 def highs_version() -> str:
@@ -281,100 +225,3 @@ def solve_file(path: str | Path) -> float | None:
     return h.getInfo().objective_function_value
 
 
-def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
-    """The checker's verdict on a solution: the ``check`` object of every report."""
-    if solution is None:
-        return {"feasible": False, "violations": ["no solution"], "objective_recomputed": None}
-    try:
-        violations = [str(v) for v in problem.check(instance, solution)]
-        recomputed = float(problem.objective(instance, solution))
-    except Exception as exc:  # a checker must not crash on a bad solution; say so loudly
-        return {
-            "feasible": False,
-            "violations": [f"checker raised {type(exc).__name__}: {exc}"],
-            "objective_recomputed": None,
-        }
-    return {"feasible": not violations, "violations": violations, "objective_recomputed": recomputed}
-
-
-def run(
-    problem: Problem,
-    instance: Any,
-    method: str,
-    options: SolveOptions | None = None,
-    *,
-    path: str = "",
-    sha256: str = "",
-) -> SolveReport:
-    """Run one method on one instance and judge the result with the problem's checker."""
-    options = options or SolveOptions()
-    if method not in problem.methods:
-        raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.methods)}")
-    start = time.perf_counter()
-    times = {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
-    solver = {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
-    bound = None
-    solution: Solution | None = None
-    error: str | None = None
-    trace: list[TracePoint] = []
-    model_size: dict[str, int] = {}
-    nodes: int | None = None
-    try:
-        if method == "milp" or (method == "exact" and problem.exact is None):
-            t0 = time.perf_counter()
-            model = problem.build(instance)
-            times["build"] = time.perf_counter() - t0
-            result = solve_model(model, options)
-            times["handoff"], times["solve"] = result.handoff, result.solve
-            solver = {"name": "highs", "version": result.solver_version}
-            status, objective, bound = result.status, result.objective, result.bound
-            trace, model_size, nodes = result.trace, result.size, result.nodes
-            if result.objective is not None:
-                solution = problem.extract(model, instance)
-                solution["objective"] = result.objective
-        elif method == "exact":
-            t0 = time.perf_counter()
-            outcome: ExactOutcome = problem.exact(instance, options)
-            times["solve"] = time.perf_counter() - t0
-            solution, status, bound = outcome.solution, outcome.status, outcome.bound
-            objective = None if solution is None else float(solution["objective"])
-            if bound is None and status == "optimal":
-                bound = objective
-        else:
-            t0 = time.perf_counter()
-            solution = problem.heuristics[method](instance, seed=options.seed)
-            times["solve"] = time.perf_counter() - t0
-            status, objective = "feasible", float(solution["objective"])
-    except NoSolution as exc:  # the method declined or found nothing: say why, not an error
-        status, objective, solution = "no_solution", None, None
-        error = f"no solution: {exc}"
-    except Exception as exc:  # report, never hide: the row says error and why
-        status, objective, solution = "error", None, None
-        error = f"{type(exc).__name__}: {exc}"
-    times["total"] = time.perf_counter() - start
-    gap = None
-    if objective is not None and bound is not None:
-        gap = relative_gap(objective, bound)
-    check = judge(problem, instance, solution)
-    if error is not None:
-        check["violations"] = [error, *check["violations"]]
-    return SolveReport(
-        problem=problem.name,
-        instance=path,
-        instance_sha256=sha256,
-        method=method,
-        status=status,
-        sense=problem.sense,
-        objective=objective,
-        bound=bound,
-        gap=gap,
-        times=times,
-        solver=solver,
-        seed=options.seed,
-        threads=options.threads,
-        solution=solution,
-        check=check,
-        trace=trace,
-        model_size=model_size,
-        nodes=nodes,
-    )

@@ -1,15 +1,15 @@
-"""Data model and cost model of the ``scope`` problem (see :mod:`coopt.formulations.scope` for the
-formulation, its symbols and sources). Kept apart so that the solvers can import it without the
-problem registration importing them back."""
+"""Data model, cost model, checker and generator of the ``scope`` problem (see
+:mod:`coopt.formulations.scope` for the formulation, its symbols and sources)."""
 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 from typing import Any
 
-from coopt.formulations.scope_workloads import ChainLayer
-from coopt.problem import Solution
+from coopt.formulations.scope.workloads import ChainLayer, resnet, synthetic_chain
+from coopt.problem import TOL, Solution, Violation
 
 Layer = ChainLayer
 PARTITIONS = ("IS", "WS")
@@ -293,3 +293,111 @@ def module_instance(
         dram_bandwidth_gb_per_s = 2 * mac_rate_gmac_per_s * chiplets / 1000.0
     return Instance(tuple(layers), chiplets, mac_rate_gmac_per_s, sram_kib, nop_bandwidth_gb_per_s,
                     dram_bandwidth_gb_per_s, dram_capacity_gib, batch, max_cluster_layers)
+
+
+def parse(solution: Solution) -> tuple[list[list[tuple[int, int, int, str]]] | None, list[Violation]]:
+    """The mapping in a solution, or the reason it is malformed."""
+    segments = solution.get("segments") if isinstance(solution, dict) else None
+    if not isinstance(segments, list) or not segments:
+        return None, [Violation("solution", "expected 'segments': a non-empty list of cluster lists")]
+    out = []
+    for s, seg in enumerate(segments):
+        if not isinstance(seg, list) or not seg:
+            return None, [Violation("solution", f"segments[{s}] is not a non-empty list of clusters")]
+        clusters = []
+        for c, cl in enumerate(seg):
+            where = f"segments[{s}][{c}]"
+            if not isinstance(cl, dict):
+                return None, [Violation("solution", f"{where} is not a table")]
+            values = [cl.get(key) for key in ("first", "last", "chiplets")]
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+                return None, [Violation("solution", f"{where} needs integer first, last, chiplets")]
+            if not isinstance(cl.get("partition"), str):
+                return None, [Violation("solution", f"{where} needs a partition string")]
+            clusters.append((*values, cl["partition"]))
+        out.append(clusters)
+    return out, []
+
+
+def check(inst: Instance, solution: Solution) -> list[Violation]:
+    segments, violations = parse(solution)
+    if segments is None:
+        return violations
+    expected = 0
+    for s, clusters in enumerate(segments):
+        for c, (first, last, a, p) in enumerate(clusters):
+            where = f"segment {s} cluster {c} [{first}..{last}]"
+            if first != expected or last < first or last >= inst.n_layers:
+                violations.append(Violation(
+                    "layer_cover", f"{where}: expected a cluster starting at layer {expected} "
+                    f"and ending by layer {inst.n_layers - 1}"))
+                return violations
+            expected = last + 1
+            if last - first + 1 > inst.max_cluster_layers:
+                violations.append(Violation(
+                    "cluster_length", f"{where}: {last - first + 1} layers > {inst.max_cluster_layers}"))
+            if p not in inst.partitions:
+                violations.append(Violation("partition", f"{where}: {p!r} not in {inst.partitions}"))
+                continue
+            if not 1 <= a <= inst.chiplets:
+                violations.append(Violation(
+                    "chiplets", f"{where}: {a} chiplets, expected 1..{inst.chiplets}"))
+                continue
+            need = sram_need(inst, first, last, a, p)
+            if need > inst.sram_bytes * (1 + TOL):
+                violations.append(Violation("sram", f"{where}: needs {need:.0f} B > {inst.sram_bytes:.0f} B"))
+        used = sum(a for _, _, a, _ in clusters)
+        if used > inst.chiplets:
+            violations.append(Violation("chiplet_budget", f"segment {s}: {used} chiplets > {inst.chiplets}"))
+        first, last = clusters[0][0], clusters[-1][1]
+        need = segment_dram_need(inst, first, last)
+        if need > inst.dram_bytes * (1 + TOL):
+            violations.append(Violation("dram", f"segment {s}: needs {need:.0f} B > {inst.dram_bytes:.0f} B"))
+    if expected != inst.n_layers:
+        violations.append(Violation("layer_cover", f"layers {expected}..{inst.n_layers - 1} are not mapped"))
+    if violations:
+        return violations
+    claimed = solution.get("objective")
+    if not isinstance(claimed, int | float) or not math.isclose(
+            claimed, evaluate(inst, segments), rel_tol=TOL, abs_tol=0.0):
+        violations.append(Violation(
+            "objective", f"claimed {claimed!r}, recomputed {evaluate(inst, segments)!r} (batch seconds)"))
+    return violations
+
+
+def objective(inst: Instance, solution: Solution) -> float:
+    segments, violations = parse(solution)
+    if segments is None:
+        raise ValueError(str(violations[0]))
+    return evaluate(inst, segments)
+
+
+def generate(seed: int, size: int) -> Instance:
+    """A seeded synthetic CNN chain of 2 + 2*size layers on min(64, 2 + 2*size) chiplets.
+
+    SRAM is drawn so that the chain's weights need one to three segments but the largest layer
+    fits on the module. Sizes 1-2 enumerate in under a second; size 3 (8 layers, 8 chiplets) can
+    reach 10^8-10^9 mappings."""
+    rng = random.Random(seed)
+    length = 2 + 2 * size
+    chiplets = min(64, 2 + 2 * size)
+    layers = synthetic_chain(rng, length)
+    total = sum(layer.weight_bytes for layer in layers)
+    probe = module_instance(layers, chiplets, sram_kib=1e9)
+    # The largest single layer must fit on the whole module under some partition.
+    floor = max(min(sram_need(probe, i, i, chiplets, p) for p in PARTITIONS) for i in range(length))
+    sram = max(total / (chiplets * rng.uniform(0.5, 1.5)), 1.05 * floor)
+    return module_instance(
+        layers, chiplets,
+        mac_rate_gmac_per_s=float(rng.choice((256, 512, 1024))),
+        sram_kib=round(sram / 1024.0, 3) + 1.0,
+        nop_bandwidth_gb_per_s=float(rng.choice((4, 8, 16, 32))),
+        dram_bandwidth_gb_per_s=float(rng.choice((8, 16, 32, 64))),
+        batch=rng.choice((1, 8, 32, 64)),
+        max_cluster_layers=rng.choice((3, 4, length)),
+    )
+
+
+def resnet_instance(depth: int, chiplets: int, **module: Any) -> Instance:
+    """ResNet-``depth`` on an MCM of ``chiplets`` chiplets (see :func:`module_instance`)."""
+    return module_instance(resnet(depth), chiplets, **module)

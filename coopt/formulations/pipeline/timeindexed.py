@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline_model import KEEP, OFFLOAD, RECOMPUTE, Instance, Timed, to_solution
+from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, Timed, to_solution
 from coopt.problem import Solution
 
 

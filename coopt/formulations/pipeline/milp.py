@@ -42,9 +42,8 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline_model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
-from coopt.problem import Solution
-from coopt.solvers.exact import NoSolution
+from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
+from coopt.problem import NoSolution, Solution
 
 
 # --------------------------------------------------------------------------------------------

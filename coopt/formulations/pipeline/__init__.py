@@ -1,0 +1,30 @@
+"""Pipeline-parallel schedules under activation-memory limits (ChronosPipe, issue 6).
+
+The data model, event simulator and checker live in :mod:`.model`, the exact MILP (Model P) in
+:mod:`.milp`, the time-indexed cross-check in :mod:`.timeindexed`, the schedules in
+:mod:`coopt.solvers.pipeline` and the closed forms in :mod:`coopt.analysis.bounds.pipeline`.
+"""
+
+from __future__ import annotations
+
+from coopt.formulations.pipeline import milp, model
+from coopt.problem import HeuristicsOf, Problem
+
+PROBLEM = Problem(
+    name="pipeline",
+    summary="Order F/B/W passes of m micro-batches on p pipeline stages (with recompute/offload) to "
+    "minimise the iteration time under per-device activation-memory caps",
+    source="ChronosPipe/TPipe, arXiv 2503.03182; Zero Bubble, arXiv 2401.10241",
+    sense="min",
+    load=model.load,
+    dump=model.dump,
+    check=model.check,
+    objective=model.objective,
+    generate=model.generate,
+    build=milp.build,
+    extract=milp.extract,
+    heuristics=HeuristicsOf("coopt.solvers.pipeline"),
+    sizes=(2, 3, 4),
+    size_doc="p stages (m = 2p micro-batches)",
+    showcase="0-p3m4-cap6.toml",  # a cap where 1F1B, ZB and Chronos fit and GPipe does not
+)

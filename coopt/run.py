@@ -1,0 +1,170 @@
+"""Run any method, exact or heuristic, on one instance and judge it with the problem's checker.
+
+This is the one path every solution takes (CLI, bench, tests): :func:`run` dispatches to the MILP
+route (:mod:`coopt.solvers.highs`), the problem's own exact method (a DP or enumeration) or a
+heuristic, times it, and hands the result to :func:`judge`, which asks the problem's checker;
+:class:`SolveReport` is what comes out, and :meth:`SolveReport.to_json` is what
+``coopt solve --json`` writes (README, "What coopt solve --json writes").
+
+Times are kept apart: ``build`` is the Python model construction, ``handoff`` the translation into
+HiGHS, ``solve`` HiGHS' own run time (or the method's whole run for a DP or heuristic),
+``total`` the wall time of the whole call including extraction and checking.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import coopt
+from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, relative_gap
+from coopt.solvers.highs import TracePoint, solve_model
+
+STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "error")
+
+
+@dataclass
+class SolveReport:
+    """One (instance, method) result; :meth:`to_json` gives exactly the documented keys.
+
+    ``trace``, ``model_size`` and ``nodes`` are filled for the MILP route only (see
+    :mod:`coopt.solvers.highs`) and stay out of :meth:`to_json`.
+    """
+
+    problem: str
+    instance: str
+    instance_sha256: str
+    method: str
+    status: str
+    sense: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    times: dict[str, float]
+    solver: dict[str, str]
+    seed: int
+    threads: int
+    solution: Solution | None
+    check: dict[str, Any] = field(default_factory=dict)
+    trace: list[TracePoint] = field(default_factory=list)
+    model_size: dict[str, int] = field(default_factory=dict)
+    nodes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem,
+            "instance": self.instance,
+            "instance_sha256": self.instance_sha256,
+            "method": self.method,
+            "status": self.status,
+            "sense": self.sense,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "times": self.times,
+            "solver": self.solver,
+            "seed": self.seed,
+            "threads": self.threads,
+            "solution": self.solution,
+            "check": self.check,
+        }
+
+
+def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
+    """The checker's verdict on a solution: the ``check`` object of every report."""
+    if solution is None:
+        return {"feasible": False, "violations": ["no solution"], "objective_recomputed": None}
+    try:
+        violations = [str(v) for v in problem.check(instance, solution)]
+        recomputed = float(problem.objective(instance, solution))
+    except Exception as exc:  # a checker must not crash on a bad solution; say so loudly
+        return {
+            "feasible": False,
+            "violations": [f"checker raised {type(exc).__name__}: {exc}"],
+            "objective_recomputed": None,
+        }
+    return {"feasible": not violations, "violations": violations, "objective_recomputed": recomputed}
+
+
+def run(
+    problem: Problem,
+    instance: Any,
+    method: str,
+    options: SolveOptions | None = None,
+    *,
+    path: str = "",
+    sha256: str = "",
+) -> SolveReport:
+    """Run one method on one instance and judge the result with the problem's checker."""
+    options = options or SolveOptions()
+    if method not in problem.methods:
+        raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.methods)}")
+    start = time.perf_counter()
+    times = {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
+    solver = {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
+    bound = None
+    solution: Solution | None = None
+    error: str | None = None
+    trace: list[TracePoint] = []
+    model_size: dict[str, int] = {}
+    nodes: int | None = None
+    try:
+        if method == "milp" or (method == "exact" and problem.exact is None):
+            t0 = time.perf_counter()
+            model = problem.build(instance)
+            times["build"] = time.perf_counter() - t0
+            result = solve_model(model, options)
+            times["handoff"], times["solve"] = result.handoff, result.solve
+            solver = {"name": "highs", "version": result.solver_version}
+            status, objective, bound = result.status, result.objective, result.bound
+            trace, model_size, nodes = result.trace, result.size, result.nodes
+            if result.objective is not None:
+                solution = problem.extract(model, instance)
+                solution["objective"] = result.objective
+        elif method == "exact":
+            t0 = time.perf_counter()
+            outcome: ExactOutcome = problem.exact(instance, options)
+            times["solve"] = time.perf_counter() - t0
+            solution, status, bound = outcome.solution, outcome.status, outcome.bound
+            objective = None if solution is None else float(solution["objective"])
+            if bound is None and status == "optimal":
+                bound = objective
+        else:
+            t0 = time.perf_counter()
+            solution = problem.heuristics[method](instance, seed=options.seed)
+            times["solve"] = time.perf_counter() - t0
+            status, objective = "feasible", float(solution["objective"])
+    except NoSolution as exc:  # the method declined or found nothing: say why, not an error
+        status, objective, solution = "no_solution", None, None
+        error = f"no solution: {exc}"
+    except Exception as exc:  # report, never hide: the row says error and why
+        status, objective, solution = "error", None, None
+        error = f"{type(exc).__name__}: {exc}"
+    times["total"] = time.perf_counter() - start
+    gap = None
+    if objective is not None and bound is not None:
+        gap = relative_gap(objective, bound)
+    check = judge(problem, instance, solution)
+    if error is not None:
+        check["violations"] = [error, *check["violations"]]
+    return SolveReport(
+        problem=problem.name,
+        instance=path,
+        instance_sha256=sha256,
+        method=method,
+        status=status,
+        sense=problem.sense,
+        objective=objective,
+        bound=bound,
+        gap=gap,
+        times=times,
+        solver=solver,
+        seed=options.seed,
+        threads=options.threads,
+        solution=solution,
+        check=check,
+        trace=trace,
+        model_size=model_size,
+        nodes=nodes,
+    )
