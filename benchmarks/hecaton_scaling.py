@@ -21,7 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from coopt.formulations import hecaton
-from coopt.formulations.hecaton_costs import Instance, Option, cost, parse, stash_total
+from coopt.formulations.hecaton import model as hecaton_model
+from coopt.formulations.hecaton.model import Instance, Option, cost, parse, stash_total
 from coopt.instance import load
 from coopt.problem import NoSolution, SolveOptions
 from coopt.run import run
@@ -130,7 +131,7 @@ def heuristic_gaps(seeds: int) -> None:
         gaps: dict[str, list[float]] = {name: [] for name in hecaton.PROBLEM.heuristics}
         solved = binding = 0
         for seed in range(seeds):
-            instance = hecaton.generate(seed, size)
+            instance = hecaton_model.generate(seed, size)
             exact = methods.exact(instance, SolveOptions())
             if exact.solution is None:
                 continue

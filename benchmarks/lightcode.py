@@ -21,12 +21,14 @@ from pathlib import Path
 
 from coopt.analysis.bounds import registry as bounds
 from coopt.analysis.bounds.lightcode import ROLE_BOUND
-from coopt.formulations.lightcode import PROBLEM, exact, h100, ptu
-from coopt.formulations.lightcode_graph import (
+from coopt.formulations.lightcode import PROBLEM
+from coopt.formulations.lightcode.model import (
     Electronic,
     Instance,
     energy,
+    h100,
     makespan,
+    ptu,
     ptu_cycles,
     stacked_graph,
 )
@@ -34,6 +36,7 @@ from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
 from coopt.solvers import lightcode as heuristics
+from coopt.solvers.lightcode import exact
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 OPTIONS = SolveOptions(gap=1e-9, time_limit=120)

@@ -11,7 +11,9 @@ import pytest
 
 from coopt.errors import InstanceError
 from coopt.formulations import hecaton
-from coopt.formulations.hecaton_costs import (
+from coopt.formulations.hecaton import milp as hecaton_milp
+from coopt.formulations.hecaton import model as hecaton_model
+from coopt.formulations.hecaton.model import (
     SCHEMES,
     Instance,
     Model,
@@ -78,22 +80,22 @@ def test_loader_names_the_file_and_the_field(tmp_path, edit, field):
 def test_checker_rejects_malformed_and_infeasible_solutions():
     instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
     good = run(P, instance, "exact", OPTIONS).solution
-    assert hecaton.check(instance, good) == []
-    assert hecaton.check(instance, {"objective": 1.0})
-    assert hecaton.check(instance, {"ops": good["ops"][:-1]})
-    assert hecaton.check(instance, {"ops": [{"scheme": "agrs"}] * instance.blocks})
-    assert math.isnan(hecaton.objective(instance, {"ops": "no"}))
+    assert hecaton_model.check(instance, good) == []
+    assert hecaton_model.check(instance, {"objective": 1.0})
+    assert hecaton_model.check(instance, {"ops": good["ops"][:-1]})
+    assert hecaton_model.check(instance, {"ops": [{"scheme": "agrs"}] * instance.blocks})
+    assert math.isnan(hecaton_model.objective(instance, {"ops": "no"}))
     wrong = [dict(op) for op in good["ops"]]
     wrong[0] = {**wrong[0], "scheme": "summa", "rows": 1, "cols": 4}
-    assert any(v.constraint == "option" for v in hecaton.check(instance, {"ops": wrong}))
+    assert any(v.constraint == "option" for v in hecaton_model.check(instance, {"ops": wrong}))
     wrong[0] = {**wrong[0], "scheme": "agrs", "rows": 3, "cols": 2}
-    assert any(v.constraint == "option" for v in hecaton.check(instance, {"ops": wrong}))
+    assert any(v.constraint == "option" for v in hecaton_model.check(instance, {"ops": wrong}))
     # the stash row binds here: everyone keeping activations overflows DRAM
     keep = [{**op, "recompute": False} for op in good["ops"]]
-    assert any(v.constraint == "dram" for v in hecaton.check(instance, {"ops": keep}))
+    assert any(v.constraint == "dram" for v in hecaton_model.check(instance, {"ops": keep}))
     # one micro-batch on 4 dies holds a whole T x h tile per die: over 64 MiB of SRAM
     big = [Option("1d", 1, 4, 1, True).to_json()] * instance.blocks
-    assert any(v.constraint == "sram" for v in hecaton.check(instance, {"ops": big}))
+    assert any(v.constraint == "sram" for v in hecaton_model.check(instance, {"ops": big}))
 
 
 def test_checker_enforces_one_scheme():
@@ -102,7 +104,7 @@ def test_checker_enforces_one_scheme():
     other = next(s for s in SCHEMES if s != ops[0]["scheme"])
     rows = 1 if other == "1d" else 4
     mixed = [*ops[:-1], {**ops[-1], "scheme": other, "rows": rows, "cols": 16 // rows}]
-    assert any(v.constraint == "one_scheme" for v in hecaton.check(instance, {"ops": mixed}))
+    assert any(v.constraint == "one_scheme" for v in hecaton_model.check(instance, {"ops": mixed}))
 
 
 # -- exact methods -----------------------------------------------------------------------------
@@ -121,7 +123,7 @@ def test_milp_equals_dp_and_heuristics_never_beat_it(name):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_generated_instances_milp_equals_dp(seed):
-    instance = hecaton.generate(seed, 6)
+    instance = hecaton_model.generate(seed, 6)
     exact = run(P, instance, "exact", OPTIONS)
     milp = run(P, instance, "milp", OPTIONS)
     assert exact.status == milp.status
@@ -155,7 +157,7 @@ def test_capacity_dp_fixes_what_the_layered_dp_overflows():
     free = methods.layered_dp(instance)
     assert stash_total(instance, free) > instance.stash_capacity
     fixed = methods.capacity_dp(instance)
-    assert hecaton.check(instance, to_solution(instance, fixed)) == []
+    assert hecaton_model.check(instance, to_solution(instance, fixed)) == []
     assert total(instance, fixed) >= total(instance, free)
 
 
@@ -217,7 +219,7 @@ def test_epigraph_and_collapsed_forms_agree(name):
     instance = read(SHIPPED / f"{name}.toml")
     values = []
     for epigraph in (False, True):
-        result = solve_model(hecaton.build(instance, epigraph=epigraph), OPTIONS)
+        result = solve_model(hecaton_milp.build(instance, epigraph=epigraph), OPTIONS)
         assert result.status == "optimal"
         values.append(result.objective)
     assert close(*values), values

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from coopt.analysis.bounds import hecaton as H
-from coopt.formulations.hecaton_costs import SCHEMES, Instance, Model, Option, Package, cost
+from coopt.formulations.hecaton.model import SCHEMES, Instance, Model, Option, Package, cost
 
 BOUNDS = {b.name: b for b in H.BOUNDS}
 

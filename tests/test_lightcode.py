@@ -13,11 +13,14 @@ import sympy as sp
 from coopt.analysis.bounds import registry as bounds
 from coopt.analysis.bounds.lightcode import ROLE_BOUND
 from coopt.errors import InstanceError
-from coopt.formulations.lightcode import PROBLEM, check, incomparable_pairs, makespan_relaxation, objective
-from coopt.formulations.lightcode_graph import (
+from coopt.formulations.lightcode import PROBLEM
+from coopt.formulations.lightcode.milp import incomparable_pairs, makespan_relaxation
+from coopt.formulations.lightcode.model import (
     Limits,
+    check,
     energy,
     makespan,
+    objective,
     ptu_cycles,
     stacked_graph,
 )
@@ -419,7 +422,7 @@ def test_chain_dp_is_exact_on_a_chain(monkeypatch):
     import itertools
     import random
 
-    from coopt.formulations.lightcode_graph import Edge, Operator, Realization, StackedGraph
+    from coopt.formulations.lightcode.model import Edge, Operator, Realization, StackedGraph
 
     rng = random.Random(5)
     devices = ("gpu", "ptu")

@@ -1,7 +1,7 @@
 """Hecaton: the exact dynamic programmes and the polynomial heuristics.
 
 Every method works on the per-block candidate table of
-:func:`coopt.formulations.hecaton_costs.candidates` (SRAM-feasible, dominated options removed)
+:func:`coopt.formulations.hecaton.model.candidates` (SRAM-feasible, dominated options removed)
 and returns a solution the checker recomputes from the instance alone.
 
 Exact methods (research notes section 1.b):
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from coopt.formulations.hecaton_costs import (
+from coopt.formulations.hecaton.model import (
     Instance,
     Option,
     candidates,

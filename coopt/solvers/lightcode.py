@@ -1,4 +1,5 @@
-"""LightCode heuristics, the HEFT-style list schedule, and the two-device min cut.
+"""LightCode's exact block-decomposition DP (:func:`exact`), its heuristics, the HEFT-style list
+schedule, and the two-device min cut.
 
 Every heuristic picks an assignment by its own rule, then (shared tail, :func:`_finish`) makes it
 uniform across blocks if the instance asks, repairs side constraints by moving decision classes
@@ -7,7 +8,7 @@ until none is violated, and, for the makespan objective, turns the assignment in
 as their surrogate cost (the repo does the same: selection first, scheduling afterwards).
 
 Costs below are "sum costs": energy, or the latency sum, of the Stacked Graph in
-:mod:`coopt.formulations.lightcode_graph`.
+:mod:`coopt.formulations.lightcode.model`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ from itertools import pairwise
 from typing import Any
 
 import networkx as nx
+import pyomo.environ as pyo
 
-from coopt.formulations.lightcode_graph import (
+from coopt.formulations.lightcode import milp
+from coopt.formulations.lightcode.model import (
     MICRO,
     Assignment,
+    Edge,
     Instance,
     Limits,
     StackedGraph,
     as_solution,
     conversion_elements,
+    earliest_starts,
     energy,
     latency_sum,
     makespan,
@@ -36,7 +41,8 @@ from coopt.formulations.lightcode_graph import (
     stacked_graph,
     sum_cost,
 )
-from coopt.problem import NoSolution, Solution
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
+from coopt.solvers.highs import solve_model
 
 
 def _surrogate(instance: Instance) -> str:
@@ -676,3 +682,124 @@ def photonic_lengths(
         if solution["assignment"][target] in photonic:
             found.append(length)
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# The natural exact method: decomposition at articulation operators
+# ------------------------------------------------------------------------------------------------
+def _coupled(instance: Instance) -> bool:
+    """Side constraints that tie segments together (the decomposition then does not apply)."""
+    lim = instance.limits
+    capacity = any(d.kind == "photonic" and d.weight_capacity_mb > 0 for d in instance.devices)
+    limits = lim.energy_budget_mj or lim.power_cap_w or lim.max_conversion_elements
+    return bool(instance.uniform_blocks or capacity or limits)
+
+
+def _segment(graph: StackedGraph, a: int, b: int, first: str, last: str) -> StackedGraph:
+    """Operators a..b with a pinned on ``first`` and b on ``last``, and the edges among them."""
+    keep = [k for k, e in enumerate(graph.edges) if a <= e.src and e.dst <= b]
+    stacks = [dict(s) for s in graph.stacks[a : b + 1]]
+    stacks[0], stacks[-1] = {first: stacks[0][first]}, {last: stacks[-1][last]}
+
+    def table(source: dict, k: int) -> dict:
+        e = graph.edges[k]
+        return {
+            (du, dv): x
+            for (du, dv), x in source.items()
+            if du in stacks[e.src - a] and dv in stacks[e.dst - a]
+        }
+
+    return StackedGraph(
+        graph.ops[a : b + 1],
+        [Edge(graph.edges[k].src - a, graph.edges[k].dst - a, graph.edges[k].elements) for k in keep],
+        stacks,
+        [table(graph.transfer_energy[k], k) for k in keep],
+        [table(graph.transfer_latency[k], k) for k in keep],
+    )
+
+
+def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOptions) -> tuple[Any, str]:
+    """Solve one segment's disjunctive makespan model; (assignment, start times in s) and status."""
+    m, _, _ = milp.assignment_model(instance, part)
+    milp.add_schedule(m, part, disjunctive=True)
+    m.cost = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+    result = solve_model(m, options)
+    if result.objective is None:
+        return None, result.status
+    assign = [
+        next(iter(s)) if len(s) == 1 else max(sorted(s), key=lambda d, v=v: pyo.value(m.x[v, d]))
+        for v, s in enumerate(part.stacks)
+    ]
+    start = [pyo.value(m.start[v]) * m.time_unit / MICRO for v in range(len(part.ops))]
+    return (assign, start), result.status
+
+
+def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+    """Exact by decomposition. Every source-to-sink path passes each articulation operator, so
+    operators of different segments never overlap in time and both the sum objectives and the
+    makespan add up over segments: the makespan is ``sum_j (S_{c_j+1} - S_{c_j}) + p_last``. Each
+    segment is solved exactly for every pair of devices of its two cut operators (frontier DP for
+    sums, the disjunctive MILP for the makespan), once per distinct segment (repeated blocks are
+    solved once), then a DP over the cut devices chains them. Side constraints couple the
+    segments: such instances go to the full MILP."""
+    if _coupled(instance):
+        model = milp.build(instance)
+        result = solve_model(model, options)
+        if result.objective is None:
+            return ExactOutcome(None, result.status, result.bound)
+        solution = milp.extract(model, instance)
+        solution["objective"] = result.objective
+        return ExactOutcome(solution, result.status, result.bound)
+    if instance.objective != "makespan":
+        solution = segment_dp(instance)
+        return ExactOutcome(solution, "optimal", solution["objective"])
+    graph = stacked_graph(instance)
+    cuts = articulation_operators(graph)
+    memo: dict[Any, tuple[Any, str]] = {}
+    status = "optimal"
+    # best[d] = (length up to the start of the current cut on d, [(cut a, cut b, segment solution)])
+    best: dict[str, tuple[float, list]] = {d: (0.0, []) for d in sorted(graph.stacks[cuts[0]])}
+    for a, b in pairwise(cuts):
+        step: dict[str, tuple[float, list]] = {}
+        for first, (length, trail) in best.items():
+            for last in sorted(graph.stacks[b]):
+                part = _segment(graph, a, b, first, last)
+                key = (part.ops[0].role, part.ops[-1].role, first, last, _signature(part))
+                if key not in memo:
+                    memo[key] = _segment_makespan(instance, part, options)
+                found, part_status = memo[key]
+                if found is None:
+                    continue
+                if part_status != "optimal":
+                    status = "feasible"
+                total = length + found[1][-1] - found[1][0]
+                if last not in step or total < step[last][0]:
+                    step[last] = (total, [*trail, (a, found)])
+        if not step:
+            return ExactOutcome(None, "infeasible" if status == "optimal" else "time_limit")
+        best = step
+    last_cut = cuts[-1]
+    _, trail = min(best.items(), key=lambda item: item[1][0] + graph.stacks[last_cut][item[0]].latency)[1]
+    assign = [""] * len(graph.ops)
+    rank = [0.0] * len(graph.ops)
+    offset = 0.0
+    for a, (part_assign, part_start) in trail:
+        for i, (d, s) in enumerate(zip(part_assign, part_start, strict=True)):
+            assign[a + i] = d
+            rank[a + i] = offset + s - part_start[0] + 0.5 * graph.stacks[a + i][d].latency
+        offset += part_start[-1] - part_start[0]
+    start = earliest_starts(graph, assign, rank)
+    solution = as_solution(graph, assign, start)
+    solution["objective"] = makespan(graph, assign, start) * MICRO
+    return ExactOutcome(solution, status, solution["objective"] if status == "optimal" else None)
+
+
+def _signature(part: StackedGraph) -> tuple:
+    """Everything a segment's optimum depends on, so that repeated blocks share one solve."""
+    return (
+        tuple(tuple(sorted((d, r.latency) for d, r in s.items())) for s in part.stacks),
+        tuple(
+            (e.src, e.dst, tuple(sorted(t.items())))
+            for e, t in zip(part.edges, part.transfer_latency, strict=True)
+        ),
+    )

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from coopt.formulations import hecaton
-from coopt.formulations.hecaton_costs import (
+from coopt.formulations.hecaton import model as hecaton_model
+from coopt.formulations.hecaton.model import (
     Option,
     candidates,
     cost,
@@ -48,7 +49,7 @@ def brute_force(instance) -> float:
         if value < best:
             best, winner = value, list(chosen)
     if winner is not None:
-        assert not hecaton.check(instance, to_solution(instance, winner))
+        assert not hecaton_model.check(instance, to_solution(instance, winner))
         assert close(total(instance, winner), best)
     return best
 
@@ -56,7 +57,7 @@ def brute_force(instance) -> float:
 def tiny(seed: int):
     """A generated 3-block instance on 4 or 8 dies with 20 options per block and DRAM sized so
     that the stash row binds for most seeds (between the least stash and the free optimum's)."""
-    instance = hecaton.generate(seed, 3)
+    instance = hecaton_model.generate(seed, 3)
     instance = replace(
         instance, microbatches=(1, 2), package=replace(instance.package, dies=4 if seed % 2 else 8, dram_gb=1e9)
     )
@@ -118,9 +119,9 @@ def test_the_dram_row_binds_somewhere():
         free = methods.layered_dp(instance)
         if free is not None and stash_total(instance, free) > instance.stash_capacity:
             binding += 1
-            assert hecaton.check(instance, to_solution(instance, free))
+            assert hecaton_model.check(instance, to_solution(instance, free))
             fixed = methods.capacity_dp(instance)
-            assert fixed is None or not hecaton.check(instance, to_solution(instance, fixed))
+            assert fixed is None or not hecaton_model.check(instance, to_solution(instance, fixed))
     assert binding >= 2
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.lightcode import PROBLEM, check, incomparable_pairs
-from coopt.formulations.lightcode_graph import (
+from coopt.formulations.lightcode import PROBLEM
+from coopt.formulations.lightcode.milp import incomparable_pairs
+from coopt.formulations.lightcode.model import (
     Limits,
+    check,
     conversion_elements,
     energy,
     latency_sum,

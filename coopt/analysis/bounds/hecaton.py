@@ -13,7 +13,7 @@ cost models). One Llama block (GQA ratio g, FFN ratio phi = f/h), T tokens per i
     V_SUMMA = 2 (sqrt N - 1)/N (T S_kn + W_blk)
     V_AGRS  = kappa_b (sqrt N - 1)/N T S_kn    (kappa_b = 2 keeps the gathered inputs; 3 re-gathers)
 
-The formulation (coopt.formulations.hecaton_costs) moves exactly V_1D and V_SUMMA (no recompute,
+The formulation (coopt.formulations.hecaton.model) moves exactly V_1D and V_SUMMA (no recompute,
 one micro-batch), V_AGRS with kappa_b = 2 (gathered inputs kept) or 3 (recompute), and
 hecaton.nop_volume_agrs_regather (inputs re-gathered) on a square mesh when attention is local;
 tests/test_hecaton_bounds.py checks that.

@@ -65,12 +65,13 @@ mesh); RMSNorm, residual and embedding/LM-head work is not modelled; dies comput
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from typing import Any
 
 from coopt.instance import Fields
-from coopt.problem import Solution
+from coopt.problem import Solution, Violation
 
 SCHEMES = ("1d", "summa", "agrs")
 OBJECTIVES = ("time", "energy")
@@ -604,3 +605,99 @@ def candidates(instance: Instance, ffn: int) -> tuple[Option, ...]:
         if key not in best or c.objective < cost(instance, ffn, best[key]).objective:
             best[key] = option
     return tuple(sorted(best.values()))
+
+
+# -- checker ---------------------------------------------------------------------------------
+def check(instance: Instance, solution: Solution) -> list[Violation]:
+    """Options valid for the instance, SRAM per block, the DRAM stash total, one scheme."""
+    chosen, problems = parse(instance, solution)
+    violations = [Violation("option", p) for p in problems]
+    if chosen is None or violations:
+        return violations
+    sram = instance.package.sram_bytes
+    for b, (f, o) in enumerate(zip(instance.model.block_ffn, chosen, strict=True)):
+        need = cost(instance, f, o).sram_bytes
+        if need > sram:
+            violations.append(Violation("sram", f"op {b}: needs {need:.6g} B per die > {sram:.6g} B"))
+    stash = stash_total(instance, chosen)
+    if stash > instance.stash_capacity:
+        violations.append(
+            Violation(
+                "dram",
+                f"activation stash {stash} B + resident {instance.resident_bytes:.6g} B per die exceeds "
+                f"{instance.package.dram_bytes_per_die:.6g} B",
+            )
+        )
+    if instance.one_scheme and len({o.scheme for o in chosen}) > 1:
+        violations.append(Violation("one_scheme", f"schemes used: {sorted({o.scheme for o in chosen})}"))
+    return violations
+
+
+def objective(instance: Instance, solution: Solution) -> float:
+    """Iteration time in seconds (or energy in joules): blocks plus re-layouts."""
+    chosen, problems = parse(instance, solution)
+    if chosen is None or problems:
+        return math.nan
+    return total(instance, chosen)
+
+
+# -- instance families -----------------------------------------------------------------------
+def generate(seed: int, size: int) -> Instance:
+    """A seeded slice of a Llama-style model: ``size`` blocks in up to 3 segments of different
+    FFN width, on 4, 8 or 16 dies, with DRAM sized so the stash row often binds."""
+    rng = random.Random(seed)
+    heads = rng.choice((8, 16))
+    hidden = heads * rng.choice((64, 128))
+    segments = rng.randint(1, min(3, size))
+    cuts = sorted(rng.sample(range(1, size), segments - 1)) if segments > 1 else []
+    blocks = [b - a for a, b in zip([0, *cuts], [*cuts, size], strict=True)]
+    model = Model(
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads // rng.choice((1, 2, 4)),
+        sequence_length=rng.choice((512, 1024, 2048)),
+        sequences=rng.choice((2, 4, 8)),
+        causal=True,
+        bytes_per_element=2,
+        segment_blocks=tuple(blocks),
+        segment_ffn=tuple(hidden * rng.choice((2, 3, 4)) for _ in blocks),
+    )
+    dies = rng.choice((4, 8, 16))
+    package = Package(
+        dies=dies,
+        tflops_per_die=float(rng.choice((25, 50, 100))),
+        sram_mib=float(rng.choice((32, 64, 128))),
+        link_gb_per_s=float(rng.choice((32, 64, 128, 256))),
+        ring_directions=2,
+        hop_latency_ns=20.0,
+        dram_placement=rng.choice(("distributed", "edge")),
+        dram_port_gb_per_s=float(rng.choice((32, 64, 128))),
+        dram_gb=1.0,
+        optimizer_state_bytes_per_param=12.0,
+        optimizer_traffic_bytes_per_param=16.0,
+        mac_pj=0.3,
+        nop_pj_per_bit=0.5,
+        dram_pj_per_bit=5.0,
+        static_w_per_die=float(rng.choice((0, 2, 5))),
+    )
+    draft = Instance(
+        model=model,
+        package=package,
+        schemes=SCHEMES,
+        microbatches=(1, 2, 4),
+        recompute=(False, True),
+        objective=rng.choice(("time", "energy")),
+        overlap=rng.choice(("full", "none")),
+        one_scheme=False,
+    )
+    # DRAM: resident state plus a stash between the least any choice needs and what the
+    # unconstrained optimum uses, so that the stash row binds in most instances
+    rows = [[cost(draft, f, o).stash_bytes for o in candidates(draft, f)] or [0] for f in model.block_ffn]
+    low = sum(min(r) for r in rows)
+    from coopt.solvers.hecaton import layered_dp  # the generator aims the DRAM cap at the DP's optimum
+
+    free = layered_dp(draft)
+    high = low if free is None else stash_total(draft, free)
+    stash = low + rng.choice((0.2, 0.5, 0.8, 1.2)) * (high - low)
+    gb = math.ceil((draft.resident_bytes + stash) * dies / 1e6) / 1e3
+    return replace(draft, package=replace(package, dram_gb=gb))

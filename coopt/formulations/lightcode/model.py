@@ -38,11 +38,14 @@ Cost model (SI inside; the instance keeps the file's customary units and convert
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any
+
+from coopt.problem import Solution, Violation
 
 OBJECTIVES = ("energy", "latency_sum", "makespan")
 TRANSFER_MODELS = ("sram_hop", "realistic")
@@ -790,3 +793,198 @@ def earliest_starts(graph: StackedGraph, assign: Assignment, rank: list[float]) 
     if done < n:
         raise ValueError("device orders contradict the data dependencies")
     return start
+
+
+# ------------------------------------------------------------------------------------------------
+# Checker and objective
+# ------------------------------------------------------------------------------------------------
+def _read_start(graph: StackedGraph, solution: Solution) -> tuple[list[float] | None, str]:
+    raw = solution.get("start")
+    if not isinstance(raw, dict):
+        return None, "expected 'start': a table operator -> start time in seconds"
+    start = []
+    for op in graph.ops:
+        s = raw.get(op.name)
+        if isinstance(s, bool) or not isinstance(s, int | float) or not math.isfinite(s) or s < 0:
+            return None, f"{op.name}: expected a start time >= 0, got {s!r}"
+        start.append(float(s))
+    return start, ""
+
+
+def schedule_violations(graph: StackedGraph, assign: list[str], start: list[float]) -> list[Violation]:
+    """Precedence with transfer delays, and one operator at a time on every device."""
+    out = []
+    tol = 1e-9 * max(1e-12, makespan(graph, assign, start))
+    for k, e in enumerate(graph.edges):
+        ready = (
+            start[e.src]
+            + graph.stacks[e.src][assign[e.src]].latency
+            + graph.transfer_latency[k][assign[e.src], assign[e.dst]]
+        )
+        if start[e.dst] < ready - tol:
+            out.append(
+                Violation(
+                    "precedence",
+                    f"{graph.ops[e.dst].name} starts at {start[e.dst]:.9g} s before "
+                    f"its input from {graph.ops[e.src].name} arrives at {ready:.9g} s",
+                )
+            )
+    by_device: dict[str, list[int]] = {}
+    for v in sorted(range(len(assign)), key=lambda v: (start[v], v)):
+        by_device.setdefault(assign[v], []).append(v)
+    for d, order in by_device.items():
+        for u, v in pairwise(order):
+            if start[v] < start[u] + graph.stacks[u][d].latency - tol:
+                out.append(
+                    Violation(
+                        "device_exclusive", f"{graph.ops[u].name} and {graph.ops[v].name} overlap on {d}"
+                    )
+                )
+    return out
+
+
+def check(instance: Instance, solution: Solution) -> list[Violation]:
+    graph = stacked_graph(instance)
+    assign, why = read_assignment(graph, solution)
+    if assign is None:
+        return [Violation("assignment", why)]
+    out: list[Violation] = []
+    if instance.objective == "makespan":
+        start, why = _read_start(graph, solution)
+        if start is None:
+            return [Violation("schedule", why)]
+        out += schedule_violations(graph, assign, start)
+        span = makespan(graph, assign, start)
+    else:
+        span = latency_sum(graph, assign)
+    for text in side_violations(instance, graph, assign, span):
+        family, detail = text.split(": ", 1)
+        out.append(Violation(family, detail))
+    return out
+
+
+def objective(instance: Instance, solution: Solution) -> float:
+    """Energy in microjoules, or latency (serial sum or makespan) in microseconds."""
+    graph = stacked_graph(instance)
+    assign, why = read_assignment(graph, solution)
+    if assign is None:
+        raise ValueError(why)
+    if instance.objective == "energy":
+        return energy(graph, assign) * MICRO
+    if instance.objective == "latency_sum":
+        return latency_sum(graph, assign) * MICRO
+    start, why = _read_start(graph, solution)
+    if start is None:
+        raise ValueError(why)
+    return makespan(graph, assign, start) * MICRO
+
+
+# ------------------------------------------------------------------------------------------------
+# Hardware presets and the seeded generator
+# ------------------------------------------------------------------------------------------------
+def h100(name: str = "gpu") -> Electronic:
+    """H100-SXM-like GPU (repo docs: 494.7 TFLOP/s TF32, 144 SMs x 128 lanes x 1.98 GHz; MAC 0.07 pJ;
+    HBM 3.35 TB/s from NVIDIA's public spec; launch latency and elementwise energy assumed)."""
+    return Electronic(
+        name,
+        peak_tflops=494.7,
+        elementwise_tops=36.5,
+        memory_bandwidth_tbps=3.35,
+        launch_latency_us=2.0,
+        mac_energy_pj=0.07,
+        op_energy_pj=0.1,
+        local_energy_pj=24.0,
+    )
+
+
+def ptu(name: str = "ptu", *, cores: int = 1, wavelengths: int = 20, spatial: int = 1) -> Photonic:
+    """The repo's PHU: 9.7 GHz, multiplex 20, MAC 0.04 pJ, DAC 3.18 pJ, ADC 1.6 pJ, 10 ns conversion."""
+    return Photonic(
+        name,
+        clock_ghz=9.7,
+        cores=cores,
+        wavelengths=wavelengths,
+        spatial=spatial,
+        fan_in=1,
+        mac_energy_pj=0.04,
+        dac_energy_pj=3.18,
+        adc_energy_pj=1.6,
+        conversion_latency_ns=10.0,
+        laser_power_w=0.0,
+        local_energy_pj=24.0,
+        weight_capacity_mb=0.0,
+    )
+
+
+def repo_memory() -> Memory:
+    """Repo hop constants (SRAM 12, HBM 40, DRAM 160 pJ per element, port 1 + 1 pJ, f_mem 6 GHz, 32-bit
+    numbers); the link is an NVLink-C2C-like assumption (1.3 pJ/bit, 900 GB/s, 0.5 us)."""
+    return Memory(
+        clock_ghz=6.0,
+        sram_energy_pj=12.0,
+        hbm_energy_pj=40.0,
+        dram_energy_pj=160.0,
+        port_energy_pj=2.0,
+        bytes_per_element=4,
+        link_energy_pj_per_bit=1.3,
+        link_bandwidth_gbps=900.0,
+        link_latency_ns=500.0,
+    )
+
+
+def generate(seed: int, size: int) -> Instance:
+    """A small random transformer (``size`` blocks) on a GPU and a PTU with perturbed parameters."""
+    rng = random.Random(seed)
+    family = rng.choice(("gpt2", "llama"))
+    heads = rng.choice((1, 2, 4))
+    d_model = heads * rng.choice((8, 16, 32))
+    model = TransformerModel(
+        family,
+        size,
+        d_model,
+        heads,
+        rng.choice((2, 3, 4)) * d_model,
+        rng.choice((64, 128, 256)),
+        rng.choice((4, 16, 64, 256)),
+    )
+
+    def jitter(x: float) -> float:
+        return round(x * math.exp(rng.uniform(-1.0, 1.0)), 6)
+
+    gpu = h100()
+    gpu = Electronic(
+        "gpu",
+        jitter(gpu.peak_tflops / 1000),
+        jitter(gpu.elementwise_tops / 1000),
+        jitter(gpu.memory_bandwidth_tbps / 100),
+        jitter(gpu.launch_latency_us / 100),
+        jitter(gpu.mac_energy_pj),
+        jitter(gpu.op_energy_pj),
+        jitter(gpu.local_energy_pj),
+    )
+    photonic = ptu(wavelengths=rng.choice((4, 16, 64)), spatial=rng.choice((1, 4)), cores=rng.choice((1, 2)))
+    photonic = Photonic(
+        "ptu",
+        jitter(photonic.clock_ghz),
+        photonic.cores,
+        photonic.wavelengths,
+        photonic.spatial,
+        1,
+        jitter(photonic.mac_energy_pj),
+        jitter(photonic.dac_energy_pj),
+        jitter(photonic.adc_energy_pj),
+        jitter(photonic.conversion_latency_ns) / 100,
+        0.0,
+        jitter(photonic.local_energy_pj),
+        0.0,
+    )
+    return Instance(
+        objective=rng.choice(("energy", "latency_sum", "makespan")),
+        transfer_model=rng.choice(("sram_hop", "realistic")),
+        graph="block",
+        uniform_blocks=rng.random() < 0.25,
+        model=model,
+        devices=(gpu, photonic),
+        memory=repo_memory(),
+        limits=Limits(),
+    )

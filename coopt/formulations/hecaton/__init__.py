@@ -1,0 +1,33 @@
+"""Hecaton: per-block tensor-parallel scheme, mesh, micro-batching and recompute for LLM training
+on a chiplet package (Huang et al., arXiv 2407.05784).
+
+Layout: the data model, the per-layer cost model, the checker and the generator are in
+:mod:`.model`; the multiple-choice MILP with re-layout flows in :mod:`.milp`; the layered and
+capacity DPs (the ``exact`` method) and the heuristics in :mod:`coopt.solvers.hecaton`; the
+closed forms in :mod:`coopt.analysis.bounds.hecaton`.
+"""
+
+from __future__ import annotations
+
+from coopt.formulations.hecaton.milp import build, extract
+from coopt.formulations.hecaton.model import check, dump, generate, load, objective
+from coopt.problem import HeuristicsOf, MethodOf, Problem
+
+PROBLEM = Problem(
+    name="hecaton",
+    summary="Per-block tensor-parallel scheme, mesh, micro-batching and recompute for LLM training "
+    "on a chiplet package (multiple-choice MILP with re-layout costs and a DRAM row)",
+    source="Huang et al., Hecaton, arXiv 2407.05784 (research-chiplet-chase-moesd.md section 1)",
+    sense="min",
+    load=load,
+    dump=dump,
+    check=check,
+    objective=objective,
+    generate=generate,
+    build=build,
+    extract=extract,
+    heuristics=HeuristicsOf("coopt.solvers.hecaton"),
+    exact=MethodOf("coopt.solvers.hecaton", "exact"),
+    sizes=(4, 8, 16),
+    size_doc="number of blocks",
+)
