@@ -26,12 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from coopt.formulations import topoopt as T
+from coopt.formulations import topoopt
+from coopt.formulations.topoopt import model as T
+from coopt.formulations.topoopt import strides as topoopt_strides
 from coopt.instance import load, to_toml, write_atomic
 from coopt.problem import SolveOptions, relative_gap
 from coopt.run import run
 from coopt.solvers import topoopt as H
 from coopt.solvers.highs import lp_relaxation
+from coopt.solvers.topoopt import solve_p2
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 PAPER_SPEEDUP = 3.4  # TopoOpt vs similar-cost fat-tree, "up to" (NSDI 2023 abstract)
@@ -52,18 +55,18 @@ def exact_family() -> None:
     times: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
     for path in sorted(INSTANCES.glob("[01]-exact-*.toml")):
         instance = load(path).instance
-        report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+        report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
         assert report.status == "optimal" and report.check["feasible"]
-        lp = lp_relaxation(T.PROBLEM, instance)
+        lp = lp_relaxation(topoopt.PROBLEM, instance)
         t0 = time.perf_counter()
-        tau, _ = T.solve_p2(instance, SolveOptions(gap=1e-9))
+        tau, _ = solve_p2(instance, SolveOptions(gap=1e-9))
         p2_seconds = time.perf_counter() - t0
         row = (
             f"{path.stem:22} {report.objective:9.3f} {lp:9.3f} {report.times['build']:7.3f} "
             f"{report.times['handoff']:7.3f} {report.times['solve']:7.3f} {1 / tau:9.3f} {p2_seconds:6.1f}"
         )
         for method in H.HEURISTICS:
-            h = run(T.PROBLEM, instance, method)
+            h = run(topoopt.PROBLEM, instance, method)
             assert h.check["feasible"]
             gap = relative_gap(h.objective, report.objective)
             gaps[method].append(gap)
@@ -84,13 +87,14 @@ def stride_family() -> None:
     print(f"{'n':>4} {'d':>2} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
     for n in (12, 16, 24, 30, 32, 48, 64):
         for d in (2, 3, 4):
-            weight = T.offset_weights(n, np.zeros((n, n)))
+            weight = topoopt_strides.offset_weights(n, np.zeros((n, n)))
             geometric = H.select_permutations(T.candidate_strides(n, n), d)
             t0 = time.perf_counter()
-            best, cost = T.select_strides_exact(n, d, weight)
+            best, cost = topoopt_strides.select_strides_exact(n, d, weight)
             elapsed = time.perf_counter() - t0
             print(
-                f"{n:4} {d:2} {str(tuple(geometric)):>22} {T.stride_cost(n, geometric, weight):9.3f} "
+                f"{n:4} {d:2} {str(tuple(geometric)):>22} "
+                f"{topoopt_strides.stride_cost(n, geometric, weight):9.3f} "
                 f"{str(best):>22} {cost:9.3f} {elapsed:7.3f}"
             )
 
@@ -157,7 +161,7 @@ def write_model_instance(name: str, workload, strategy, n: int, d: int, gbps: in
     prices = load(path).instance.prices if path.exists() else T.DEFAULT_PRICES
     instance = dataclasses.replace(H.workload_instance(workload, strategy, n, d, gbps), prices=prices)
     text = to_toml(
-        T.PROBLEM,
+        topoopt.PROBLEM,
         instance,
         description=(
             f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbps, of the strategy "
@@ -173,7 +177,7 @@ def write_stride_instances() -> None:
     for n, d in ((32, 3), (64, 4)):
         instance = T.Instance(n, d, 100e9, (), (), (T.ModelParallelGroup(n, 1e6),))
         text = to_toml(
-            T.PROBLEM,
+            topoopt.PROBLEM,
             instance,
             description=f"Stride family: uniform all-to-all of 1 MB per pair, n={n}, d={d}; heuristics only",
             source="TopoOpt (NSDI 2023), research notes 1(b) P4",

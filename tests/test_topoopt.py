@@ -12,14 +12,17 @@ import numpy as np
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import topoopt as T
+from coopt.formulations import topoopt
+from coopt.formulations.topoopt import matching as topoopt_matching
+from coopt.formulations.topoopt import model as T
+from coopt.formulations.topoopt import strides as topoopt_strides
 from coopt.instance import load, to_toml
 from coopt.problem import NoSolution, SolveOptions
 from coopt.run import run
 from coopt.solvers import topoopt as H
 from coopt.solvers.highs import lp_relaxation, solve_model
 
-PROBLEM = T.PROBLEM
+PROBLEM = topoopt.PROBLEM
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 OPTIONS = SolveOptions(gap=1e-9)
 
@@ -171,10 +174,10 @@ def test_repeated_matching_never_beats_bmatching(seed):
     weights = np.triu(rng.lognormal(0, 1, (n, n)) * (rng.random((n, n)) < 0.5), 1)
     links = H.repeated_matching(weights, rounds)
     assert (links.sum(axis=0) == rounds).all() and (links == links.T).all()
-    greedy = T.bmatching_value(
+    greedy = topoopt_matching.bmatching_value(
         weights, {(i, j): int(links[i, j]) for i in range(n) for j in range(i + 1, n) if links[i, j]}
     )
-    model = T.build_bmatching(weights, rounds)
+    model = topoopt_matching.build_bmatching(weights, rounds)
     result = solve_model(model, OPTIONS)
     assert result.status == "optimal"
     assert greedy <= result.objective * (1 + 1e-9)
@@ -222,8 +225,8 @@ def test_p4_enumeration_is_optimal_and_bounds_geometric(n, d):
     rng = np.random.default_rng(n * d)
     demand = rng.lognormal(0, 1, (n, n)) * (rng.random((n, n)) < 0.2)
     np.fill_diagonal(demand, 0)
-    weight = T.offset_weights(n, demand)
-    best, cost = T.select_strides_exact(n, d, weight)
+    weight = topoopt_strides.offset_weights(n, demand)
+    best, cost = topoopt_strides.select_strides_exact(n, d, weight)
     total = demand.sum()
     for subset in itertools.combinations(T.candidate_strides(n, n), d):
         graph = nx.DiGraph([(i, (i + p) % n) for i in range(n) for p in subset])
@@ -233,7 +236,7 @@ def test_p4_enumeration_is_optimal_and_bounds_geometric(n, d):
             <= sum(demand[i, j] * hops[i][j] for i, j in zip(*np.nonzero(demand), strict=True)) / total + 1e-9
         )
     geometric = H.select_permutations(T.candidate_strides(n, n), d)
-    assert T.stride_cost(n, geometric, weight) >= cost - 1e-12
+    assert topoopt_strides.stride_cost(n, geometric, weight) >= cost - 1e-12
     assert len(best) == d
 
 

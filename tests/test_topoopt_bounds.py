@@ -9,7 +9,9 @@ import pytest
 import sympy as sp
 
 from coopt.analysis.bounds import get
-from coopt.formulations import topoopt as T
+from coopt.formulations import topoopt
+from coopt.formulations.topoopt import model as T
+from coopt.formulations.topoopt import strides as topoopt_strides
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
@@ -75,7 +77,7 @@ def test_allreduce_only_p1_is_the_ring_time(n, d):
     """P1 on AllReduce alone: d parallel rings are optimal and 1/theta is T_AR with r = d, a = 0;
     the port bound is tight."""
     instance = T.Instance(n, d, 100e9, (T.AllReduceGroup(n, 3e8),), ())
-    report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     ring = get("topoopt.ring_allreduce_time").evaluate(
         {"k": n, "S": 3e8, "r": d, "B": instance.port_rate, "a": 0}
     )
@@ -99,7 +101,7 @@ def test_power_stride_diameter_bound():
         for d in range(1, 5):
             a = integer_root_ceiling(n, d)
             strides = sorted({a**i % n for i in range(d)} - {0})
-            diameter = max(T.circulant_distances(n, strides))
+            diameter = max(topoopt_strides.circulant_distances(n, strides))
             assert diameter <= d * (a - 1)
             assert diameter <= bound.evaluate({"n": n, "d": d})
 
@@ -107,7 +109,7 @@ def test_power_stride_diameter_bound():
 @pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.stem)
 def test_port_bound_holds_on_solved_instances(path):
     instance = load(path).instance
-    report = run(T.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     port = get("topoopt.port_bound").evaluate(
         {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
     )

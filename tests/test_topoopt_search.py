@@ -10,7 +10,8 @@ import pytest
 
 from coopt.analysis.bounds import get
 from coopt.errors import InstanceError
-from coopt.formulations import topoopt as T
+from coopt.formulations import topoopt
+from coopt.formulations.topoopt import model as T
 from coopt.instance import load, to_toml
 from coopt.solvers import topoopt as H
 
@@ -116,7 +117,7 @@ def test_strategy_traffic_and_instance_agree():
 def test_model_parallel_groups_round_trip(tmp_path):
     instance = H.workload_instance(SMALL_DLRM, (16,) * 8 + (1,) * 24, 16, 4, 100)
     path = tmp_path / "dlrm.toml"
-    path.write_text(to_toml(T.PROBLEM, instance))
+    path.write_text(to_toml(topoopt.PROBLEM, instance))
     assert load(path).instance == instance
     solution = H.topology_finder(instance)
     assert T.check(instance, solution) == []
@@ -219,7 +220,7 @@ def test_prices_round_trip(tmp_path):
     instance = read(tmp_path, prices_toml(fibre_usd_per_m=1.25, nic_usd=7))
     assert instance.prices != T.DEFAULT_PRICES
     copy = tmp_path / "copy.toml"
-    copy.write_text(to_toml(T.PROBLEM, instance))
+    copy.write_text(to_toml(topoopt.PROBLEM, instance))
     assert load(copy).instance == instance
 
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
+import pyomo.environ as pyo
 
-from coopt.formulations.topoopt import (
+from coopt.formulations.topoopt.milp import build, extract
+from coopt.formulations.topoopt.model import (
     BITS_PER_BYTE,
     DEFAULT_PRICES,
     AllReduceGroup,
@@ -28,16 +31,16 @@ from coopt.formulations.topoopt import (
     Prices,
     PriceTier,
     block_pairs,
-    build,
+    busiest_sender,
     candidate_strides,
-    circulant_distances,
     demand_matrix,
-    extract,
     fattree_price_per_server,
     mp_matrix,
     objective,
     ring_bytes,
 )
+from coopt.formulations.topoopt.rings_milp import build_p2
+from coopt.formulations.topoopt.strides import circulant_distances
 from coopt.problem import NoSolution, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 
@@ -707,3 +710,36 @@ def similar_cost_fattree(instance: Instance) -> float:
     """:func:`similar_cost_fattree_gbps` of an instance, with its own prices."""
     n, d = instance.servers, instance.degree
     return similar_cost_fattree_gbps(n, d, instance.bandwidth / 1e9, instance.prices)
+
+
+def solve_p2(instance: Instance, options: Any = None) -> tuple[float, Solution] | None:
+    """P2 over the outer loop ``r = 1..min(d, phi(k))``: the fastest (tau in seconds) ring count,
+    as a P1 solution (rings + matchings, AllReduce split evenly on its rings, the MP flows), or None
+    if no ring count is feasible."""
+    from coopt.problem import SolveOptions
+    from coopt.solvers.highs import solve_model
+
+    n = instance.servers
+    best: tuple[float, Solution] | None = None
+    c = ring_bytes(instance.allreduce[0])
+    unit = busiest_sender(instance)
+    for rings in range(1, min(instance.degree, len(candidate_strides(n, instance.allreduce[0].size))) + 1):
+        model = build_p2(instance, rings)
+        result = solve_model(model, options or SolveOptions())
+        if result.status != "optimal" or (best is not None and result.objective >= best[0]):
+            continue
+        strides = [q for q in model.ring if pyo.value(model.ring[q]) > 0.5]
+        links = [[0] * n for _ in range(n)]
+        flows = []
+        for i, j in model.A:
+            links[i][j] = int(round(pyo.value(model.match[min(i, j), max(i, j)])))
+            links[i][j] += sum(1 for q in strides if (i + q) % n == j)
+            for s in range(n):
+                value = pyo.value(model.flow[s, i, j])
+                if value > 1e-12:
+                    flows.append([s, i, j, value * unit])
+        flows += [[i, i, (i + q) % n, c / rings] for q in strides for i in range(n)]
+        solution = {"links": links, "ring_share": [[[q, 1 / rings] for q in strides]], "flows": flows}
+        solution["objective"] = objective(instance, solution)
+        best = (result.objective, solution)
+    return best

@@ -8,10 +8,12 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from coopt.formulations import topoopt as T
+from coopt.formulations import topoopt
+from coopt.formulations.topoopt import model as T
 from coopt.problem import SolveOptions
 from coopt.run import run
 from coopt.solvers.highs import solve_model
+from coopt.solvers.topoopt import solve_p2
 
 OPTIONS = SolveOptions(gap=1e-9)
 
@@ -72,17 +74,17 @@ def brute_force_p2(instance: T.Instance) -> float:
 @pytest.mark.parametrize(("n", "d", "seed"), [(4, 2, 0), (4, 3, 1), (6, 2, 2)])
 def test_p2_equals_brute_force_and_is_p1_feasible(n, d, seed):
     instance = T.random_instance(np.random.default_rng(seed), n, d, 100.0, density=0.4)
-    tau, solution = T.solve_p2(instance, OPTIONS)
+    tau, solution = solve_p2(instance, OPTIONS)
     assert tau == pytest.approx(brute_force_p2(instance), rel=1e-6)
     assert T.check(instance, solution) == []
     assert solution["objective"] >= (1 / tau) * (1 - 1e-6)
-    p1 = run(T.PROBLEM, instance, "exact", OPTIONS)
+    p1 = run(topoopt.PROBLEM, instance, "exact", OPTIONS)
     assert p1.objective >= solution["objective"] * (1 - 1e-6)
 
 
 def test_p2_allreduce_only_is_d_rings():
     """No MP traffic: all d ports become rings and tau is the ring closed form with r = d."""
     instance = T.Instance(8, 3, 100e9, (T.AllReduceGroup(8, 2e8),), ())
-    tau, solution = T.solve_p2(instance, OPTIONS)
+    tau, solution = solve_p2(instance, OPTIONS)
     assert tau == pytest.approx(T.ring_bytes(instance.allreduce[0]) / (3 * instance.port_rate), rel=1e-6)
     assert len(solution["ring_share"][0]) == 3

@@ -1,0 +1,131 @@
+"""TopoOpt's exact model P1 (symbols as in :mod:`coopt.formulations.topoopt.model`).
+
+Formulation P1 (topology + routing + ring split, max concurrent flow) [proposed in the notes;
+here the AllReduce ring split is a decision too, which keeps the model linear because the
+demand enters only through ``mu_gq = theta * lambda_gq``]::
+
+    max  theta
+    s.t. sum_j x_ij = d, sum_i x_ij = d,  x_ii = 0,  x_ij in {0..d}
+         sum_q mu_gq = theta                                          for every group g
+         sum_j f^s_vj - sum_i f^s_iv = theta M_sv* + sum_g c_g sum_q mu_gq           (v = s)
+                                     = -(theta M_sv + sum_g c_g sum_{q: s+q=v} mu_gq)  (v != s)
+         sum_s f^s_ij <= (B / 8) x_ij
+         theta >= (B / 8) / sum_st D_st     (valid: a stride-1 ring routes everything)
+         f, mu, theta >= 0
+
+with ``M_sv* = sum_t M_st``: source-aggregated flows ``f^s``, one commodity per source.
+``theta`` is in iterations per second: the iteration's communication takes ``1/theta`` s. The
+model is scaled so that the busiest server sends one unit and a port carries one unit per
+time unit; ``objective_unit`` turns the scaled ``theta`` back into iterations per second.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from coopt.formulations.topoopt.model import (
+    Instance,
+    busiest_sender,
+    candidate_strides,
+    mp_matrix,
+    ring_bytes,
+)
+from coopt.problem import NoSolution, Solution
+
+#: Largest n for which ``build`` makes the P1 MILP (n^2 (n - 1) flow variables: 108 k at 48).
+MAX_P1_SERVERS = 48
+
+
+def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteModel:
+    """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1.
+
+    With ``links`` given the topology is fixed (a parameter, arcs restricted to existing links)
+    and the model is the routing + ring-split LP on that topology.
+    """
+    n, d = instance.servers, instance.degree
+    if links is None and n > MAX_P1_SERVERS:
+        raise NoSolution(
+            f"P1 has n^2 (n - 1) = {n * n * (n - 1)} flow variables at n = {n}; it is built for "
+            f"n <= {MAX_P1_SERVERS} (use the heuristics, e.g. --method topology_finder)"
+        )
+    unit = busiest_sender(instance)
+    m_scaled = mp_matrix(instance) / unit
+    arcs = [(i, j) for i in range(n) for j in range(n) if i != j and (links is None or links[i][j] > 0)]
+    out_arcs: list[list[int]] = [[] for _ in range(n)]
+    in_arcs: list[list[int]] = [[] for _ in range(n)]
+    for i, j in arcs:
+        out_arcs[i].append(j)
+        in_arcs[j].append(i)
+    shares = [(g, q) for g, group in enumerate(instance.allreduce) for q in candidate_strides(n, group.size)]
+    ring_c = [ring_bytes(g) / unit for g in instance.allreduce]
+
+    model = pyo.ConcreteModel(name="topoopt_P1")
+    model.objective_unit = instance.port_rate / unit
+    model.N = pyo.Set(initialize=range(n))
+    model.A = pyo.Set(initialize=arcs, dimen=2)
+    model.G = pyo.Set(initialize=range(len(instance.allreduce)))
+    model.Q = pyo.Set(initialize=shares, dimen=2)
+    if links is None:
+        model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+        model.out_degree = pyo.Constraint(
+            model.N, rule=lambda m, i: sum(m.links[i, j] for j in out_arcs[i]) == d
+        )
+        model.in_degree = pyo.Constraint(
+            model.N, rule=lambda m, j: sum(m.links[i, j] for i in in_arcs[j]) == d
+        )
+    else:
+        model.links = pyo.Param(model.A, initialize={(i, j): int(links[i][j]) for i, j in arcs})
+    model.flow = pyo.Var(model.N, model.A, domain=pyo.NonNegativeReals)
+    model.ring = pyo.Var(model.Q, domain=pyo.NonNegativeReals)  # mu_gq = theta * lambda_gq
+    model.theta = pyo.Var(domain=pyo.NonNegativeReals)
+
+    model.split = pyo.Constraint(
+        model.G, rule=lambda m, g: sum(m.ring[h, q] for h, q in m.Q if h == g) == m.theta
+    )
+
+    def conservation(m: pyo.ConcreteModel, s: int, v: int) -> Any:
+        net = sum(m.flow[s, v, j] for j in out_arcs[v]) - sum(m.flow[s, i, v] for i in in_arcs[v])
+        if v == s:
+            sent = m.theta * float(m_scaled[s].sum()) + sum(ring_c[g] * m.ring[g, q] for g, q in shares)
+            return net == sent
+        received = m.theta * float(m_scaled[s, v]) + sum(
+            ring_c[g] * m.ring[g, q] for g, q in shares if (s + q) % n == v
+        )
+        return net == -received
+
+    model.conservation = pyo.Constraint(model.N, model.N, rule=conservation)
+    model.capacity = pyo.Constraint(
+        model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in range(n)) <= m.links[i, j]
+    )
+    if links is None:
+        # Valid floor: a stride-1 ring (plus any d - 1 permutations) carries every byte over each
+        # arc at most once, so theta* >= 1 / (total scaled demand). It cuts off the degenerate
+        # theta = 0 incumbent HiGHS can return at a time limit, whose routing means nothing.
+        total = (float(mp_matrix(instance).sum()) + n * sum(ring_bytes(g) for g in instance.allreduce)) / unit
+        model.theta_floor = pyo.Constraint(expr=model.theta >= 1.0 / total)
+    model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
+    return model
+
+
+def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
+    n = instance.servers
+    unit = busiest_sender(instance)
+    links = [[0] * n for _ in range(n)]
+    for i, j in model.A:
+        links[i][j] = int(round(pyo.value(model.links[i, j])))
+    theta = pyo.value(model.theta)
+    shares: list[list[list[float]]] = []
+    for g, _ in enumerate(instance.allreduce):
+        mu = {q: max(0.0, pyo.value(model.ring[h, q])) for h, q in model.Q if h == g}
+        total = sum(mu.values())
+        shares.append([[q, v / total] for q, v in sorted(mu.items()) if v > 0])
+    flows = []
+    for s in range(n):
+        for i, j in model.A:
+            value = pyo.value(model.flow[s, i, j])
+            if value > 1e-12:
+                flows.append([s, i, j, value / theta * unit])
+    return {"links": links, "ring_share": shares, "flows": flows}
