@@ -14,8 +14,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coopt.formulations import provisioning as P
-from coopt.formulations import provisioning_grooming as G
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import grooming as G
+from coopt.formulations.provisioning import grooming_milp
+from coopt.formulations.provisioning import milp as provisioning_milp
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.problem import SolveOptions, relative_gap
 from coopt.run import run
@@ -30,21 +33,22 @@ def served(solution: dict) -> str:
 def grooming_table(seeds: int, sizes: list[int], options: SolveOptions) -> Table:
     table = Table(title="provisioning_grooming (Model C): exact vs heuristics")
     for col in ("instance", "R", "vars", "rows", "optimum", "served", "lightpaths", "status",
-                "build s", "hand-off s", "solve s", *(f"{m} gap (served)" for m in G.PROBLEM.heuristics)):
+                "build s", "hand-off s", "solve s",
+                *(f"{m} gap (served)" for m in provisioning.GROOMING.heuristics)):
         table.add_column(col)
     for size in sizes:
         for seed in range(seeds):
             instance = G.generate(seed, size)
-            model = G.build(instance)
-            exact = run(G.PROBLEM, instance, "exact", options)
+            model = grooming_milp.build(instance)
+            exact = run(provisioning.GROOMING, instance, "exact", options)
             assert exact.check["feasible"], exact.check
             sol, times = exact.solution, exact.times
             cells = [f"gen seed {seed} size {size}", str(len(instance.requests)), str(model.nvariables()),
                      str(model.nconstraints()), f"{exact.objective:.3f}", str(len(sol["connections"])),
                      str(len(sol["lightpaths"])), exact.status, f"{times['build']:.2f}",
                      f"{times['handoff']:.2f}", f"{times['solve']:.2f}"]
-            for method in G.PROBLEM.heuristics:
-                report = run(G.PROBLEM, instance, method)
+            for method in provisioning.GROOMING.heuristics:
+                report = run(provisioning.GROOMING, instance, method)
                 assert report.check["feasible"], report.check
                 cells.append(f"{relative_gap(report.objective, exact.objective):.1%} "
                              f"({len(report.solution['connections'])})")
@@ -61,26 +65,26 @@ def main() -> None:
     args = parser.parse_args()
     cases = [(f"gen seed {s} size {z}", P.generate(s, z)) for z in map(int, args.sizes.split(","))
              for s in range(args.seeds)]
-    cases += [(p.name, load(p, registry_get=lambda name: P.PROBLEM).instance)
+    cases += [(p.name, load(p, registry_get=lambda name: provisioning.PROBLEM).instance)
               for p in sorted(ROOT.glob("[01]-*.toml"))]
     table = Table(title="provisioning: exact vs heuristics (objective = priority-weighted served)")
     for col in ("instance", "model", "R", "x", "rows", "optimum (served g/s/b)", "status",
                 "build s", "hand-off s", "solve s"):
         table.add_column(col)
-    for name in P.PROBLEM.heuristics:
+    for name in provisioning.PROBLEM.heuristics:
         table.add_column(f"{name} gap (served)")
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6)
     for name, instance in cases:
-        model = P.build(instance)
+        model = provisioning_milp.build(instance)
         size = (model.nvariables(), model.nconstraints())
-        exact = run(P.PROBLEM, instance, "exact", options)
+        exact = run(provisioning.PROBLEM, instance, "exact", options)
         assert exact.check["feasible"], exact.check
         times = exact.times
         cells = [name, instance.model, str(len(instance.requests)), str(size[0]), str(size[1]),
                  f"{exact.objective:.3f} ({served(exact.solution)})", exact.status,
                  f"{times['build']:.2f}", f"{times['handoff']:.2f}", f"{times['solve']:.2f}"]
-        for method in P.PROBLEM.heuristics:
-            report = run(P.PROBLEM, instance, method)
+        for method in provisioning.PROBLEM.heuristics:
+            report = run(provisioning.PROBLEM, instance, method)
             assert report.check["feasible"], report.check
             cells.append(f"{relative_gap(report.objective, exact.objective):.1%} ({served(report.solution)})")
         table.add_row(*cells)

@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from coopt.commands.simulate import claims, plot, points_json, print_points, sweep
-from coopt.formulations import provisioning as P
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.simulation import SINGLE_LAYER, RunControl, Traffic, erlang_b, simulate
 
@@ -70,7 +71,7 @@ def main() -> None:
         points = []
         started = time.perf_counter()
         for name, loads in sweeps.items():
-            instance = load(ROOT / f"{name}.toml", registry_get=lambda n: P.PROBLEM).instance
+            instance = load(ROOT / f"{name}.toml", registry_get=lambda n: provisioning.PROBLEM).instance
             control = RunControl(arrivals=args.arrivals, warmup=args.warmup, batches=10, seed=0)
             points += sweep({name: instance}, loads, policies, Traffic(loads[0]), control, seeds,
                             lambda text: print(text, file=sys.stderr, flush=True))

@@ -1,5 +1,6 @@
-"""Name -> Problem. Problems are discovered, not listed: every module in
-:mod:`coopt.formulations` that defines ``PROBLEM`` is registered under ``PROBLEM.name``."""
+"""Name -> Problem. Problems are discovered, not listed: every module or package in
+:mod:`coopt.formulations` that defines ``PROBLEM`` is registered under ``PROBLEM.name``; a package
+that states two problems of one paper (provisioning) lists them in ``PROBLEMS``."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ def _all() -> dict[str, Problem]:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        problem = getattr(module, "PROBLEM", None)
-        if isinstance(problem, Problem):
+        declared = getattr(module, "PROBLEMS", None) or (getattr(module, "PROBLEM", None),)
+        for problem in declared:
+            if not isinstance(problem, Problem):
+                continue
             if problem.name in found:
                 raise RuntimeError(f"two problems registered as {problem.name!r}")
             found[problem.name] = problem

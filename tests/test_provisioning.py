@@ -11,12 +11,14 @@ import pyomo.environ as pyo
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import provisioning as P
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import milp as provisioning_milp
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load, read_toml, to_toml
 from coopt.problem import SolveOptions
 from coopt.run import run
-from coopt.solvers import provisioning as H
 from coopt.solvers.highs import export, lp_relaxation, solve_file, solve_model
+from coopt.solvers.provisioning import rmsa as H
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 SMALL = sorted(ROOT.glob("0-*.toml"))
@@ -24,7 +26,7 @@ ALL = sorted(ROOT.glob("*.toml"))
 
 
 def read(path: Path) -> P.Instance:
-    return load(path, registry_get=lambda name: P.PROBLEM).instance
+    return load(path, registry_get=lambda name: provisioning.PROBLEM).instance
 
 
 def from_text(tmp_path: Path, text: str) -> P.Instance:
@@ -40,7 +42,7 @@ def static() -> P.Instance:
 
 @pytest.fixture(scope="module")
 def static_solution(static: P.Instance) -> dict:
-    report = run(P.PROBLEM, static, "exact")
+    report = run(provisioning.PROBLEM, static, "exact")
     assert report.status == "optimal"
     return report.solution
 
@@ -52,7 +54,7 @@ def static_solution(static: P.Instance) -> dict:
 def test_shipped_files_round_trip(path: Path, tmp_path: Path) -> None:
     instance = read(path)
     again = tmp_path / "again.toml"
-    again.write_text(to_toml(P.PROBLEM, instance))
+    again.write_text(to_toml(provisioning.PROBLEM, instance))
     assert read(again) == instance
 
 
@@ -60,7 +62,7 @@ def test_generated_instances_round_trip(tmp_path: Path) -> None:
     for seed in range(4):
         instance = P.generate(seed, 1)
         path = tmp_path / f"g{seed}.toml"
-        path.write_text(to_toml(P.PROBLEM, instance))
+        path.write_text(to_toml(provisioning.PROBLEM, instance))
         assert read(path) == instance
         assert instance.model == ("time_expanded" if seed % 2 else "static")
 
@@ -150,21 +152,21 @@ def test_retained_menu_respects_class_bound(static: P.Instance) -> None:
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)
 def test_methods_feasible_and_bounded_by_the_optimum(path: Path) -> None:
     instance = read(path)
-    exact = run(P.PROBLEM, instance, "exact")
+    exact = run(provisioning.PROBLEM, instance, "exact")
     assert exact.status == "optimal"
     assert exact.check["feasible"], exact.check
     assert math.isclose(exact.check["objective_recomputed"], exact.objective, rel_tol=1e-6)
-    for method in P.PROBLEM.heuristics:
-        report = run(P.PROBLEM, instance, method)
+    for method in provisioning.PROBLEM.heuristics:
+        report = run(provisioning.PROBLEM, instance, method)
         assert report.check["feasible"], (method, report.check)
         assert math.isclose(report.check["objective_recomputed"], report.objective, rel_tol=1e-9)
-        assert not P.PROBLEM.better(report.objective, exact.objective), method
-    relaxed = lp_relaxation(P.PROBLEM, instance)
+        assert not provisioning.PROBLEM.better(report.objective, exact.objective), method
+    relaxed = lp_relaxation(provisioning.PROBLEM, instance)
     assert relaxed >= exact.objective * (1 - 1e-6)
 
 
 def test_export_round_trip(static: P.Instance, static_solution: dict, tmp_path: Path) -> None:
-    model = P.build(static)
+    model = provisioning_milp.build(static)
     for suffix in (".lp", ".mps"):
         out = tmp_path / f"m{suffix}"
         export(model, out)
@@ -172,7 +174,7 @@ def test_export_round_trip(static: P.Instance, static_solution: dict, tmp_path: 
 
 
 def test_degradation_helps_and_never_hurts(static: P.Instance, static_solution: dict) -> None:
-    off = run(P.PROBLEM, dataclasses.replace(static, degradation=False), "exact")
+    off = run(provisioning.PROBLEM, dataclasses.replace(static, degradation=False), "exact")
     served_on = len(static_solution["connections"])
     served_off = len(off.solution["connections"])
     assert static_solution["objective"] >= off.objective - 1e-6
@@ -224,7 +226,7 @@ def test_model_a_without_degradation_equals_channel_rsa() -> None:
     instance = read(ROOT / "0-six-node-static-no-degradation.toml")
     for part in (slice(0, 10), slice(6, 16)):
         case = dataclasses.replace(instance, requests=instance.requests[part])
-        report = run(P.PROBLEM, case, "exact", SolveOptions(gap=1e-9))
+        report = run(provisioning.PROBLEM, case, "exact", SolveOptions(gap=1e-9))
         assert math.isclose(report.objective, ordering_rsa_optimum(case), rel_tol=1e-6)
 
 
@@ -240,13 +242,13 @@ def test_degraded_heuristic_reduces_to_ksp_first_fit_without_degradation(seed: i
     assert H.degraded_first_fit(zero_delta)["connections"] == H.ksp_first_fit(zero_delta)["connections"]
 
 
-@pytest.mark.parametrize("method", sorted(P.PROBLEM.heuristics))
+@pytest.mark.parametrize("method", sorted(provisioning.PROBLEM.heuristics))
 def test_heuristics_deterministic_and_feasible_on_large_files(method: str) -> None:
     for path in sorted(ROOT.glob("2-*.toml")):
         instance = read(path)
-        first = P.PROBLEM.heuristics[method](instance, seed=0)
+        first = provisioning.PROBLEM.heuristics[method](instance, seed=0)
         assert P.check(instance, first) == []
-        assert P.PROBLEM.heuristics[method](instance, seed=1) == first
+        assert provisioning.PROBLEM.heuristics[method](instance, seed=1) == first
 
 
 def test_degraded_first_fit_serves_at_least_the_baseline_on_a_static_batch() -> None:
@@ -330,11 +332,11 @@ def test_checker_never_raises_on_malformed_solutions(static: P.Instance, bad: di
 def test_transponder_limit_is_enforced_by_model_and_checker() -> None:
     instance = read(ROOT / "0-six-node-static.toml")
     limited = dataclasses.replace(instance, transponders_per_node=1)
-    report = run(P.PROBLEM, limited, "exact")
+    report = run(provisioning.PROBLEM, limited, "exact")
     assert report.check["feasible"]
     ends = [v for c in report.solution["connections"] for v in (c["path"][0], c["path"][-1])]
     assert max(ends.count(v) for v in set(ends)) <= 1
-    unlimited = run(P.PROBLEM, instance, "exact").solution
+    unlimited = run(provisioning.PROBLEM, instance, "exact").solution
     assert "transponders" in {v.constraint for v in P.check(limited, unlimited)}
-    for method in P.PROBLEM.heuristics:
-        assert P.check(limited, P.PROBLEM.heuristics[method](limited)) == []
+    for method in provisioning.PROBLEM.heuristics:
+        assert P.check(limited, provisioning.PROBLEM.heuristics[method](limited)) == []

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import provisioning as P
-from coopt.formulations import provisioning_grooming as G
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import grooming as G
+from coopt.formulations.provisioning import grooming_milp
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
 from coopt.run import run
-from coopt.solvers import provisioning_grooming as H
 from coopt.solvers.highs import export, lp_relaxation, solve_file
+from coopt.solvers.provisioning import grooming as H
 
 NODES = ("a", "b", "c")
 TRIANGLE = (("a", "b", 300), ("b", "c", 400), ("a", "c", 900))
@@ -37,7 +39,7 @@ def tiny(seed: int, requests: int = 3, hops: int = 2, degradation: bool = False)
 
 
 def read(path: Path) -> G.Instance:
-    return load(path, registry_get=lambda name: G.PROBLEM).instance
+    return load(path, registry_get=lambda name: provisioning.GROOMING).instance
 
 
 # -- enumeration oracle (degradation off: every served request at its full rate) ----------------------
@@ -96,11 +98,11 @@ def brute_force(instance: G.Instance) -> float:
 def test_model_c_matches_enumeration_without_degradation(seed: int, hops: int) -> None:
     instance = tiny(seed, hops=hops)
     expected = brute_force(instance)
-    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(provisioning.GROOMING, instance, "exact", SolveOptions(gap=1e-9))
     assert report.status == "optimal"
     assert report.check["feasible"], report.check
     assert math.isclose(report.objective, expected, rel_tol=1e-6)
-    for method, heuristic in G.PROBLEM.heuristics.items():
+    for method, heuristic in provisioning.GROOMING.heuristics.items():
         assert G.objective(instance, heuristic(instance)) <= expected + 1e-9, method
 
 
@@ -108,17 +110,17 @@ def test_model_c_matches_enumeration_without_degradation(seed: int, hops: int) -
 def test_degradation_and_heuristics_bounded_by_the_optimum(seed: int) -> None:
     rigid = tiny(seed, requests=4)
     flexible = dataclasses.replace(rigid, degradation=True)
-    on = run(G.PROBLEM, flexible, "exact")
-    off = run(G.PROBLEM, rigid, "exact")
+    on = run(provisioning.GROOMING, flexible, "exact")
+    off = run(provisioning.GROOMING, rigid, "exact")
     assert on.status == off.status == "optimal"
     assert on.check["feasible"], on.check
     assert on.objective >= off.objective - 1e-6
-    for method in G.PROBLEM.heuristics:
-        report = run(G.PROBLEM, flexible, method)
+    for method in provisioning.GROOMING.heuristics:
+        report = run(provisioning.GROOMING, flexible, method)
         assert report.check["feasible"], (method, report.check)
         assert math.isclose(report.check["objective_recomputed"], report.objective, rel_tol=1e-12)
-        assert not G.PROBLEM.better(report.objective, on.objective), method
-    assert lp_relaxation(G.PROBLEM, flexible) >= on.objective * (1 - 1e-6)
+        assert not provisioning.GROOMING.better(report.objective, on.objective), method
+    assert lp_relaxation(provisioning.GROOMING, flexible) >= on.objective * (1 - 1e-6)
 
 
 def test_grooming_and_electrical_degradation_are_used() -> None:
@@ -127,7 +129,7 @@ def test_grooming_and_electrical_degradation_are_used() -> None:
     reqs = (P.Request("a", "b", 30e9, 1.0, 0.0, 1), P.Request("a", "b", 30e9, 2.0, 0.0, 3))
     instance = dataclasses.replace(tiny(0), requests=reqs, num_slots=2, lightpath_widths=(2,),
                                    max_virtual_hops=1, degradation=True)
-    report = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(provisioning.GROOMING, instance, "exact", SolveOptions(gap=1e-9))
     solution = report.solution
     assert report.check["feasible"], report.check
     assert len(solution["lightpaths"]) == 1 and len(solution["connections"]) == 2
@@ -147,7 +149,7 @@ def test_degraded_grooming_reduces_to_the_baseline_without_degradation(seed: int
 
 def test_checker_flags_broken_solutions() -> None:
     instance = dataclasses.replace(tiny(1, requests=4), degradation=True)
-    good = run(G.PROBLEM, instance, "exact").solution
+    good = run(provisioning.GROOMING, instance, "exact").solution
     assert G.check(instance, good) == []
     first = good["lightpaths"][0]
 
@@ -195,7 +197,7 @@ def test_capacity_and_transponders_are_checked() -> None:
 def test_round_trip_and_loader_errors(tmp_path: Path) -> None:
     instance = G.generate(3, 1)
     path = tmp_path / "c.toml"
-    path.write_text(to_toml(G.PROBLEM, instance))
+    path.write_text(to_toml(provisioning.GROOMING, instance))
     assert read(path) == instance
     text = path.read_text()
     for old, new, field in (("max_virtual_hops = 2", "max_virtual_hops = 3", "max_virtual_hops"),
@@ -210,8 +212,8 @@ def test_round_trip_and_loader_errors(tmp_path: Path) -> None:
 
 def test_export_round_trip(tmp_path: Path) -> None:
     instance = dataclasses.replace(tiny(2), degradation=True)
-    model = G.build(instance)
-    optimum = run(G.PROBLEM, instance, "exact", SolveOptions(gap=1e-9)).objective
+    model = grooming_milp.build(instance)
+    optimum = run(provisioning.GROOMING, instance, "exact", SolveOptions(gap=1e-9)).objective
     out = tmp_path / "c.lp"
     export(model, out)
     assert math.isclose(solve_file(out) * model.objective_unit, optimum, rel_tol=1e-6)
@@ -224,13 +226,13 @@ SHIPPED = sorted((Path(__file__).resolve().parent.parent / "instances" / "provis
 def test_shipped_files_load_round_trip_and_solve(path: Path, tmp_path: Path) -> None:
     instance = read(path)
     again = tmp_path / "again.toml"
-    again.write_text(to_toml(G.PROBLEM, instance))
+    again.write_text(to_toml(provisioning.GROOMING, instance))
     assert read(again) == instance
     if not path.name.startswith("0-"):
         return
-    exact = run(G.PROBLEM, instance, "exact")
+    exact = run(provisioning.GROOMING, instance, "exact")
     assert exact.status == "optimal" and exact.check["feasible"], exact.check
-    for method in G.PROBLEM.heuristics:
-        report = run(G.PROBLEM, instance, method)
+    for method in provisioning.GROOMING.heuristics:
+        report = run(provisioning.GROOMING, instance, method)
         assert report.check["feasible"], (method, report.check)
-        assert not G.PROBLEM.better(report.objective, exact.objective)
+        assert not provisioning.GROOMING.better(report.objective, exact.objective)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations import provisioning as P
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.simulation import (
     POLICIES,
@@ -35,7 +36,7 @@ def one_link(slots: int) -> P.Instance:
 
 @pytest.fixture(scope="module")
 def six_node() -> P.Instance:
-    return load(ROOT / "0-six-node-static.toml", registry_get=lambda name: P.PROBLEM).instance
+    return load(ROOT / "0-six-node-static.toml", registry_get=lambda name: provisioning.PROBLEM).instance
 
 
 def test_erlang_b_recursion_matches_the_closed_form() -> None:

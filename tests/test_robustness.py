@@ -115,8 +115,10 @@ def test_checker_reports_damaged_solutions_without_raising(case):
                 pytest.fail(f"{name}: checker accepts {label} but objective raises {type(exc).__name__}")
 
 
+SOLVERS = Path(__file__).parent.parent / "coopt" / "solvers"
 SOLVER_MODULES = sorted(
-    p.stem for p in (Path(__file__).parent.parent / "coopt" / "solvers").glob("*.py") if p.stem != "__init__"
+    ".".join(p.relative_to(SOLVERS).with_suffix("").parts)
+    for p in SOLVERS.rglob("*.py") if p.name != "__init__.py"
 )
 
 

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from coopt.console import out
 from coopt.errors import UsageError
-from coopt.formulations import provisioning as P
+from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.simulation import (
     POLICIES,

@@ -38,10 +38,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coopt.formulations import provisioning as P
+from coopt.formulations.provisioning import model as P
 from coopt.problem import Violation
 from coopt.simulation.statistics import Estimate, batch_means
-from coopt.solvers.provisioning import Choice, SpectrumState, degraded_choice, ksp_first_fit_choice
+from coopt.solvers.provisioning.rmsa import Choice, SpectrumState, degraded_choice, ksp_first_fit_choice
 
 
 @dataclass(frozen=True)
@@ -402,20 +402,3 @@ def _largest_block(free: int) -> int:
         free &= free >> 1
         length += 1
     return length
-
-
-def simulate(
-    instance: P.Instance,
-    traffic: Traffic,
-    policy: Policy | str,
-    control: RunControl | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> SimulationResult:
-    """Run one simulation and return its statistics. A validated run records invariant
-    breaks in ``ProvisioningSimulator.violations``; build the simulator directly to read them."""
-    policy = POLICIES[policy] if isinstance(policy, str) else policy
-    if policy.multilayer:
-        from coopt.simulation.multilayer import MultiLayerSimulator
-
-        return MultiLayerSimulator(instance, traffic, policy, control or RunControl()).run(progress)
-    return ProvisioningSimulator(instance, traffic, policy, control or RunControl()).run(progress)

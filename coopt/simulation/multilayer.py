@@ -1,6 +1,6 @@
 """The multi-layer (grooming) architecture of Model C, online.
 
-Arrivals are decided by :meth:`coopt.solvers.provisioning_grooming.GroomingState.decide`: the
+Arrivals are decided by :meth:`coopt.solvers.provisioning.grooming.GroomingState.decide`: the
 least-weight virtual route of at most H lightpaths that carries the full rate (existing
 lightpath 1, new lightpath 10 + width), else, with a degradation switch on, the route offering
 the highest rate of at least (1 - delta_p) b. The electrical switch lets an existing lightpath
@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from coopt.formulations import provisioning as P
-from coopt.formulations import provisioning_grooming as G
+from coopt.formulations.provisioning import grooming as G
+from coopt.formulations.provisioning import model as P
 from coopt.problem import Violation
 from coopt.simulation.engine import Policy, ProvisioningSimulator, RunControl, Traffic
-from coopt.solvers.provisioning_grooming import GroomingState
+from coopt.solvers.provisioning.grooming import GroomingState
 
 #: Transponders per node when the instance sets no limit (0).
 UNLIMITED = 1 << 30

@@ -14,7 +14,8 @@ import random
 import networkx as nx
 import pytest
 
-from coopt.formulations import provisioning as P
+from coopt.formulations import provisioning
+from coopt.formulations.provisioning import model as P
 from coopt.problem import SolveOptions
 from coopt.run import run
 
@@ -98,11 +99,11 @@ def test_model_matches_brute_force(seed: int, model: str) -> None:
     value, plan = brute_force(instance)
     assert P.check(instance, {"connections": plan}) == []
     assert math.isclose(P.objective(instance, {"connections": plan}), value, rel_tol=1e-12)
-    report = run(P.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = run(provisioning.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     assert report.status == "optimal"
     assert report.check["feasible"], report.check
     assert math.isclose(report.objective, value, rel_tol=1e-6, abs_tol=1e-9)
-    for method, heuristic in P.PROBLEM.heuristics.items():
+    for method, heuristic in provisioning.PROBLEM.heuristics.items():
         assert P.objective(instance, heuristic(instance)) <= value * (1 + 1e-9), method
 
 
@@ -114,7 +115,7 @@ def test_menu_monotone_and_no_degradation_is_the_plain_optimum() -> None:
         instance = tiny(seed, "static")
         off = dataclasses.replace(instance, degradation=False)
         plain = dataclasses.replace(instance, retained_fractions=(1.0,))
-        on_value = run(P.PROBLEM, instance, "exact").objective
-        off_value = run(P.PROBLEM, off, "exact").objective
+        on_value = run(provisioning.PROBLEM, instance, "exact").objective
+        off_value = run(provisioning.PROBLEM, off, "exact").objective
         assert on_value >= off_value - 1e-6
         assert math.isclose(off_value, brute_force(plain)[0], rel_tol=1e-6)

@@ -14,7 +14,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coopt.formulations import provisioning as P
+from coopt.formulations.provisioning import model as P
 from coopt.problem import Solution
 
 

@@ -54,16 +54,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import networkx as nx
-import pyomo.environ as pyo
 
 from coopt.instance import Fields
-from coopt.problem import HeuristicsOf, Problem, Solution, Violation
+from coopt.problem import Solution, Violation
 
 MODELS = ("static", "time_expanded")
 GBPS = 1e9
@@ -446,71 +444,23 @@ def _background_cells(instance: Instance, link_ids: tuple[int, ...], time_s: flo
     return cells
 
 
-def _instants(instance: Instance) -> list[float]:
+def instants(instance: Instance) -> list[float]:
     if instance.model == "static":
         return [0.0]
     return sorted({r.arrival_s for r in instance.requests})
 
 
-def _active(instance: Instance, cand: Candidate, q: float) -> bool:
+def active_at(instance: Instance, cand: Candidate, q: float) -> bool:
     req = instance.requests[cand.request]
     return instance.model == "static" or req.arrival_s <= q < end_time(req, cand.retained)
 
 
-def _background_transponders(instance: Instance, node: str, q: float) -> int:
+def background_transponders(instance: Instance, node: str, q: float) -> int:
     return sum(1 for bg in instance.background
                if node in (bg.path[0], bg.path[-1]) and (instance.model == "static" or q < bg.end_s))
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """The channel MILP (A1)-(A3) of the module docstring."""
-    cands = candidates(instance)
-    model = pyo.ConcreteModel(name=f"provisioning_{instance.model}")
-    model.candidates = cands
-    model.x = pyo.Var(range(len(cands)), within=pyo.Binary)
-    total_weight = sum(instance.classes[r.priority - 1].weight for r in instance.requests) or 1.0
-    model.objective_unit = total_weight
-    values = [request_value(instance, instance.requests[c.request], c.retained) / total_weight for c in cands]
-    model.value = pyo.Objective(
-        expr=sum(v * model.x[i] for i, v in enumerate(values)) if cands else pyo.quicksum([]),
-        sense=pyo.maximize,
-    )
-    by_request: dict[int, list[int]] = defaultdict(list)
-    for i, c in enumerate(cands):
-        by_request[c.request].append(i)
-    model.one_decision = pyo.ConstraintList()
-    for r in sorted(by_request):
-        if len(by_request[r]) > 1:
-            model.one_decision.add(sum(model.x[i] for i in by_request[r]) <= 1)
-    model.no_overlap = pyo.ConstraintList()
-    model.transponders = pyo.ConstraintList()
-    rows_seen: set[frozenset[int]] = set()
-    for q in _instants(instance):
-        active = [i for i, c in enumerate(cands) if _active(instance, c, q)]
-        cells: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for i in active:
-            c = cands[i]
-            route = routes(instance, *_ends(instance, c.request))[c.route]
-            for e in route.links:
-                for s in range(c.first_slot, c.first_slot + c.slots):
-                    cells[(e, s)].append(i)
-        for cell in sorted(cells):
-            members = cells[cell]
-            row = frozenset(members)
-            if len({cands[i].request for i in members}) < 2 or row in rows_seen:
-                continue
-            rows_seen.add(row)
-            model.no_overlap.add(sum(model.x[i] for i in members) <= 1)
-        if instance.transponders_per_node:
-            for v in instance.nodes:
-                members = [i for i in active if v in _ends(instance, cands[i].request)]
-                free = instance.transponders_per_node - _background_transponders(instance, v, q)
-                if len({cands[i].request for i in members}) > free:
-                    model.transponders.add(sum(model.x[i] for i in members) <= max(free, 0))
-    return model
-
-
-def _ends(instance: Instance, r: int) -> tuple[str, str]:
+def request_ends(instance: Instance, r: int) -> tuple[str, str]:
     req = instance.requests[r]
     return req.source, req.target
 
@@ -556,15 +506,6 @@ def solution_from(instance: Instance, connections: list[dict[str, Any]]) -> Solu
     }
     solution["objective"] = objective(instance, solution)
     return solution
-
-
-def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
-    chosen = []
-    for i, c in enumerate(model.candidates):
-        if (pyo.value(model.x[i], exception=False) or 0.0) > 0.5:
-            route = routes(instance, *_ends(instance, c.request))[c.route]
-            chosen.append(connection(instance, c.request, route, c.retained, c.first_slot))
-    return solution_from(instance, chosen)
 
 
 # -- checker ------------------------------------------------------------------------------------
@@ -682,9 +623,9 @@ def _transponder_use(instance: Instance, good: list) -> list[Violation]:
     instants = sorted({s for *_, s, _ in good}) if instance.model != "static" else [0.0]
     for q in instants:
         for v in instance.nodes:
-            used = _background_transponders(instance, v, q) + sum(
+            used = background_transponders(instance, v, q) + sum(
                 1 for r, _, _, _, s, e in good
-                if v in _ends(instance, r) and (instance.model == "static" or s <= q < e))
+                if v in request_ends(instance, r) and (instance.model == "static" or s <= q < e))
             if used > instance.transponders_per_node:
                 out.append(Violation("transponders", f"node {v} uses {used} transponders at t = {q:g}, "
                                                      f"has {instance.transponders_per_node}"))
@@ -748,19 +689,3 @@ def generate(seed: int, size: int) -> Instance:
     )
 
 
-PROBLEM = Problem(
-    name="provisioning",
-    summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
-    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
-    sense="max",
-    load=load,
-    dump=dump,
-    check=check,
-    objective=objective,
-    generate=generate,
-    build=build,
-    extract=extract,
-    heuristics=HeuristicsOf("coopt.solvers.provisioning"),
-    sizes=(1, 2, 3),
-    size_doc="requests / 8",
-)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopt.formulations import provisioning_grooming as G
+from coopt.formulations.provisioning import grooming as G
 from coopt.problem import Solution
-from coopt.solvers.provisioning import SpectrumState
+from coopt.solvers.provisioning.rmsa import SpectrumState
 
 WEIGHT_EXISTING = 1.0
 WEIGHT_NEW = 10.0

@@ -1,0 +1,56 @@
+"""Degraded provisioning in service-differentiated multi-layer elastic optical networks
+(Zhong et al., GLOBECOM 2016, arXiv 1607.04695): two registered problems, one package.
+
+* ``provisioning``: single-layer degraded routing, modulation and spectrum assignment (RMSA) with
+  priorities, static (Model A) or time-expanded (Model B). Data model, K-shortest routes, the
+  candidate set and the checker are in :mod:`.model`, the channel MILP in :mod:`.milp`, the
+  heuristics in :mod:`coopt.solvers.provisioning.rmsa`.
+* ``provisioning_grooming``: the multi-layer architecture with traffic grooming and electrical
+  degradation (Model C). Its data model and checker are in :mod:`.grooming`, its MILP in
+  :mod:`.grooming_milp`, its heuristics in :mod:`coopt.solvers.provisioning.grooming`.
+
+They share one package because they are one paper's two layers: Model C reads the same network,
+modulation formats, priority classes and K-shortest routes as Models A and B (it imports
+:mod:`.model`), and the discrete-event simulator (:mod:`coopt.simulation`) runs both.
+"""
+
+from __future__ import annotations
+
+from coopt.formulations.provisioning import grooming, grooming_milp, milp, model
+from coopt.problem import HeuristicsOf, Problem
+
+PROBLEM = Problem(
+    name="provisioning",
+    summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
+    sense="max",
+    load=model.load,
+    dump=model.dump,
+    check=model.check,
+    objective=model.objective,
+    generate=model.generate,
+    build=milp.build,
+    extract=milp.extract,
+    heuristics=HeuristicsOf("coopt.solvers.provisioning.rmsa"),
+    sizes=(1, 2, 3),
+    size_doc="requests / 8",
+)
+
+GROOMING = Problem(
+    name="provisioning_grooming",
+    summary="Multi-layer degraded provisioning with grooming over <= 2 lightpaths (Model C)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; grooming ILP after Zhu & Mukherjee, JSAC 2002",
+    sense="max",
+    load=grooming.load,
+    dump=grooming.dump,
+    check=grooming.check,
+    objective=grooming.objective,
+    generate=grooming.generate,
+    build=grooming_milp.build,
+    extract=grooming_milp.extract,
+    heuristics=HeuristicsOf("coopt.solvers.provisioning.grooming"),
+    sizes=(1, 2, 3),
+    size_doc="requests / 4",
+)
+
+PROBLEMS = (PROBLEM, GROOMING)
