@@ -21,6 +21,7 @@ from coopt import registry
 from coopt.console import out
 from coopt.errors import CooptError, UsageError
 from coopt.instance import Loaded, load, to_toml, write_atomic
+from coopt.output import dumps
 from coopt.problem import SolveOptions, relative_gap
 from coopt.progress import ticker
 
@@ -136,7 +137,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         reports.append(report)
     _print_reports(reports)
     if args.json:
-        write_atomic(args.json, json.dumps([r.to_json() for r in reports], indent=2) + "\n")
+        write_atomic(args.json, dumps([r.to_json() for r in reports], indent=2) + "\n")
         out.print(f"wrote {args.json}")
     return _exit_status(reports)
 

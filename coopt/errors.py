@@ -1,5 +1,7 @@
 """Errors the user can act on. The CLI prints them as one line and exits with status 2."""
 
+from __future__ import annotations
+
 
 class CooptError(Exception):
     """Base class for errors caused by the user's input, never by a bug in coopt."""
@@ -15,6 +17,20 @@ class InstanceError(CooptError):
         self.path, self.field, self.expected = path, field, expected
         where = f"{path}: field '{field}'" if field else path
         super().__init__(f"{where}: {expected}")
+        #: Every error this one stands for (itself, or the several of :meth:`combine`).
+        self.errors: list[InstanceError] = [self]
+
+    @classmethod
+    def combine(cls, errors: list[InstanceError]) -> InstanceError:
+        """One error that reports several: its message has one line per error."""
+        unique = list({str(e): e for e in errors}.values())
+        if len(unique) == 1:
+            return unique[0]
+        first = unique[0]
+        combined = cls(first.path, first.field, first.expected)
+        combined.args = ("\n".join(str(e) for e in unique),)
+        combined.errors = unique
+        return combined
 
 
 class UsageError(CooptError):

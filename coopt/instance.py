@@ -76,6 +76,10 @@ class Fields:
     def has(self, key: str) -> bool:
         return key in self._table
 
+    def mark(self, key: str) -> None:
+        """Count ``key`` as declared (read by its default), so :meth:`finish` can suggest it."""
+        self._read.add(key)
+
     def _get(self, key: str, default: Any) -> Any:
         self._read.add(key)
         if key in self._table:
@@ -228,12 +232,27 @@ class Fields:
         return iter(self._table)
 
     def finish(self) -> None:
-        """Reject keys that no accessor read, in this table and every child."""
+        """Reject keys that no accessor read, in this table and every child, all at once; each
+        unknown key names the closest declared field, if one is close."""
+        errors = self.unknown()
+        if errors:
+            raise InstanceError.combine(errors)
+
+    def unknown(self) -> list[InstanceError]:
+        """One error per key nobody read, in this table and its children."""
+        import difflib
+
+        errors = []
         for key in self._table:
-            if key not in self._read:
-                self.fail(key, "unknown field (check its spelling against the problem's schema)")
+            if key in self._read:
+                continue
+            close = difflib.get_close_matches(key, sorted(self._read), n=1, cutoff=0.6)
+            hint = (f"; did you mean '{self.name(close[0])}'?" if close
+                    else " (coopt schema PROBLEM lists the fields)")
+            errors.append(InstanceError(self.path, self.name(key), f"unknown field{hint}"))
         for child in self._children:
-            child.finish()
+            errors.extend(child.unknown())
+        return errors
 
     # -- helpers ----------------------------------------------------------------------------
     def _number(self, key: str, value: Any, lo: Any, hi: Any, positive: bool) -> float:
@@ -290,7 +309,7 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> Loaded:
-    """Read and validate one instance file."""
+    """Read and validate one instance file; every field error of the file is reported at once."""
     import hashlib
 
     from coopt import registry
@@ -303,21 +322,49 @@ def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> 
         problem = get(name)
     except KeyError:
         fields.fail("problem", f"expected one of {', '.join(registry.names())}, got {name!r}")
-    version = fields.int("schema_version")
-    if version != SCHEMA_VERSION:
-        fields.fail("schema_version", f"expected {SCHEMA_VERSION}, got {version}")
+    check_version(fields, problem)
     fields.str("name", default="")
     fields.str("description", default="")
     fields.str("source", default="")
-    instance = problem.load(fields)
-    fields.finish()
+    errors: list[InstanceError] = []
+    instance = None
+    try:
+        instance = problem.load(fields)
+    except InstanceError as exc:
+        errors.extend(exc.errors)
+    # A declared schema reads every field before it fails, so unread keys are unknown ones; a
+    # loader without one stops at its first error, and the keys after it were never asked for.
+    if not errors or getattr(problem, "schema", None) is not None:
+        errors.extend(fields.unknown())
+    if errors:
+        raise InstanceError.combine(errors)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     return Loaded(problem=problem, instance=instance, path=str(path), sha256=sha)
 
 
+def schema_version(problem: Any) -> int:
+    """The ``schema_version`` a problem's files carry today."""
+    schema = getattr(problem, "schema", None)
+    return schema.version if schema is not None else SCHEMA_VERSION
+
+
+def check_version(fields: Fields, problem: Any) -> None:
+    """Refuse a file of another schema version, naming what changed since."""
+    version = fields.int("schema_version")
+    current = schema_version(problem)
+    if version == current:
+        return
+    schema = getattr(problem, "schema", None)
+    changes = [schema.changes[v] for v in sorted(schema.changes) if v >= version] if schema else []
+    if version < current and changes:
+        fields.fail("schema_version", f"expected {current}, got {version}: since version {version}, "
+                    + "; ".join(changes) + " (coopt schema " + problem.name + " lists today's fields)")
+    fields.fail("schema_version", f"expected {current}, got {version}")
+
+
 def to_toml(problem: Any, instance: Any, *, description: str = "", source: str = "") -> str:
     """Serialize an instance to TOML text that :func:`load` reads back to an equal instance."""
-    head: dict[str, Any] = {"problem": problem.name, "schema_version": SCHEMA_VERSION}
+    head: dict[str, Any] = {"problem": problem.name, "schema_version": schema_version(problem)}
     if description:
         head["description"] = description
     if source:

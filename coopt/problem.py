@@ -26,6 +26,11 @@ Conventions:
   ``MethodOf("coopt.solvers.<name>", "<function>")``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
   ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
+* ``schema`` declares the instance fields once (:mod:`coopt.schema`); ``load`` reads through it,
+  ``coopt schema`` prints it.
+* ``objective_name`` / ``objective_unit`` say what the objective is ("iteration time", "s").
+* ``bound`` (optional) is a dual bound at any size (method ``bound``); ``oracle`` (optional) is the
+  brute force the exact methods are checked against.
 * ``showcase`` (optional) names the small shipped file ``coopt showcase`` solves, where the first
   one in sort order would show the problem poorly.
 """
@@ -135,6 +140,18 @@ class MethodOf:
 
 
 @dataclass(frozen=True)
+class Oracle:
+    """Brute force for instances small enough to enumerate: the yardstick of the exact methods.
+
+    ``generate(seed)`` makes a tiny instance; ``solve(instance)`` enumerates every decision the
+    model can take and returns the optimum (None when nothing is feasible). The differential test
+    and ``benchmarks/differential.py`` compare it with every exact method."""
+
+    generate: Callable[[int], Any]
+    solve: Callable[[Any], float | None]
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     summary: str
@@ -153,6 +170,17 @@ class Problem:
     size_doc: str = "scale"
     #: The small shipped file ``coopt showcase`` solves (default: the first ``0-*`` file).
     showcase: str | None = None
+    #: The declared instance fields (:class:`coopt.schema.Schema`) the loader reads through.
+    schema: Any = None
+    #: What the objective measures and its unit, for tables and reports (a string, or a function
+    #: of the instance where it depends on it, e.g. energy or latency).
+    objective_name: str | Callable[[Any], str] = "objective"
+    objective_unit: str | Callable[[Any], str] = ""
+    #: A dual bound valid at any size without solving the MILP (for a min problem no feasible
+    #: value is below it): ``fn(instance, options) -> float``. Runs as method ``bound``.
+    bound: Callable[[Any, SolveOptions], float] | None = None
+    #: Brute force on tiny instances, the oracle of the exact methods.
+    oracle: Oracle | None = None
 
     @property
     def methods(self) -> list[str]:
@@ -165,6 +193,17 @@ class Problem:
     @property
     def exact_methods(self) -> list[str]:
         return [m for m in self.methods if m not in self.heuristics]
+
+    @property
+    def all_methods(self) -> list[str]:
+        """Every name ``--method`` accepts: the methods, then ``bound`` where there is one."""
+        return self.methods + (["bound"] if self.bound is not None else [])
+
+    def describe_objective(self, instance: Any) -> tuple[str, str]:
+        """(name, unit) of the objective on this instance."""
+        name = self.objective_name(instance) if callable(self.objective_name) else self.objective_name
+        unit = self.objective_unit(instance) if callable(self.objective_unit) else self.objective_unit
+        return name, unit
 
     def better(self, a: float, b: float) -> bool:
         """True when objective ``a`` is strictly better than ``b`` beyond relative tolerance."""

@@ -13,15 +13,18 @@ HiGHS, ``solve`` HiGHS' own run time (or the method's whole run for a DP or heur
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import coopt
+from coopt.output import non_finite
 from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, relative_gap
 from coopt.solvers.highs import TracePoint, solve_model
 
-STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "error")
+STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "bound",
+            "interrupted", "error")
 
 
 @dataclass
@@ -38,6 +41,8 @@ class SolveReport:
     method: str
     status: str
     sense: str
+    objective_name: str
+    objective_unit: str
     objective: float | None
     bound: float | None
     gap: float | None
@@ -59,6 +64,8 @@ class SolveReport:
             "method": self.method,
             "status": self.status,
             "sense": self.sense,
+            "objective_name": self.objective_name,
+            "objective_unit": self.objective_unit,
             "objective": self.objective,
             "bound": self.bound,
             "gap": self.gap,
@@ -72,9 +79,13 @@ class SolveReport:
 
 
 def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
-    """The checker's verdict on a solution: the ``check`` object of every report."""
+    """The checker's verdict on a solution: the ``check`` object of every report. A solution that
+    holds a non-finite number (objective or decision) is infeasible whatever the checker says."""
     if solution is None:
         return {"feasible": False, "violations": ["no solution"], "objective_recomputed": None}
+    if not isinstance(solution, dict):
+        wrong = f"expected a solution object, got {type(solution).__name__}"
+        return {"feasible": False, "violations": [wrong], "objective_recomputed": None}
     try:
         violations = [str(v) for v in problem.check(instance, solution)]
         recomputed = float(problem.objective(instance, solution))
@@ -84,7 +95,15 @@ def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[st
             "violations": [f"checker raised {type(exc).__name__}: {exc}"],
             "objective_recomputed": None,
         }
+    violations += [f"finite: {bad} is not a finite number" for bad in non_finite(solution)]
+    if not math.isfinite(recomputed):
+        violations.append(f"finite: the recomputed objective is {recomputed!r}")
+        recomputed = None
     return {"feasible": not violations, "violations": violations, "objective_recomputed": recomputed}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def run(
@@ -98,8 +117,8 @@ def run(
 ) -> SolveReport:
     """Run one method on one instance and judge the result with the problem's checker."""
     options = options or SolveOptions()
-    if method not in problem.methods:
-        raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.methods)}")
+    if method not in problem.all_methods:
+        raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.all_methods)}")
     start = time.perf_counter()
     times = {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
     solver = {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
@@ -130,6 +149,13 @@ def run(
             objective = None if solution is None else float(solution["objective"])
             if bound is None and status == "optimal":
                 bound = objective
+        elif method == "bound":
+            t0 = time.perf_counter()
+            bound = float(problem.bound(instance, options))
+            times["solve"] = time.perf_counter() - t0
+            status, objective = "bound", None
+            if not math.isfinite(bound):
+                raise ValueError(f"the bound is {bound!r}, not a finite number")
         else:
             t0 = time.perf_counter()
             solution = problem.heuristics[method](instance, seed=options.seed)
@@ -142,12 +168,17 @@ def run(
         status, objective, solution = "error", None, None
         error = f"{type(exc).__name__}: {exc}"
     times["total"] = time.perf_counter() - start
-    gap = None
-    if objective is not None and bound is not None:
-        gap = relative_gap(objective, bound)
-    check = judge(problem, instance, solution)
+    if method == "bound" and error is None:
+        check = {"feasible": None, "violations": [], "objective_recomputed": None}
+    else:
+        check = judge(problem, instance, solution)
     if error is not None:
         check["violations"] = [error, *check["violations"]]
+    objective, bound = finite_or_none(objective), finite_or_none(bound)
+    if solution is not None and non_finite(solution):
+        solution = None  # strict JSON cannot hold it; the check above says what was wrong
+    gap = None if objective is None or bound is None else finite_or_none(relative_gap(objective, bound))
+    name, unit = problem.describe_objective(instance)
     return SolveReport(
         problem=problem.name,
         instance=path,
@@ -155,6 +186,8 @@ def run(
         method=method,
         status=status,
         sense=problem.sense,
+        objective_name=name,
+        objective_unit=unit,
         objective=objective,
         bound=bound,
         gap=gap,

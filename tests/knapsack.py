@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from coopt.problem import Problem, Violation
+from coopt.schema import Field, Schema
 
 
 @dataclass(frozen=True)
@@ -18,13 +19,22 @@ class Instance:
     capacity: float
 
 
+SCHEMA = Schema(
+    [
+        Field("values", "floats", "value of each item", positive=True, min_length=1, example=[3.0, 4.0]),
+        Field("weights", "floats", "weight of each item", unit="kg", positive=True, length="values",
+              example=[2.0, 3.0]),
+        Field("capacity", "float", "largest total weight", unit="kg", positive=True, example=4.0),
+        Field("note", "str", "free text, to test optional fields", default=""),
+    ]
+)
+
+
 def load(fields) -> Instance:
-    values = fields.numbers("values", min_length=1, positive=True)
-    weights = fields.numbers("weights", length=len(values), positive=True)
-    capacity = fields.float("capacity", positive=True)
-    if min(weights) > capacity:
-        fields.fail("capacity", f"expected at least the lightest weight {min(weights)}, got {capacity}")
-    return Instance(values, weights, capacity)
+    v = SCHEMA.read(fields)
+    if min(v.weights) > v.capacity:
+        fields.fail("capacity", f"expected at least the lightest weight {min(v.weights)}, got {v.capacity}")
+    return Instance(v.values, v.weights, v.capacity)
 
 
 def dump(instance: Instance) -> dict:
@@ -92,4 +102,6 @@ PROBLEM = Problem(
     build=build,
     extract=extract,
     heuristics={"greedy": greedy},
+    schema=SCHEMA,
+    objective_name="packed value",
 )

@@ -48,8 +48,9 @@ def test_solve_all_writes_documented_json(good, tmp_path, capsys):
     assert code == 0, stdout
     reports = json.loads(out.read_text())
     assert [r["method"] for r in reports] == ["exact", "greedy"]
-    keys = {"problem", "instance", "instance_sha256", "method", "status", "sense", "objective", "bound",
-            "gap", "times", "solver", "seed", "threads", "solution", "check"}
+    keys = {"problem", "instance", "instance_sha256", "method", "status", "sense", "objective_name",
+            "objective_unit", "objective", "bound", "gap", "times", "solver", "seed", "threads", "solution",
+            "check"}
     for r in reports:
         assert set(r) == keys
         assert set(r["times"]) == {"build", "handoff", "solve", "total"}

@@ -156,3 +156,57 @@ def test_generator_is_seeded_and_its_instances_are_valid(name, tmp_path):
 def test_showcase_file_is_a_small_shipped_instance(name):
     names = [p.name for p in small_shipped(name)]
     assert registry.get(name).showcase in names
+
+
+# -- declared fields, dual bounds and brute force (each over the problems that have them) -----------
+
+SCHEMA_PROBLEMS = [n for n in registry.names() if registry.get(n).schema is not None]
+BOUND_INSTANCES = [(n, p) for n, p in INSTANCES if registry.get(n).bound is not None]
+ORACLE_PROBLEMS = [n for n in registry.names() if registry.get(n).oracle is not None]
+#: Tiny instances per problem in CI; benchmarks/differential.py runs thousands.
+ORACLE_SEEDS = 12
+
+
+@pytest.mark.parametrize("name", SCHEMA_PROBLEMS)
+def test_schema_example_validates(name, tmp_path):
+    from coopt.commands.schema import example
+
+    problem = registry.get(name)
+    path = tmp_path / "example.toml"
+    path.write_text(example(problem))
+    load(path)
+    rows = problem.schema.rows()
+    assert rows and all(row[5] for row in rows), f"{name}: a field without a meaning"
+
+
+@pytest.mark.parametrize("case", BOUND_INSTANCES, ids=ids)
+def test_dual_bound_never_cuts_off_the_optimum(case):
+    name, path = case
+    problem = registry.get(name)
+    report = solved(path, "bound")
+    assert report.status == "bound" and report.bound is not None, report.check["violations"]
+    best = optimum(name, path)
+    assert best is not None
+    # for a min problem every feasible value, the optimum included, lies at or above the bound
+    assert not problem.better(best, report.bound), f"bound {report.bound} cuts off the optimum {best}"
+    if problem.build is not None:
+        relaxed = lp_relaxation(problem, load(path).instance, OPTIONS)
+        if relaxed is not None:
+            assert not problem.better(relaxed, report.bound), (
+                f"bound {report.bound} is weaker than the LP relaxation {relaxed}")
+
+
+@pytest.mark.parametrize("name", ORACLE_PROBLEMS)
+def test_every_exact_method_equals_brute_force_on_tiny_instances(name):
+    problem = registry.get(name)
+    for seed in range(ORACLE_SEEDS):
+        instance = problem.oracle.generate(seed)
+        truth = problem.oracle.solve(instance)
+        for method in problem.exact_methods:
+            report = run(problem, instance, method, OPTIONS)
+            if truth is None:
+                assert report.status == "infeasible", (seed, method, report.status)
+                continue
+            assert report.status == "optimal", (seed, method, report.status, report.check["violations"])
+            assert report.check["feasible"], (seed, method, report.check["violations"])
+            assert close(report.objective, truth, rel=1e-7), (seed, method, report.objective, truth)

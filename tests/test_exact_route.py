@@ -144,3 +144,19 @@ def test_report_carries_trace_size_and_nodes_outside_the_json():
     assert not {"trace", "model_size", "nodes"} & set(milp.to_json())
     greedy = run(knapsack.PROBLEM, instance, "greedy")
     assert greedy.trace == [] and greedy.model_size == {} and greedy.nodes is None
+
+
+def test_a_warm_start_is_the_first_incumbent():
+    """Values set on the variables of a model with ``warm_start = True`` reach HiGHS as its first
+    incumbent; without the flag HiGHS starts from its own (worse) first solution."""
+    model, optimum = hard_knapsack(60, 3, "max", unit=1.0, offset=0.0)
+    cold = solve_model(model, SolveOptions())
+    assert cold.trace[0][1] is None or cold.trace[0][1] < optimum
+    taken = {k: round(pyo.value(model.take[k])) for k in model.take}
+    warm_model, _ = hard_knapsack(60, 3, "max", unit=1.0, offset=0.0)
+    for k, value in taken.items():
+        warm_model.take[k].value = value
+    warm_model.warm_start = True
+    warm = solve_model(warm_model, SolveOptions())
+    assert warm.trace[0][1] == pytest.approx(optimum)
+    assert warm.objective == pytest.approx(optimum)

@@ -46,6 +46,7 @@ from typing import Any
 import coopt
 from coopt import registry
 from coopt.errors import UsageError
+from coopt.output import dumps
 from coopt.problem import Problem, SolveOptions, close
 
 FAMILIES = ("shipped-small", "shipped", "generated", "scaling")
@@ -393,7 +394,7 @@ class ResultsWriter:
         self._fh = path.open("a", encoding="utf-8")
 
     def write(self, row: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(row, default=_json_default, sort_keys=True) + "\n")
+        self._fh.write(dumps(row, default=_json_default, sort_keys=True) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

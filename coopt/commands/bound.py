@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
-import json
 import operator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from rich.table import Table
 from coopt.analysis import bounds
 from coopt.console import out
 from coopt.errors import UsageError
+from coopt.output import dumps
 
 _OPERATORS = {
     ast.Add: operator.add,
@@ -194,7 +194,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
                 "data": args.fit, "rows": fitted[2], "coefficients": fitted[0], "l1_error": fitted[1],
             },
         }
-        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
+        write_atomic(args.json, dumps(report, indent=2) + "\n")
         out.print(f"wrote {args.json}")
     if args.plot:
         _plot(entry, target, sweep, result, args.plot)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from coopt.console import out
 from coopt.errors import UsageError
 from coopt.formulations.provisioning import model as P
 from coopt.instance import load
+from coopt.output import dumps
 from coopt.simulation import (
     POLICIES,
     SINGLE_LAYER,
@@ -256,7 +256,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
     print_points(points, policies[0])
     if args.json:
-        Path(args.json).write_text(json.dumps(points_json(points), indent=1))
+        Path(args.json).write_text(dumps(points_json(points), indent=1))
         out.print(f"wrote {args.json}")
     if args.plot:
         plot(points, args.plot)
