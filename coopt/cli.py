@@ -24,22 +24,7 @@ from coopt.instance import Loaded, load, to_toml, write_atomic
 from coopt.output import dumps
 from coopt.problem import SolveOptions, relative_gap
 from coopt.progress import ticker
-
-
-def instances_dir() -> Path:
-    """The shipped instances: ``instances/`` at the top of the checkout coopt runs from."""
-    here = Path(__file__).resolve().parent.parent / "instances"
-    return here if here.is_dir() else Path.cwd() / "instances"
-
-
-def shipped(problem: str) -> list[Path]:
-    """Shipped instance files of one problem, sorted so the small ones come first."""
-    return sorted((instances_dir() / problem).glob("*.toml"))
-
-
-def small_shipped(problem: str) -> list[Path]:
-    """The small tier (``0-*.toml``): solved exactly in seconds; used by tests and the showcase."""
-    return [p for p in shipped(problem) if p.name.startswith("0-")]
+from coopt.shipped import instances_dir, shipped, small_shipped
 
 
 def _fmt(value: Any, digits: int = 6) -> str:

@@ -309,12 +309,16 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> Loaded:
-    """Read and validate one instance file; every field error of the file is reported at once."""
+    """Read and validate one instance file (a path, or a shipped instance's name such as
+    ``topoopt/0-exact-n6-d2``); every field error of the file is reported at once."""
     import hashlib
 
     from coopt import registry
 
+    from coopt.shipped import resolve
+
     get = registry_get or registry.get
+    path = resolve(str(path))
     data = read_toml(path)
     fields = Fields(data, str(path))
     name = fields.str("problem")

@@ -21,6 +21,7 @@ from pathlib import Path
 import knapsack
 import pytest
 
+import coopt.shipped
 from coopt import cli, registry
 from coopt.analysis import bench
 from coopt.analysis.bench_metrics import (
@@ -130,7 +131,7 @@ def toys(monkeypatch, tmp_path):
 
         (shipped / name / f"0-seed{seed}.toml").write_text(to_toml(TOY, instance))
     (shipped / "toy" / "1-larger.toml").write_text(to_toml(TOY, knapsack.generate(3, 3)))
-    monkeypatch.setattr(cli, "instances_dir", lambda: shipped)
+    monkeypatch.setattr(coopt.shipped, "instances_dir", lambda: shipped)
     return problems
 
 
@@ -579,7 +580,7 @@ def test_real_problem_heuristics_pass_through_the_bench(name, tmp_path):
     instances come back as checked rows."""
     problem = registry.get(name)
     tasks = bench.plan([problem], ["shipped-small"], seeds=1, time_limit=30.0)
-    files = cli.small_shipped(name)
+    files = coopt.shipped.small_shipped(name)
     assert len(tasks) == len(files) * len(problem.methods)
     for task in tasks:
         if task.method in problem.heuristics:

@@ -106,11 +106,11 @@ def test_generate_validates_and_is_seeded(tmp_path, capsys, knapsack_only):
 
 
 def test_list_and_showcase(capsys, knapsack_only, monkeypatch, tmp_path):
-    import coopt.cli as cli
+    import coopt.shipped
 
     (tmp_path / "knapsack").mkdir()
     (tmp_path / "knapsack" / "0-tiny.toml").write_text(GOOD)
-    monkeypatch.setattr(cli, "instances_dir", lambda: tmp_path)
+    monkeypatch.setattr(coopt.shipped, "instances_dir", lambda: tmp_path)
     code, stdout, _ = run(capsys, "list")
     assert code == 0 and "knapsack" in stdout and "greedy" in stdout and "1 small" in stdout
     code, stdout, _ = run(capsys, "list", "knapsack")

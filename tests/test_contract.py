@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from coopt import registry
-from coopt.cli import small_shipped
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions, close
 from coopt.run import run
+from coopt.shipped import small_shipped
 from coopt.solvers.highs import export, lp_relaxation, objective_unit, solve_file
 
 OPTIONS = SolveOptions(time_limit=120, gap=1e-9, threads=1, seed=0)

@@ -13,11 +13,11 @@ import pytest
 import tomli_w
 
 from coopt import registry
-from coopt.cli import small_shipped
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
+from coopt.shipped import small_shipped
 
 HEAD = {"problem", "schema_version", "name", "description", "source"}
 CASES = [(name, small_shipped(name)[0]) for name in registry.names() if small_shipped(name)]

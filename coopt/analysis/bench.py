@@ -143,10 +143,10 @@ def plan(
 ) -> list[Task]:
     """The tasks of the static families (``scaling`` is planned round by round, see
     :class:`Climb`), without duplicates, in a stable order."""
-    from coopt import cli
+    from coopt import shipped as files_of
 
-    shipped = shipped or cli.shipped
-    small_shipped = small_shipped or cli.small_shipped
+    shipped = shipped or files_of.shipped
+    small_shipped = small_shipped or files_of.small_shipped
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise ValueError(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
