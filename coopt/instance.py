@@ -314,7 +314,6 @@ def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> 
     import hashlib
 
     from coopt import registry
-
     from coopt.shipped import resolve
 
     get = registry_get or registry.get
