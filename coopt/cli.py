@@ -1,7 +1,11 @@
 """The ``coopt`` command: parse, dispatch, print. The work lives in the library.
 
-Exit status: 0 success; 1 a solution failed its checker or a method errored; 2 bad input
-(a one-line message naming the file, the field and what was expected; nothing written).
+Exit status: 0 success; 1 a solution failed its checker or a method crashed; 2 bad input (one line
+per error naming the file, the field and what was expected; nothing written); 130 interrupted
+(Ctrl-C: what finished is printed and written, the interrupted solve keeps its incumbent).
+
+Heavy libraries (Pyomo, SymPy, matplotlib) are imported by the commands that need them, so
+``coopt --help`` starts about as fast as Python itself.
 """
 
 from __future__ import annotations
@@ -9,22 +13,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import pkgutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
-from coopt import registry
-from coopt.console import out
+import coopt
 from coopt.errors import CooptError, UsageError
-from coopt.instance import Loaded, load, to_toml, write_atomic
-from coopt.output import dumps
-from coopt.problem import SolveOptions, relative_gap
-from coopt.progress import ticker
-from coopt.shipped import instances_dir, shipped, small_shipped
+
+#: ``coopt solve`` stops each exact solve after this many seconds unless --time-limit says otherwise.
+DEFAULT_TIME_LIMIT = 300.0
+#: ... and stops building a model or running a heuristic above this share of the machine's memory.
+DEFAULT_MEMORY_SHARE = 0.75
 
 
 def _fmt(value: Any, digits: int = 6) -> str:
@@ -35,31 +37,79 @@ def _fmt(value: Any, digits: int = 6) -> str:
     return str(value)
 
 
-def _options(args: argparse.Namespace) -> SolveOptions:
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
-    if not 0 <= args.gap < 1:
+def _escape(text: Any) -> str:
+    """User and violation text printed through rich: brackets stay brackets."""
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
+def _positive_seconds(value: float | None, option: str) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{option} must be a finite number of seconds > 0, got {value}")
+    return value
+
+
+def _options(args: argparse.Namespace):
+    from coopt.limits import total_memory
+    from coopt.problem import SolveOptions
+
+    time_limit = _positive_seconds(args.time_limit, "--time-limit")
+    if not (math.isfinite(args.gap) and 0 <= args.gap < 1):
         raise UsageError(f"--gap must be in [0, 1), got {args.gap}")
     if args.threads < 0:
         raise UsageError(f"--threads must be >= 0, got {args.threads}")
-    return SolveOptions(time_limit=args.time_limit, gap=args.gap, threads=args.threads, seed=args.seed)
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    memory = args.max_memory
+    if memory is not None and not (math.isfinite(memory) and memory > 0):
+        raise UsageError(f"--max-memory must be a number of GiB > 0, got {memory}")
+    limit = memory * 2**30 if memory is not None else DEFAULT_MEMORY_SHARE * total_memory() or None
+    return SolveOptions(time_limit=time_limit, gap=args.gap, threads=args.threads, seed=args.seed,
+                        memory_limit=limit)
 
 
-def _methods(loaded: Loaded, method: str) -> list[str]:
+def _methods(loaded, method: str) -> list[str]:
     problem = loaded.problem
     if method == "all":
-        return problem.methods
+        return problem.all_methods
     wanted = method.split(",")
     for m in wanted:
-        if m not in problem.methods:
+        if m not in problem.all_methods:
             raise UsageError(
                 f"{loaded.path}: problem {problem.name!r} has no method {m!r}; "
-                f"it has {', '.join(problem.methods)} (or 'all')"
+                f"it has {', '.join(problem.all_methods)} (or 'all')"
             )
     return wanted
 
 
-# -- commands --------------------------------------------------------------------------------
+def registry_get(name: str):
+    """The registered problem ``name``, or a UsageError listing the known ones."""
+    from coopt import registry
+
+    try:
+        return registry.get(name)
+    except KeyError:
+        raise UsageError(f"unknown problem {name!r}; known: {', '.join(registry.names())}") from None
+
+
+def load_all(paths: list[str]) -> list:
+    """Every file loaded, or one error listing the problems of every bad file (nothing half-done)."""
+    from coopt.errors import InstanceError
+    from coopt.instance import load
+
+    loaded, errors = [], []
+    for path in paths:
+        try:
+            loaded.append(load(path))
+        except InstanceError as exc:
+            errors.extend(exc.errors)
+    if errors:
+        raise InstanceError.combine(errors)
+    return loaded
+
+
+# -- list, validate, schema-free commands --------------------------------------------------------
 
 
 def _relative(path: Path) -> str:
@@ -76,81 +126,178 @@ def _tiers(files: list[Path]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from coopt import registry
+    from coopt.console import out
+    from coopt.shipped import shipped
+
     if args.problem:
         problem = registry_get(args.problem)
-        out.print(f"[bold]{problem.name}[/] ({problem.sense}): {problem.summary}")
-        out.print(f"source: {problem.source}")
+        out.print(f"[bold]{problem.name}[/] ({problem.sense}): {_escape(problem.summary)}")
+        out.print(f"source: {_escape(problem.source)}")
         out.print(f"exact methods: {', '.join(problem.exact_methods) or '-'}")
         out.print(f"heuristics: {', '.join(sorted(problem.heuristics)) or '-'}")
-        out.print(f"generator: coopt generate {problem.name} --seed N --size K  (K = {problem.size_doc})")
-        out.print("shipped instances:")
+        if problem.bound is not None:
+            out.print("dual bound: --method bound")
+        out.print(f"generator: coopt generate {problem.name} --seed N --size K  "
+                  f"(K = {_escape(problem.size_doc)})")
+        out.print(f"fields: coopt schema {problem.name}")
+        out.print("shipped instances (name them as PROBLEM/FILE):")
         for path in shipped(problem.name):
-            out.print(f"  {_relative(path)}")
+            out.print(f"  {problem.name}/{path.stem:<40} {_escape(_relative(path))}")
         return 0
-    table = Table(title="coopt problems (coopt list PROBLEM for details)")
-    for col in ("problem", "sense", "exact", "heuristics", "shipped instances"):
-        table.add_column(col)
+    table = Table(title="coopt problems (coopt list PROBLEM for details)", show_lines=True)
+    for col in ("problem", "exact", "heuristics", "shipped"):
+        # names users type are never cut: one per line, the column as wide as the longest
+        table.add_column(col, no_wrap=col != "shipped", overflow="fold")
     for name, problem in registry.problems().items():
         table.add_row(
-            name,
-            problem.sense,
-            ", ".join(problem.exact_methods) or "-",
-            ", ".join(sorted(problem.heuristics)) or "-",
-            _tiers(shipped(name)),
+            f"{name}\n({problem.sense})",
+            "\n".join(problem.exact_methods + (["bound"] if problem.bound else [])) or "-",
+            "\n".join(sorted(problem.heuristics)) or "-",
+            _tiers(shipped(name)).replace(", ", "\n"),
         )
     out.print(table)
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    loaded = [load(path) for path in args.files]
-    for item in loaded:
-        out.print(f"ok  {item.path}  ({item.problem.name}, sha256 {item.sha256[:12]})")
-    return 0
+    """Check every file and report each: an ``ok`` line per good file, every error of every bad one."""
+    from coopt.console import out
+    from coopt.errors import InstanceError
+    from coopt.instance import load
+
+    bad = 0
+    for path in args.files:
+        try:
+            item = load(path)
+        except InstanceError as exc:
+            bad += 1
+            for e in exc.errors:
+                print(f"coopt: error: {e}", file=sys.stderr)
+            continue
+        out.print(f"ok  {_escape(item.path)}  ({item.problem.name}, sha256 {item.sha256[:12]})")
+    return 2 if bad else 0
+
+
+# -- solve -----------------------------------------------------------------------------------------
+
+
+class Live:
+    """The incumbent and bound HiGHS reports while it runs, for the progress line."""
+
+    def __init__(self) -> None:
+        self.primal: float | None = None
+        self.dual: float | None = None
+
+    def __call__(self, primal: float | None, dual: float | None) -> None:
+        self.primal = primal if primal is not None else self.primal
+        self.dual = dual if dual is not None else self.dual
+
+    def text(self) -> str:
+        if self.primal is None and self.dual is None:
+            return ""
+        gap = ""
+        if self.primal is not None and self.dual is not None:
+            from coopt.problem import relative_gap
+
+            gap = f", gap {100 * relative_gap(self.primal, self.dual):.2f} %"
+        return f"incumbent {_fmt(self.primal)}, bound {_fmt(self.dual)}{gap}"
+
+
+def _run(item, method: str, options, live: Live | None = None):
+    from coopt.run import run
+
+    return run(item.problem, item.instance, method, options, path=item.path, sha256=item.sha256,
+               watch=live)
+
+
+def _objective_header(reports) -> str:
+    """'objective' with the name and unit where every row shares them."""
+    named = {(r.objective_name, r.objective_unit) for r in reports}
+    if len(named) == 1:
+        name, unit = named.pop()
+        return f"{name} [{unit}]" if unit else name
+    return "objective"
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from coopt.console import err
+    from coopt.limits import STOP, finish_abandoned, stoppable
+    from coopt.output import output_path
+    from coopt.progress import ticker
+
     options = _options(args)
-    loaded = [load(path) for path in args.files]  # validate everything before solving anything
+    json_target = output_path(args.json, "--json") if args.json else None
+    loaded = load_all(args.files)  # validate everything before solving anything
     plan = [(item, m) for item in loaded for m in _methods(item, args.method)]
+    limit = f"{options.time_limit:g} s" if options.time_limit else "none"
+    err.print(f"coopt solve: {len(loaded)} file(s), {len(plan)} run(s); time limit per exact solve {limit} "
+              "(--time-limit); Ctrl-C stops and keeps what finished", highlight=False)
+    reports, interrupted = [], False
+    with stoppable():
+        for item, method in plan:
+            live = Live()
+            try:
+                with ticker(f"{item.problem.name}: {method} on {Path(item.path).name}", status=live.text):
+                    report = _run(item, method, options, live)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            reports.append(report)
+            if STOP.is_set():
+                interrupted = True
+                break
+    if reports:
+        _print_reports(reports, err if args.json == "-" else None)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    reports = []
-    for item, method in plan:
-        with ticker(f"{item.problem.name}: {method} on {Path(item.path).name}"):
-            report = _run(item, method, options)
-        reports.append(report)
-    _print_reports(reports)
-    if args.json:
-        write_atomic(args.json, dumps([r.to_json() for r in reports], indent=2) + "\n")
-        out.print(f"wrote {args.json}")
+        _write_reports(json_target, args.json, reports)
+    if interrupted:
+        print(f"coopt: interrupted after {len(reports)} of {len(plan)} run(s)", file=sys.stderr)
+        finish_abandoned(130)
+        return 130
     return _exit_status(reports)
 
 
-def _run(item: Loaded, method: str, options: SolveOptions):
-    from coopt.run import run
+def _write_reports(target: Path | None, shown: str, reports) -> None:
+    from coopt.console import err
+    from coopt.output import dumps, write_atomic
 
-    return run(item.problem, item.instance, method, options, path=item.path, sha256=item.sha256)
+    write_atomic(target, dumps([r.to_json() for r in reports], indent=2) + "\n")
+    if target is not None:
+        err.print(f"wrote {_escape(shown)} ({len(reports)} report(s))", highlight=False)
 
 
 def _exit_status(reports) -> int:
-    bad = [r for r in reports if r.status == "error" or (r.solution is not None and not r.check["feasible"])]
-    for r in bad:
-        print(
-            f"coopt: CHECK FAILED for {r.problem} {r.method} on {r.instance}: "
-            + "; ".join(r.check["violations"][:3]),
-            file=sys.stderr,
-        )
-    return 1 if bad else 0
+    crashed = [r for r in reports if r.status == "error"]
+    failed = [r for r in reports
+              if r.status != "error" and r.solution is not None and not r.check["feasible"]]
+    for r in crashed:
+        why = "; ".join(r.check["violations"][:1])
+        print(f"coopt: ERROR in {r.problem} {r.method} on {r.instance}: {why}", file=sys.stderr)
+    for r in failed:
+        print(f"coopt: CHECK FAILED for {r.problem} {r.method} on {r.instance}: "
+              + "; ".join(r.check["violations"][:3]), file=sys.stderr)
+    return 1 if crashed or failed else 0
 
 
-def _print_reports(reports) -> None:
+def _print_reports(reports, console=None) -> None:
+    """The table of reports (on ``console``, default standard output)."""
+    from rich.table import Table
+
+    from coopt.console import out
+
+    out = console or out
     table = Table()
-    for col in ("instance", "method", "status", "objective", "bound", "gap", "feasible", "seconds"):
-        table.add_column(col, justify="right" if col in ("objective", "bound", "gap", "seconds") else "left")
+    objective = _objective_header(reports)
+    for col in ("instance", "method", "status", objective, "bound", "gap", "feasible", "seconds"):
+        right = col in (objective, "bound", "gap", "seconds")
+        table.add_column(col, justify="right" if right else "left", no_wrap=col == "method",
+                         overflow="fold")
     for r in reports:
         table.add_row(
-            Path(r.instance).name,
+            _escape(Path(r.instance).name),
             r.method,
             r.status,
             _fmt(r.objective),
@@ -160,16 +307,20 @@ def _print_reports(reports) -> None:
             f"{r.times['total']:.3f}",
         )
     out.print(table)
-    _print_declined(reports)
+    _print_declined(reports, out)
 
 
-def _print_declined(reports) -> None:
+def _print_declined(reports, console=None) -> None:
     """Say why each row without a solution has none (declined, time limit, error)."""
+    from coopt.console import out
+
+    out = console or out
     declined = [r for r in reports if r.solution is None and r.check["violations"]]
     if declined:
         out.print("Rows without a solution, and why:")
     for r in declined:
-        out.print(f"  {r.problem} {r.method} on {Path(r.instance).name}: {r.check['violations'][0]}")
+        where = _escape(Path(r.instance).name)
+        out.print(f"  {r.problem} {r.method} on {where}: {_escape(r.check['violations'][0])}")
 
 
 def _verdict(report) -> str:
@@ -179,145 +330,273 @@ def _verdict(report) -> str:
     return "yes" if report.check["feasible"] else "[bold red]NO[/]"
 
 
+# -- check -----------------------------------------------------------------------------------------
+
+
+def _read_json(path: str) -> Any:
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder, expected a JSON file") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: is not UTF-8 text, expected a JSON solution or solve report") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: is not valid JSON ({exc})") from None
+
+
+def _solutions_in(path: str, item) -> tuple[list[tuple[str, dict]], dict[str, int]]:
+    """(label, solution) for every entry of a solution file or solve report that belongs to
+    ``item``; and how many rows were skipped, by reason."""
+    data = _read_json(path)
+    entries = data if isinstance(data, list) else [data]
+    solutions, skipped = [], {"other instance": 0, "other problem": 0, "no solution": 0}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise UsageError(f"{path}: entry {i}: expected a JSON object (a solution or a solve report)")
+        if "solution" in entry and "method" in entry:  # a solve report
+            if entry.get("problem") not in (None, item.problem.name):
+                skipped["other problem"] += 1
+            elif entry.get("instance_sha256") not in (None, "", item.sha256):
+                skipped["other instance"] += 1
+            elif not isinstance(entry.get("solution"), dict):
+                skipped["no solution"] += 1
+            else:
+                solutions.append((f"{entry.get('method', f'#{i}')} (row {i})", entry["solution"]))
+        else:
+            solutions.append((f"#{i}", entry))
+    return solutions, {k: v for k, v in skipped.items() if v}
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    from coopt.console import out
+    from coopt.instance import load
+    from coopt.problem import relative_gap
     from coopt.run import judge
 
     item = load(args.file)
-    try:
-        data = json.loads(Path(args.solution).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{args.solution}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{args.solution}: is not valid JSON ({exc})") from None
-    entries = data if isinstance(data, list) else [data]
-    solutions = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise UsageError(f"{args.solution}: entry {i}: expected a JSON object")
-        if "solution" in entry and "method" in entry:  # a solve report
-            if entry.get("problem") not in (None, item.problem.name):
-                continue
-            if entry.get("solution") is None:
-                continue
-            solutions.append((entry.get("method", f"#{i}"), entry["solution"]))
-        else:
-            solutions.append((f"#{i}", entry))
+    if (args.solution is None) == (args.sol is None):
+        raise UsageError("give a solution file (JSON) or --sol MODEL.sol, one of the two")
+    if args.sol is not None:
+        solutions, skipped = [("--sol", _solution_from_solver(item, args.sol))], {}
+    else:
+        solutions, skipped = _solutions_in(args.solution, item)
+    if skipped:
+        said = ", ".join(f"{n} of {why}" for why, n in skipped.items())
+        out.print(f"skipped {sum(skipped.values())} row(s) of {_escape(args.solution)}: {said}")
     if not solutions:
-        raise UsageError(f"{args.solution}: holds no solution for problem {item.problem.name!r}")
+        raise UsageError(f"{args.solution}: holds no solution for this instance of {item.problem.name!r}")
     failed = 0
     for label, solution in solutions:
         verdict = judge(item.problem, item.instance, solution)
         claimed = solution.get("objective")
         agrees = (
-            claimed is not None
+            isinstance(claimed, int | float) and not isinstance(claimed, bool) and math.isfinite(claimed)
             and verdict["objective_recomputed"] is not None
             and relative_gap(float(claimed), verdict["objective_recomputed"]) <= 1e-6
         )
         ok = verdict["feasible"] and agrees
         failed += not ok
         out.print(
-            f"{'feasible' if verdict['feasible'] else 'INFEASIBLE'}  {label}  "
-            f"objective claimed {_fmt(claimed)} recomputed {_fmt(verdict['objective_recomputed'])}"
+            f"{'feasible' if verdict['feasible'] else 'INFEASIBLE'}  {_escape(label)}  "
+            f"objective claimed {_escape(_fmt(claimed))} recomputed {_fmt(verdict['objective_recomputed'])}"
             + ("" if agrees else "  [bold red](objective mismatch)[/]")
         )
         for v in verdict["violations"]:
-            out.print(f"    {v}")
+            out.print(f"    {_escape(v)}")
     return 1 if failed else 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from coopt.solvers.highs import export
+def _solution_from_solver(item, sol: str) -> dict:
+    """A solution found by another solver on coopt's exported model: read the solver's column
+    values (a HiGHS ``.sol`` file, or ``name value`` lines), put them on the model's variables by
+    name, and extract the problem's solution from the model, claiming the problem's objective."""
+    import pyomo.environ as pyo
 
-    item = load(args.file)
-    if item.problem.build is None:
-        raise UsageError(f"{args.file}: problem {item.problem.name!r} has no MILP to export")
+    from coopt.solvers.highs import column_values, objective_unit, symbol_map
+
+    problem = item.problem
+    if problem.build is None:
+        raise UsageError(f"{item.path}: problem {problem.name!r} has no exported model to read "
+                         "a .sol against")
+    model = problem.build(item.instance)
+    by_name = symbol_map(model)
+    try:
+        values, objective = column_values(Path(sol).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{sol}: cannot be read as a solver solution file ({exc})") from None
+    except ValueError as exc:
+        raise UsageError(f"{sol}: {exc}") from None
+    unknown = sorted(set(values) - set(by_name))
+    if unknown:
+        raise UsageError(f"{sol}: column {unknown[0]!r} is not a variable of the model coopt exports "
+                         f"for {item.path} ({len(unknown)} unknown)")
+    for name, value in values.items():
+        by_name[name].set_value(value, skip_validation=True)
+    solution = problem.extract(model, item.instance)
+    if objective is None:  # the file does not say: the model's objective at these values
+        objective = float(pyo.value(next(model.component_data_objects(pyo.Objective, active=True))))
+    solution["objective"] = objective * objective_unit(model)
+    return solution
+
+
+# -- export, generate ------------------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from coopt.console import out
+    from coopt.instance import load
+    from coopt.output import output_path
+    from coopt.problem import NoSolution
+    from coopt.solvers.highs import export, objective_unit
+
     fmt = args.format or Path(args.output).suffix.lstrip(".").lower()
     if fmt not in ("lp", "mps"):
         raise UsageError(f"--format must be lp or mps, got {fmt!r}")
-    target = Path(args.output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model = item.problem.build(item.instance)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix="coopt-export-") as scratch:
+    target = output_path(args.output, "-o")
+    if target is None:
+        raise UsageError("-o: export writes a file, not standard output")
+    item = load(args.file)
+    if item.problem.build is None:
+        raise UsageError(f"{args.file}: problem {item.problem.name!r} has no MILP to export")
+    try:
+        model = item.problem.build(item.instance)
+    except NoSolution as exc:
+        raise UsageError(f"{args.file}: the exact model cannot be built here: {exc}") from None
+    unit = objective_unit(model)
+    name, measure = item.problem.describe_objective(item.instance)
+    header = [
+        f"coopt export of {item.problem.name} instance {Path(item.path).name} (sha256 {item.sha256[:12]})",
+        f"objective: {name}{f' [{measure}]' if measure else ''} = {unit:.17g} x this model's objective",
+        f"judge a solution with: coopt check {Path(item.path).name} --sol SOLUTION.sol",
+    ]
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".coopt-export-") as scratch:
         tmp = Path(scratch) / f"model.{fmt}"
-        export(model, tmp)
+        export(model, tmp, header=header)
         tmp.replace(target)
     size = f"{model.nvariables()} variables, {model.nconstraints()} constraints"
-    out.print(f"wrote {target} ({fmt.upper()}, {size})")
+    out.print(f"wrote {_escape(args.output)} ({fmt.upper()}, {size}); objective scale {unit:.6g}: "
+              f"{_escape(name)}{f' [{measure}]' if measure else ''} = {unit:.6g} x the model's objective")
     return 0
-
-
-def registry_get(name: str):
-    """The registered problem ``name``, or a UsageError listing the known ones."""
-    try:
-        return registry.get(name)
-    except KeyError:
-        raise UsageError(f"unknown problem {name!r}; known: {', '.join(registry.names())}") from None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from coopt.console import err
+    from coopt.errors import InstanceError
+    from coopt.instance import load, to_toml
+    from coopt.output import output_path, write_atomic
+
     problem = registry_get(args.problem)
     if args.size < 1:
         raise UsageError(f"--size must be >= 1, got {args.size}")
-    instance = problem.generate(args.seed, args.size)
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    target = output_path(args.output, "-o") if args.output else None
+    try:
+        instance = problem.generate(args.seed, args.size)
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise UsageError(f"coopt generate {problem.name}: size {args.size} cannot be generated "
+                         f"({exc})") from None
     note = f"generated: seed {args.seed}, {problem.size_doc} {args.size}"
     text = to_toml(problem, instance, description=note)
-    if args.output:
-        write_atomic(args.output, text)
-        out.print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    # a generator must respect its own loader: read the text back before writing it anywhere
+    with tempfile.TemporaryDirectory(prefix="coopt-generate-") as scratch:
+        probe = Path(scratch) / "generated.toml"
+        probe.write_text(text, encoding="utf-8")
+        try:
+            load(probe)
+        except InstanceError as exc:
+            first = str(exc.errors[0]).replace(str(probe), "the generated instance")
+            raise UsageError(f"coopt generate {problem.name} --size {args.size}: {first} "
+                             "(choose a smaller --size)") from None
+    write_atomic(target, text)
+    if target is not None:
+        err.print(f"wrote {_escape(args.output)}", highlight=False)
     return 0
+
+
+# -- showcase --------------------------------------------------------------------------------------
 
 
 def cmd_showcase(args: argparse.Namespace) -> int:
     """Solve one small shipped instance of every problem with every method."""
+    from rich.table import Table
+
+    from coopt import registry
+    from coopt.console import out
+    from coopt.instance import load
+    from coopt.limits import STOP, finish_abandoned, stoppable
+    from coopt.problem import SolveOptions, relative_gap
+    from coopt.progress import ticker
+    from coopt.shipped import instances_dir, shipped, small_shipped
+
+    _positive_seconds(args.time_limit, "--time-limit")
     options = SolveOptions(time_limit=args.time_limit, seed=0, threads=1)
-    table = Table(title="coopt showcase: every problem, every method, one small shipped instance")
-    for col in ("problem", "instance", "method", "objective", "gap to exact", "seconds", "feasible"):
-        table.add_column(col, justify="right" if col in ("objective", "gap to exact", "seconds") else "left")
-    reports = []
     for name in args.problems:
         registry_get(name)
-    for name, problem in registry.problems().items():
-        if args.problems and name not in args.problems:
-            continue
-        files = small_shipped(name) or shipped(name)
-        if problem.showcase:
-            files = [instances_dir() / name / problem.showcase]
-        if not files:
-            continue
-        item = load(files[0])
-        rows = []
-        for method in problem.methods:
-            with ticker(f"{name}: {method}"):
-                rows.append(_run(item, method, options))
-        optimum = next((r.objective for r in rows if r.method == "exact" and r.status == "optimal"), None)
-        for r in rows:
-            gap = None if optimum is None or r.objective is None else relative_gap(r.objective, optimum)
-            table.add_row(
-                name,
-                files[0].name,
-                r.method,
-                _fmt(r.objective),
-                "-" if gap is None else f"{100 * gap:.2f} %",
-                f"{r.times['total']:.3f}",
-                _verdict(r),
-            )
-        table.add_section()
-        reports.extend(rows)
+    table = Table(title="coopt showcase: every problem, every method, one small shipped instance")
+    for col in ("problem", "instance", "method", "objective", "unit", "gap to exact", "seconds", "feasible"):
+        right = col in ("objective", "gap to exact", "seconds")
+        table.add_column(col, justify="right" if right else "left", no_wrap=col in ("problem", "method"),
+                         overflow="fold")
+    reports, interrupted = [], False
+    with stoppable():
+        for name, problem in registry.problems().items():
+            if (args.problems and name not in args.problems) or interrupted:
+                continue
+            files = small_shipped(name) or shipped(name)
+            if problem.showcase:
+                files = [instances_dir() / name / problem.showcase]
+            if not files:
+                continue
+            item = load(files[0])
+            rows = []
+            for method in problem.all_methods:
+                live = Live()
+                try:
+                    with ticker(f"{name}: {method}", status=live.text):
+                        rows.append(_run(item, method, options, live))
+                except KeyboardInterrupt:
+                    interrupted = True
+                    break
+                if STOP.is_set():
+                    interrupted = True
+                    break
+            optimum = next((r.objective for r in rows if r.method == "exact" and r.status == "optimal"), None)
+            for r in rows:
+                value = r.bound if r.method == "bound" else r.objective
+                gap = None if optimum is None or value is None else relative_gap(value, optimum)
+                table.add_row(name, files[0].name, r.method, _fmt(value), r.objective_unit or "-",
+                              "-" if gap is None else f"{100 * gap:.2f} %", f"{r.times['total']:.3f}",
+                              _verdict(r))
+            table.add_section()
+            reports.extend(rows)
     out.print(table)
     _print_declined(reports)
+    if interrupted:
+        print("coopt: interrupted", file=sys.stderr)
+        finish_abandoned(130)
+        return 130
     return _exit_status(reports)
 
 
-# -- parser ----------------------------------------------------------------------------------
+# -- parser ----------------------------------------------------------------------------------------
 
 
-def _solve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per exact solve")
+def _solve_options(p: argparse.ArgumentParser, time_limit: float | None) -> None:
+    p.add_argument("--time-limit", type=float, default=time_limit, metavar="S",
+                   help=f"seconds per exact solve, model building included (default {_fmt(time_limit)})")
     p.add_argument("--gap", type=float, default=1e-6, metavar="G", help="relative MIP gap (default 1e-6)")
     p.add_argument("--threads", type=int, default=1, metavar="N", help="HiGHS threads (default 1)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed for HiGHS and heuristics")
+    p.add_argument("--max-memory", type=float, default=None, metavar="GIB",
+                   help=f"stop a model build or heuristic above this resident memory "
+                        f"(default {int(100 * DEFAULT_MEMORY_SHARE)} %% of the machine's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -326,22 +605,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact models, heuristics and closed-form bounds for ML-system, optical-network "
         "and photonic/chiplet co-design.",
     )
+    parser.add_argument("--version", action="version", version=f"coopt {coopt.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("list", help="problems, their methods and shipped instances")
     p.add_argument("problem", nargs="?", metavar="PROBLEM", help="show one problem in detail")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("solve", help="solve instance files with the exact route and/or heuristics")
+    p = sub.add_parser("solve", help="solve instance files with the exact route and/or heuristics",
+                       description="Solve instance files (paths, or shipped names such as "
+                                   "topoopt/0-exact-n6-d2).")
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--method", default="exact", help="exact, milp, a heuristic, a comma list, or all")
-    _solve_options(p)
-    p.add_argument("--json", metavar="OUT", help="write the reports as a JSON list")
+    p.add_argument("--method", default="exact",
+                   help="exact, milp, a heuristic, bound, a comma list, or all (default exact)")
+    _solve_options(p, DEFAULT_TIME_LIMIT)
+    p.add_argument("--json", metavar="OUT", help="write the reports as a JSON list (- for standard output)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("check", help="run the problem's checker on a saved solution or solve report")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("solution", metavar="SOLUTION.json")
+    p.add_argument("solution", nargs="?", metavar="SOLUTION.json",
+                   help="a solution object, a list of them, or a coopt solve --json report")
+    p.add_argument("--sol", metavar="MODEL.sol",
+                   help="a solution another solver found on the model `coopt export` wrote")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("export", help="write the exact model as LP or MPS")
@@ -358,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problem", metavar="PROBLEM")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", type=int, default=1, help="the problem's scale parameter (see `coopt list`)")
-    p.add_argument("-o", "--output", metavar="OUT")
+    p.add_argument("-o", "--output", metavar="OUT", help="the file to write (default: standard output)")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("showcase", help="every problem, every method, one small shipped instance")
@@ -380,7 +666,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CooptError as exc:
-        print(f"coopt: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"coopt: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("coopt: interrupted", file=sys.stderr)

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import tomli_w
 
 from coopt.errors import InstanceError
+from coopt.output import write_atomic  # noqa: F401  (instance files are written the same way)
 
 SCHEMA_VERSION = 1
 _MISSING: Any = object()
@@ -373,20 +374,3 @@ def to_toml(problem: Any, instance: Any, *, description: str = "", source: str =
     if source:
         head["source"] = source
     return tomli_w.dumps({**head, **problem.dump(instance)})
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either untouched or complete, never half-written."""
-    import os
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -88,6 +88,8 @@ class SolveOptions:
     gap: float = 1e-6
     threads: int = 1
     seed: int = 0
+    #: Resident memory (bytes) past which building a model or running a heuristic is stopped.
+    memory_limit: float | None = None
 
 
 Heuristic = Callable[..., Solution]

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import coopt
+from coopt.limits import StepLimit, guard
 from coopt.output import non_finite
 from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, relative_gap
-from coopt.solvers.highs import TracePoint, solve_model
+from coopt.solvers.highs import TracePoint, Watch, solve_model
 
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "bound",
             "interrupted", "error")
@@ -88,16 +89,22 @@ def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[st
         return {"feasible": False, "violations": [wrong], "objective_recomputed": None}
     try:
         violations = [str(v) for v in problem.check(instance, solution)]
-        recomputed = float(problem.objective(instance, solution))
     except Exception as exc:  # a checker must not crash on a bad solution; say so loudly
         return {
             "feasible": False,
             "violations": [f"checker raised {type(exc).__name__}: {exc}"],
             "objective_recomputed": None,
         }
+    try:
+        recomputed = float(problem.objective(instance, solution))
+    except Exception as exc:  # an infeasible solution may have no objective; a feasible one must
+        if not violations:
+            violations = [f"objective: cannot be recomputed ({type(exc).__name__}: {exc})"]
+        recomputed = math.nan
     violations += [f"finite: {bad} is not a finite number" for bad in non_finite(solution)]
     if not math.isfinite(recomputed):
-        violations.append(f"finite: the recomputed objective is {recomputed!r}")
+        if not violations:
+            violations.append(f"finite: the recomputed objective is {recomputed!r}")
         recomputed = None
     return {"feasible": not violations, "violations": violations, "objective_recomputed": recomputed}
 
@@ -114,8 +121,12 @@ def run(
     *,
     path: str = "",
     sha256: str = "",
+    watch: Watch | None = None,
 ) -> SolveReport:
-    """Run one method on one instance and judge the result with the problem's checker."""
+    """Run one method on one instance and judge the result with the problem's checker.
+    ``watch(primal, dual)`` hears the incumbent and bound while HiGHS runs (live progress).
+    Building a model is stopped past the time limit (status ``time_limit``) or the memory limit
+    (:class:`coopt.limits.StepLimit` propagates: the instance cannot be run here)."""
     options = options or SolveOptions()
     if method not in problem.all_methods:
         raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.all_methods)}")
@@ -131,9 +142,10 @@ def run(
     try:
         if method == "milp" or (method == "exact" and problem.exact is None):
             t0 = time.perf_counter()
-            model = problem.build(instance)
+            with guard("building the model", seconds=options.time_limit, memory_bytes=options.memory_limit):
+                model = problem.build(instance)
             times["build"] = time.perf_counter() - t0
-            result = solve_model(model, options)
+            result = solve_model(model, options, watch)
             times["handoff"], times["solve"] = result.handoff, result.solve
             solver = {"name": "highs", "version": result.solver_version}
             status, objective, bound = result.status, result.objective, result.bound
@@ -143,7 +155,8 @@ def run(
                 solution["objective"] = result.objective
         elif method == "exact":
             t0 = time.perf_counter()
-            outcome: ExactOutcome = problem.exact(instance, options)
+            with guard("the exact method", memory_bytes=options.memory_limit):
+                outcome: ExactOutcome = problem.exact(instance, options)
             times["solve"] = time.perf_counter() - t0
             solution, status, bound = outcome.solution, outcome.status, outcome.bound
             objective = None if solution is None else float(solution["objective"])
@@ -158,9 +171,15 @@ def run(
                 raise ValueError(f"the bound is {bound!r}, not a finite number")
         else:
             t0 = time.perf_counter()
-            solution = problem.heuristics[method](instance, seed=options.seed)
+            with guard(f"heuristic {method}", memory_bytes=options.memory_limit):
+                solution = problem.heuristics[method](instance, seed=options.seed)
             times["solve"] = time.perf_counter() - t0
             status, objective = "feasible", float(solution["objective"])
+    except StepLimit as exc:
+        if exc.kind != "time":
+            raise  # memory: the instance cannot be run here; the command says so and exits 2
+        status, objective, solution = "time_limit", None, None
+        error = str(exc)
     except NoSolution as exc:  # the method declined or found nothing: say why, not an error
         status, objective, solution = "no_solution", None, None
         error = f"no solution: {exc}"

@@ -17,14 +17,11 @@ import operator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import sympy as sp
-from rich.table import Table
-
-from coopt.analysis import bounds
-from coopt.console import out
 from coopt.errors import UsageError
-from coopt.output import dumps
+
+#: The most points a --sweep may ask for (each is one evaluation; more is a typo, not a plot).
+MAX_SWEEP = 100_000
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 _OPERATORS = {
     ast.Add: operator.add,
@@ -63,7 +60,7 @@ def parse_assignment(text: str, option: str) -> tuple[str, str]:
     return name.strip(), rhs.strip()
 
 
-def parse_sweep(text: str) -> tuple[str, np.ndarray, bool]:
+def parse_sweep(text: str) -> tuple[str, Any, bool]:
     """``sym=start:stop:count[:log]`` -> (symbol, values, log spacing)."""
     name, spec = parse_assignment(text, "--sweep")
     parts = spec.split(":")
@@ -75,6 +72,10 @@ def parse_sweep(text: str) -> tuple[str, np.ndarray, bool]:
     count = parse_number(parts[2], f"--sweep {name} count")
     if not count.is_integer() or count < 1:
         raise UsageError(f"--sweep {name}: COUNT must be an integer >= 1, got {parts[2]!r}")
+    if count > MAX_SWEEP:
+        raise UsageError(f"--sweep {name}: COUNT must be at most {MAX_SWEEP:,}, got {count:,.0f}")
+    import numpy as np
+
     if log:
         if start <= 0 or stop <= 0:
             raise UsageError(f"--sweep {name}: a log sweep needs START and STOP > 0")
@@ -86,7 +87,11 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _equation(entry: bounds.Entry, solve_for: str | None) -> str:
+def _equation(entry, solve_for: str | None) -> str:
+    import sympy as sp
+
+    from coopt.analysis import bounds
+
     if isinstance(entry, bounds.Curve):
         return f"{entry.output.name} = {entry.method}"
     if solve_for is None or solve_for == entry.output.name:
@@ -97,7 +102,9 @@ def _equation(entry: bounds.Entry, solve_for: str | None) -> str:
         return f"{solve_for} solves {entry.output.name} = {sp.sstr(entry.expr)} (numeric root)"
 
 
-def _latex(entry: bounds.Entry, solve_for: str | None) -> str:
+def _latex(entry, solve_for: str | None) -> str:
+    import sympy as sp
+
     if solve_for is None or solve_for == entry.output.name:
         return entry.latex()
     target = entry.quantity(solve_for)
@@ -105,7 +112,9 @@ def _latex(entry: bounds.Entry, solve_for: str | None) -> str:
     return sp.latex(sp.Eq(target.symbol, entry.solve_for(solve_for)), symbol_names=names)
 
 
-def _latex_or_none(entry: bounds.Entry, solve_for: str | None) -> str | None:
+def _latex_or_none(entry, solve_for: str | None) -> str | None:
+    from coopt.analysis import bounds
+
     if isinstance(entry, bounds.Curve):
         return None
     try:
@@ -115,19 +124,39 @@ def _latex_or_none(entry: bounds.Entry, solve_for: str | None) -> str | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from coopt.analysis import bounds
+    from coopt.console import out
+
     table = Table(title="coopt bounds (closed forms and computed curves)")
     for col in ("bound", "kind", "gives", "summary"):
         table.add_column(col, overflow="fold")
     for name, entry in bounds.registry().items():
         kind = "curve" if isinstance(entry, bounds.Curve) else "closed form"
-        table.add_row(name, kind, f"{entry.output.name} [{entry.output.unit}]", entry.summary)
+        table.add_row(*map(Text, (name, kind, f"{entry.output.name} [{entry.output.unit}]", entry.summary)))
     out.print(table)
     return 0
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
+    import numpy as np
+    from rich.markup import escape
+    from rich.table import Table
+
+    from coopt.analysis import bounds
+    from coopt.console import err, out
+    from coopt.output import dumps, output_path, write_atomic
+
+    if args.json == "-":
+        out = err  # standard output carries the JSON alone
     if args.name == "list":
         return cmd_list(args)
+    json_target = output_path(args.json, "--json") if args.json else None
+    plot_target = output_path(args.plot, "--plot", PLOT_SUFFIXES) if args.plot else None
+    if args.plot and plot_target is None:
+        raise UsageError("--plot writes an image file, not standard output")
     entry = bounds.get(args.name)
     solve_for = args.solve_for
     target = entry.quantity(solve_for) if solve_for else entry.output
@@ -158,27 +187,26 @@ def cmd_bound(args: argparse.Namespace) -> int:
             if q.name != target.name and (q.name in values or q.default is not None)}
 
     if not args.latex:
-        _describe(entry, solve_for)
+        _describe(entry, solve_for, out)
     if fitted:
         coefficients, error, rows = fitted
         fits = ", ".join(f"{k} = {_fmt(v)} {entry.quantity(k).unit}" for k, v in coefficients.items())
-        out.print(f"fit to {rows} rows of {args.fit}: {fits}; L1 error {_fmt(error)} {entry.output.unit}")
+        out.print(f"fit to {rows} rows of {args.fit}: {fits}; L1 error {_fmt(error)} {entry.output.unit}",
+                  markup=False)
     if sweep:
         name, grid, _ = sweep
         result = np.broadcast_to(result, grid.shape)
         table = Table(title=f"{entry.name}: {target.name} over {name}")
-        table.add_column(f"{name} [{entry.quantity(name).unit}]", justify="right")
-        table.add_column(f"{target.name} [{target.unit}]", justify="right")
+        table.add_column(escape(f"{name} [{entry.quantity(name).unit}]"), justify="right")
+        table.add_column(escape(f"{target.name} [{target.unit}]"), justify="right")
         for x, y in zip(grid, result, strict=True):
             table.add_row(_fmt(x), _fmt(y))
         out.print(table)
     else:
         unit = "" if target.unit == "1" else f" {target.unit}"
-        out.print(f"{target.name} = {_fmt(float(result))}{unit}   ({target.description})")
+        out.print(f"{target.name} = {_fmt(float(result))}{unit}   ({target.description})", markup=False)
 
     if args.json:
-        from coopt.instance import write_atomic
-
         report = {
             "bound": entry.name,
             "summary": entry.summary,
@@ -194,19 +222,22 @@ def cmd_bound(args: argparse.Namespace) -> int:
                 "data": args.fit, "rows": fitted[2], "coefficients": fitted[0], "l1_error": fitted[1],
             },
         }
-        write_atomic(args.json, dumps(report, indent=2) + "\n")
-        out.print(f"wrote {args.json}")
+        write_atomic(json_target, dumps(report, indent=2) + "\n")
+        if json_target is not None:
+            out.print(f"wrote {args.json}")
     if args.plot:
-        _plot(entry, target, sweep, result, args.plot)
+        _plot(entry, target, sweep, result, plot_target, used)
         out.print(f"wrote {args.plot}")
     return 0
 
 
-def _fit(entry: bounds.Entry, path: str, values: dict[str, Any]) -> tuple[dict[str, float], float, int]:
+def _fit(entry, path: str, values: dict[str, Any]) -> tuple[dict[str, float], float, int]:
     """Read measured rows (CSV, one column per symbol) and fit the entry's coefficients to them.
 
     The fitted coefficients join ``values`` so the rest of the command evaluates the fitted bound.
     """
+    import numpy as np
+
     fit = getattr(entry, "fit", None)
     if fit is None:
         raise UsageError(f"bound {entry.name!r} has no fit; --fit works for bounds whose notes offer it")
@@ -218,7 +249,7 @@ def _fit(entry: bounds.Entry, path: str, values: dict[str, Any]) -> tuple[dict[s
     if len(table) < 2:
         raise UsageError(f"{path}: expected a header row and at least one data row")
     header, rows = [h.strip() for h in table[0]], table[1:]
-    columns: dict[str, np.ndarray] = {}
+    columns: dict[str, Any] = {}
     for j, name in enumerate(header):
         quantity = entry.quantity(name)
         try:
@@ -238,25 +269,34 @@ def _fit(entry: bounds.Entry, path: str, values: dict[str, Any]) -> tuple[dict[s
     return coefficients, error, len(rows)
 
 
-def _describe(entry: bounds.Entry, solve_for: str | None) -> None:
-    out.print(f"[bold]{entry.name}[/]: {entry.summary}")
-    out.print(f"  {_equation(entry, solve_for)}")
-    out.print(f"  source: {entry.source}")
+def _describe(entry, solve_for: str | None, out) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    from coopt.analysis import bounds
+
+    out.print(f"[bold]{entry.name}[/]: {escape(entry.summary)}")
+    out.print(f"  {escape(_equation(entry, solve_for))}")
+    out.print(f"  source: {escape(entry.source)}")
     for item in entry.assumptions:
-        out.print(f"  assumes: {item}")
+        out.print(f"  assumes: {escape(item)}")
     if entry.notes:
-        out.print(f"  note: {entry.notes}")
+        out.print(f"  note: {escape(entry.notes)}")
     table = Table(show_edge=False)
     for col in ("symbol", "meaning", "unit", "range", "default"):
         table.add_column(col)
     for q in entry.symbols.values():
-        table.add_row(q.name, q.description, q.unit, bounds.DOMAINS[q.domain][1],
-                      "-" if q.default is None else _fmt(q.default))
+        cells = (q.name, q.description, q.unit, bounds.DOMAINS[q.domain][1],
+                 "-" if q.default is None else _fmt(q.default))
+        table.add_row(*map(Text, cells))
     out.print(table)
 
 
-def _plot(entry: bounds.Entry, target: bounds.Quantity, sweep, result: np.ndarray, path: str) -> None:
+def _plot(entry, target, sweep, result, path: Path, fixed: dict[str, Any]) -> None:
+    """The sweep as a line; axes named by each symbol's meaning and unit, the fixed values below."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -269,12 +309,16 @@ def _plot(entry: bounds.Entry, target: bounds.Quantity, sweep, result: np.ndarra
     positive = result[np.isfinite(result)]
     if log and positive.size and positive.min() > 0 and positive.max() / positive.min() > 100:
         ax.set_yscale("log")
-    ax.set_xlabel(f"{name} [{entry.quantity(name).unit}]")
-    ax.set_ylabel(f"{target.name} [{target.unit}]")
+    swept = entry.quantity(name)
+    ax.set_xlabel(f"{swept.description}, {name} [{swept.unit}]")
+    ax.set_ylabel(f"{target.description}, {target.name} [{target.unit}]")
     ax.set_title(entry.name)
+    held = [f"{k} = {v:g} {entry.quantity(k).unit}".replace(" 1", "") for k, v in sorted(fixed.items())
+            if k != name and np.ndim(v) == 0]
+    if held:
+        fig.text(0.01, 0.01, "fixed: " + ", ".join(held), fontsize=7, va="bottom")
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout(rect=(0, 0.05 if held else 0, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

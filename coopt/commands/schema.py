@@ -98,6 +98,7 @@ def update_docs(check: bool) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from rich.table import Table
+    from rich.text import Text
 
     from coopt.console import out
 
@@ -116,6 +117,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
     for col in COLUMNS:
         table.add_column(col, no_wrap=col == "field", overflow="fold")
     for row in schema.rows():
-        table.add_row(*row, markup=False)
+        table.add_row(*map(Text, row))
     out.print(table)
     return 0

@@ -28,16 +28,24 @@ keys of the report's JSON, whose keys are fixed.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
+import os
+import sys
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
+from coopt.limits import ABANDONED, STOP, in_highs, interrupt_requested
 from coopt.problem import Problem, SolveOptions
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
@@ -46,6 +54,8 @@ TRACE_INTERVAL = 0.1
 
 #: One point of the incumbent history: (seconds into HiGHS' run, primal, dual), problem units.
 TracePoint = tuple[float, float | None, float | None]
+#: Told each (incumbent, dual bound) while HiGHS runs, problem units, None while unknown.
+Watch = Callable[[float | None, float | None], None]
 
 @dataclass
 class MilpResult:
@@ -69,8 +79,11 @@ def objective_unit(model: pyo.ConcreteModel) -> float:
     return float(getattr(model, "objective_unit", 1.0))
 
 
-def report_status(termination: TerminationCondition, has_incumbent: bool) -> str:
-    """Why HiGHS stopped (termination) and what it found (incumbent) -> one report status."""
+def report_status(termination: TerminationCondition, has_incumbent: bool, stopped: bool = False) -> str:
+    """Why HiGHS stopped (termination) and what it found (incumbent) -> one report status;
+    ``stopped``: the user (Ctrl-C) or a guard asked it to stop, see :mod:`coopt.limits`."""
+    if stopped and termination != TerminationCondition.convergenceCriteriaSatisfied:
+        return "interrupted"
     if termination == TerminationCondition.convergenceCriteriaSatisfied and has_incumbent:
         return "optimal"
     if termination in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
@@ -117,6 +130,36 @@ def _record_events(highs: Any) -> list[tuple[float, float, float]]:
     with contextlib.suppress(Exception):
         highs.setOptionValue("mip_min_logging_interval", TRACE_INTERVAL)
     return events
+
+
+class _QuietInterrupt(logging.Filter):
+    """Pyomo warns that it does not know HiGHS' "interrupted" status; coopt does (``interrupted``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "kInterrupt" not in record.getMessage()
+
+
+logging.getLogger("pyomo.contrib.solver.solvers.highs").addFilter(_QuietInterrupt())
+
+
+def _subscribe_stop_and_watch(highs: Any, unit: float, watch: Watch | None) -> None:
+    """HiGHS' interrupt callbacks end the solve once :data:`coopt.limits.STOP` is set (a Ctrl-C);
+    ``watch(primal, dual)`` (problem units, None while unknown) hears every incumbent and log line."""
+    if highs is None:
+        return
+    for name in ("cbMipInterrupt", "cbSimplexInterrupt", "cbIpmInterrupt"):
+        with contextlib.suppress(Exception):
+            getattr(highs, name).subscribe(interrupt_requested)
+    if watch is None:
+        return
+
+    def tell(event: Any) -> None:
+        out = event.data_out
+        watch(_in_problem_units(out.mip_primal_bound, unit), _in_problem_units(out.mip_dual_bound, unit))
+
+    for name in ("cbMipImprovingSolution", "cbMipLogging"):
+        with contextlib.suppress(Exception):
+            getattr(highs, name).subscribe(tell)
 
 
 def _in_problem_units(value: float | None, unit: float) -> float | None:
@@ -172,10 +215,98 @@ def _warm_start(solver: Highs, highs: Any, model: pyo.ConcreteModel) -> int:
     return len(index)
 
 
-def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
+#: Seconds HiGHS gets to stop after a Ctrl-C before the solve is abandoned (it checks for
+#: interrupts during branch and bound, not during presolve, where it has no incumbent to keep).
+STOP_GRACE = 1.0
+
+
+class Abandoned(Exception):
+    """HiGHS did not stop within :data:`STOP_GRACE` of a Ctrl-C; it is left running on its thread."""
+
+
+class _Standard:
+    """Standard output and error as they were before Pyomo captured them for a solve: an
+    abandoned solve never gives them back, so they are restored from these copies."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.fds = {fd: os.dup(fd) for fd in (1, 2)}
+        self.streams = (sys.stdout, sys.stderr)
+
+    def restore(self) -> None:
+        for fd, copy in self.fds.items():
+            os.dup2(copy, fd)
+        sys.stdout, sys.stderr = self.streams
+
+    def close(self) -> None:
+        for copy in self.fds.values():
+            os.close(copy)
+
+
+def _interruptible(call: Callable[[], Any]) -> Any:
+    """Run a HiGHS call so that a Ctrl-C is heard at once: on the main thread, HiGHS runs on a
+    worker thread while this one waits in Python, where signal handlers run. After a Ctrl-C HiGHS
+    has :data:`STOP_GRACE` seconds to return; HiGHS checks for interrupts between branch-and-bound
+    nodes, and its root node can run for seconds without one, so past the grace the solve is
+    abandoned (:class:`Abandoned`, standard output and error restored) and the caller keeps the
+    incumbent the callbacks recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            box["error"] = exc
+
+    standard = _Standard()
+    worker = threading.Thread(target=work, name="highs", daemon=True)
+    worker.start()
+    deadline = None
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+            if STOP.is_set() and worker.is_alive():
+                deadline = deadline or time.perf_counter() + STOP_GRACE
+                if time.perf_counter() > deadline:
+                    standard.restore()
+                    ABANDONED.set()
+                    raise Abandoned
+    finally:
+        standard.close()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _record_incumbent(highs: Any) -> dict[str, Any]:
+    """The latest incumbent HiGHS found (column values, model-unit objective) and the latest dual
+    bound, kept in case the solve is abandoned before HiGHS can hand them back itself."""
+    latest: dict[str, Any] = {"columns": None, "primal": None, "dual": None}
+
+    def improving(event: Any) -> None:
+        out = event.data_out
+        latest["columns"] = np.array(out.mip_solution, dtype=float)
+        latest["primal"] = out.mip_primal_bound
+        latest["dual"] = out.mip_dual_bound
+
+    def logging_line(event: Any) -> None:
+        latest["dual"] = event.data_out.mip_dual_bound
+
+    with contextlib.suppress(Exception):
+        highs.cbMipImprovingSolution.subscribe(improving)
+        highs.cbMipLogging.subscribe(logging_line)
+    return latest
+
+
+def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | None = None) -> MilpResult:
     """Hand ``model`` to HiGHS, solve it and load the incumbent (if any) into the model; record the
     incumbent history (see the module docstring). A model with ``warm_start = True`` starts from
-    the values its builder set on its variables (:func:`_warm_start`)."""
+    the values its builder set on its variables (:func:`_warm_start`). ``watch(primal, dual)`` is
+    told every incumbent and dual bound while HiGHS runs (problem units); a Ctrl-C ends the solve
+    with its incumbent (status ``interrupted``, see :mod:`coopt.limits`)."""
     solver = Highs()
     t0 = time.perf_counter()
     solver.set_instance(model)
@@ -183,22 +314,29 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
     highs = getattr(solver, "_solver_model", None)  # the highspy.Highs that set_instance filled
     _warm_start(solver, highs, model)
     size = _model_size(highs)
+    unit = objective_unit(model)
     events = _record_events(highs)
-    results = solver.solve(
-        model,
-        time_limit=options.time_limit,
-        rel_gap=options.gap,
-        threads=options.threads,
-        solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-9},
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-    )
+    latest = _record_incumbent(highs) if highs is not None else {}
+    _subscribe_stop_and_watch(highs, unit, watch)
+    started = time.perf_counter()
+    try:
+        with in_highs():
+            results = _interruptible(lambda: solver.solve(
+                model,
+                time_limit=options.time_limit,
+                rel_gap=options.gap,
+                threads=options.threads,
+                solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-9},
+                load_solutions=False,
+                raise_exception_on_nonoptimal_result=False,
+            ))
+    except Abandoned:
+        return _abandoned(solver, model, latest, unit, handoff, time.perf_counter() - started, events, size)
     solve = float(getattr(results.timing_info, "highs_time", results.timing_info.wall_time))
     has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    status = report_status(results.termination_condition, has_incumbent)
+    status = report_status(results.termination_condition, has_incumbent, STOP.is_set())
     if has_incumbent:
         results.solution_loader.load_vars()
-    unit = objective_unit(model)
     objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
     bound = _in_problem_units(results.objective_bound, unit)
     nodes = getattr(results.extra_info, "mip_node_count", None)
@@ -215,6 +353,32 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
     )
 
 
+def _abandoned(solver: Highs, model: pyo.ConcreteModel, latest: dict[str, Any], unit: float,
+               handoff: float, solve: float, events: list, size: dict[str, int]) -> MilpResult:
+    """The result of a solve left running after a Ctrl-C: its last recorded incumbent, put on the
+    model's variables, and its last dual bound; status ``interrupted``."""
+    columns = latest.get("columns")
+    objective = None
+    if columns is not None:
+        by_id = getattr(solver, "_pyomo_var_to_solver_var_map", {})
+        for var in model.component_data_objects(pyo.Var, descend_into=True):
+            column = by_id.get(id(var))
+            if column is not None and column < len(columns):
+                var.set_value(float(columns[column]), skip_validation=True)
+        objective = _in_problem_units(latest.get("primal"), unit)
+    bound = _in_problem_units(latest.get("dual"), unit)
+    return MilpResult(
+        status="interrupted",
+        objective=objective,
+        bound=bound,
+        handoff=handoff,
+        solve=solve,
+        solver_version=highs_version(),
+        trace=incumbent_trace(events, unit, solve, objective, bound),
+        size=size,
+    )
+
+
 def lp_relaxation(problem: Problem, instance: Any, options: SolveOptions | None = None) -> float | None:
     """Optimal value of the exact model with integrality dropped (problem units)."""
     model = problem.build(instance)
@@ -223,11 +387,67 @@ def lp_relaxation(problem: Problem, instance: Any, options: SolveOptions | None 
     return result.objective if result.status == "optimal" else None
 
 
-def export(model: pyo.ConcreteModel, out: str | Path) -> None:
-    """Write the model as an LP or MPS file (by the file's extension) with readable names."""
-    if Path(out).suffix not in (".lp", ".mps"):
+def export(model: pyo.ConcreteModel, out: str | Path, header: list[str] | None = None) -> None:
+    """Write the model as an LP or MPS file (by the file's extension) with readable names, the
+    ``header`` lines first as comments (what the model is, the objective's scale and unit)."""
+    path = Path(out)
+    if path.suffix not in (".lp", ".mps"):
         raise ValueError(f"export to .lp or .mps, not {out}")
-    model.write(str(out), io_options={"symbolic_solver_labels": True})
+    model.write(str(path), io_options={"symbolic_solver_labels": True})
+    if header:
+        mark = "\\ " if path.suffix == ".lp" else "* "
+        text = path.read_text(encoding="utf-8")
+        path.write_text("".join(f"{mark}{line}\n" for line in header) + text, encoding="utf-8")
+
+
+def symbol_map(model: pyo.ConcreteModel) -> dict[str, Any]:
+    """The exported column name of every variable of ``model`` -> the variable (the names
+    :func:`export` writes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="coopt-names-") as scratch:
+        _, smap_id = model.write(str(Path(scratch) / "names.lp"), io_options={"symbolic_solver_labels": True})
+    symbols = model.solutions.symbol_map[smap_id]
+    found = {}
+    for name, ref in symbols.bySymbol.items():
+        component = ref() if isinstance(ref, weakref.ReferenceType) else ref
+        if component is not None and component.is_variable_type():
+            found[name] = component
+    return found
+
+
+def column_values(text: str) -> tuple[dict[str, float], float | None]:
+    """Column values and the objective of a solver's solution file: HiGHS' ``.sol`` (the
+    ``# Columns N`` block of its raw or pretty format), or plain ``name value`` lines."""
+    lines = [line.strip() for line in text.splitlines()]
+    objective = None
+    for line in lines:
+        if line.lower().startswith("objective"):
+            try:
+                objective = float(line.split()[-1])
+            except ValueError:
+                objective = None
+            break
+    start = next((i + 1 for i, line in enumerate(lines) if line.startswith("# Columns")), None)
+    plain = [line for line in lines if line and not line.startswith("#")]
+    body = plain if start is None else lines[start:]
+    values: dict[str, float] = {}
+    for line in body:
+        if not line or line.startswith("#"):
+            if start is not None and values:
+                break
+            continue
+        parts = line.split()
+        if start is not None and parts[0].lower() in ("index", "objective"):
+            continue
+        try:
+            name, value = parts[-2], float(parts[-1])
+        except (IndexError, ValueError):
+            raise ValueError(f"expected 'name value' lines, got {line!r}") from None
+        values[name] = value
+    if not values:
+        raise ValueError("holds no column values")
+    return values, objective
 
 
 def solve_file(path: str | Path) -> float | None:

@@ -1,0 +1,151 @@
+"""Stopping a run: the first Ctrl-C, and the memory and time guards around long steps.
+
+The first Ctrl-C (SIGINT) asks the run to stop. Inside a HiGHS solve it only raises :data:`STOP`:
+HiGHS' interrupt callbacks see it and end the solve with its incumbent, which the report keeps
+(status ``interrupted``); anywhere else (a model being built, a heuristic) it raises
+``KeyboardInterrupt`` at once. The command then writes what has finished and exits 130. A second
+Ctrl-C is a plain ``KeyboardInterrupt`` wherever it lands.
+
+:func:`guard` watches one step from a background thread: past ``seconds`` or above ``memory_bytes``
+of resident memory it stops the step the same way, and the step raises :class:`StepLimit`, which
+says which limit it hit and the figure.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from coopt.errors import CooptError
+
+#: Set by the first Ctrl-C (or a guard): every long step checks it and stops.
+STOP = threading.Event()
+#: Set when a HiGHS solve was left running on its thread after a Ctrl-C: the command must then
+#: end with :func:`finish_abandoned` (os._exit), since the interpreter cannot shut down around it.
+ABANDONED = threading.Event()
+_in_highs = threading.Event()
+_reason: list[str] = []  # why a guard stopped the step, read by the SIGINT handler
+
+
+class StepLimit(CooptError):
+    """A step went past its memory or time limit and was stopped."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind  # "memory" or "time"
+
+
+def _on_sigint(signum, frame) -> None:
+    if _reason:
+        STOP.set()
+        if not _in_highs.is_set():
+            kind, message = _reason[0].split(":", 1)
+            raise StepLimit(message, kind)
+        return
+    if STOP.is_set() or not _in_highs.is_set():
+        STOP.set()
+        raise KeyboardInterrupt
+    STOP.set()  # HiGHS stops at its next interrupt check and keeps its incumbent
+
+
+@contextmanager
+def stoppable() -> Iterator[None]:
+    """Install the Ctrl-C handler for the duration of a command (main thread only)."""
+    STOP.clear()
+    ABANDONED.clear()
+    _reason.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def in_highs() -> Iterator[None]:
+    """Mark a HiGHS solve: a Ctrl-C inside it stops HiGHS instead of raising."""
+    _in_highs.set()
+    try:
+        yield
+    finally:
+        _in_highs.clear()
+
+
+def finish_abandoned(code: int) -> None:
+    """End the process now when a solve was abandoned (after the command wrote what it had)."""
+    if ABANDONED.is_set():
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def interrupt_requested(event) -> None:
+    """A HiGHS interrupt callback: end the solve once :data:`STOP` is set."""
+    if STOP.is_set():
+        event.interrupt()
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux /proc; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def total_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+@contextmanager
+def guard(what: str, *, seconds: float | None = None, memory_bytes: int | None = None) -> Iterator[None]:
+    """Stop ``what`` (a phrase: "building the model") past ``seconds`` or above ``memory_bytes``."""
+    main = threading.current_thread() is threading.main_thread()
+    if (seconds is None and memory_bytes is None) or not main:
+        yield
+        return
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            if seconds is not None and time.perf_counter() - start > seconds:
+                _reason.append(f"time:{what} took longer than the time limit of {seconds:g} s")
+            elif memory_bytes is not None and resident_bytes() > memory_bytes:
+                _reason.append(f"memory:{what} needed more than {memory_bytes / 2**30:.1f} GiB of memory "
+                               "(the limit; raise it with --max-memory)")
+            else:
+                continue
+            _thread.interrupt_main(signal.SIGINT)
+            return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    installed = signal.getsignal(signal.SIGINT) is _on_sigint
+    previous = None if installed else signal.signal(signal.SIGINT, _on_sigint)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        if _reason:
+            kind, message = _reason.pop().split(":", 1)
+            _reason.clear()
+            STOP.clear()
+            raise StepLimit(message, kind)

@@ -1,0 +1,238 @@
+"""What a new user meets (issue 14): long runs that stop on Ctrl-C and keep what finished, output
+paths checked before any work, one line instead of a traceback, and the small things (version,
+names of shipped instances, markup in file names)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from coopt.cli import main
+
+SMALL = "topoopt/0-exact-n6-d2"
+
+
+def coopt(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coopt", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coopt: error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sigint_during_a_two_file_solve_exits_130_fast_with_the_finished_rows_and_the_incumbent(tmp_path):
+    hard = tmp_path / "hard.toml"
+    assert coopt("generate", "topoopt", "--size", "12", "--seed", "1", "-o", str(hard)).returncode == 0
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", SMALL, str(hard), "--json", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in proc.stderr:  # the progress line (every 5 s) shows HiGHS' first incumbent on the hard file
+        said.append(line)
+        if "on hard.toml" in line and re.search(r"incumbent \d", line):
+            break
+    assert proc.poll() is None, "".join(said)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    stderr = "".join(said) + proc.stderr.read()
+    proc.wait(timeout=30)
+    assert time.perf_counter() - sent < 2.0
+    assert proc.returncode == 130, stderr
+    reports = json.loads(out.read_text())
+    assert [r["status"] for r in reports] == ["optimal", "interrupted"], stderr
+    assert reports[1]["objective"] is not None and reports[1]["check"]["feasible"]
+    assert "Traceback" not in stderr
+
+
+# -- output paths -----------------------------------------------------------------------------------
+
+
+def test_json_to_a_folder_a_fifo_or_a_device_is_refused_before_solving(tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target, says in ((tmp_path, "is a folder"), (fifo, "is not a regular file"),
+                         ("/dev/null", "is not a regular file"), (tmp_path / "f.txt" / "x.json", "is a file")):
+        if target == tmp_path / "f.txt" / "x.json":
+            (tmp_path / "f.txt").write_text("keep")
+        before = os.stat(target if Path(target).exists() else tmp_path)
+        code, stdout, stderr = run(capsys, "solve", SMALL, "--json", target)
+        assert code == 2 and says in one_error_line(stderr), stderr
+        assert stdout == ""  # nothing was solved
+        if Path(target).exists():
+            assert stat.S_IFMT(os.stat(target).st_mode) == stat.S_IFMT(before.st_mode)
+    assert (tmp_path / "f.txt").read_text() == "keep"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_symlink_is_followed_and_dash_is_standard_output(tmp_path, capsys):
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert run(capsys, "solve", SMALL, "--json", link)[0] == 0
+    assert link.is_symlink() and json.loads(real.read_text())[0]["status"] == "optimal"
+    code, stdout, _ = run(capsys, "solve", SMALL, "--json", "-")
+    assert code == 0 and '"status": "optimal"' in stdout
+
+
+def test_every_written_file_has_the_same_mode_under_the_umask(tmp_path, capsys):
+    old = os.umask(0o022)
+    try:
+        assert run(capsys, "solve", SMALL, "--json", tmp_path / "r.json")[0] == 0
+        assert run(capsys, "generate", "topoopt", "-o", tmp_path / "g.toml")[0] == 0
+        assert run(capsys, "bound", "netcast.max_channels", "--json", tmp_path / "b.json")[0] == 0
+        assert run(capsys, "export", SMALL, "-o", tmp_path / "m.lp")[0] == 0
+    finally:
+        os.umask(old)
+    for name in ("r.json", "g.toml", "b.json", "m.lp"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o644, name
+
+
+# -- one line, never a traceback ------------------------------------------------------------------
+
+
+def test_commands_that_used_to_raise_give_one_line(tmp_path, capsys):
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)))
+    cases = [
+        (["export", "topoopt/2-stride-n64-d4", "-o", tmp_path / "x.lp"], "cannot be built here"),
+        (["generate", "topoopt", "--seed", "-1"], "--seed must be >= 0"),
+        (["check", SMALL, garbage], "is not UTF-8 text"),
+        (["bound", "netcast.max_channels", "--sweep", "epsilon=0.001:0.01:3", "--plot", tmp_path / "p.txt"],
+         "expected a file ending in"),
+        (["solve", SMALL, "--time-limit", "nan"], "--time-limit must be a finite number"),
+        (["solve", SMALL, "--gap", "nan"], "--gap must be in [0, 1)"),
+    ]
+    for argv, says in cases:
+        code, _, stderr = run(capsys, *argv)
+        assert code == 2 and says in one_error_line(stderr), (argv, stderr)
+    assert not (tmp_path / "x.lp").exists() and not (tmp_path / "p.txt").exists()
+
+
+def test_check_of_an_object_that_is_no_solution_says_what_is_missing(tmp_path, capsys):
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"objective": 1.0}')
+    code, stdout, stderr = run(capsys, "check", SMALL, wrong)
+    assert code == 1 and "INFEASIBLE" in stdout and "checker raised" not in stdout, stdout + stderr
+
+
+def test_check_matches_report_rows_by_instance_and_says_what_it_skipped(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    other = "topoopt/0-exact-n6-d4"
+    assert run(capsys, "solve", SMALL, other, "--method", "all", "--json", report)[0] == 0
+    rows = json.loads(report.read_text())
+    mine = [r for r in rows if r["instance"].endswith("0-exact-n6-d2.toml")]
+    code, stdout, _ = run(capsys, "check", SMALL, report)
+    assert code == 0
+    assert stdout.count("feasible  ") == len(mine)
+    assert f"skipped {len(rows) - len(mine)} row(s)" in stdout and "other instance" in stdout
+
+
+def test_a_solution_from_another_solver_on_the_exported_model_is_judged(tmp_path, capsys):
+    import highspy
+
+    model = tmp_path / "m.lp"
+    assert run(capsys, "export", SMALL, "-o", model)[0] == 0
+    header = model.read_text().splitlines()[:2]
+    assert header[0].startswith("\\ coopt export of topoopt") and "x this model's objective" in header[1]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(model))
+    h.run()
+    sol = tmp_path / "m.sol"
+    h.writeSolution(str(sol), 0)
+    code, stdout, _ = run(capsys, "check", SMALL, "--sol", sol)
+    assert code == 0 and stdout.startswith("feasible  --sol"), stdout
+    lines = sol.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("links(0_1) "))
+    lines[at] = "links(0_1) 7"  # more links than ports
+    sol.write_text("\n".join(lines) + "\n")
+    assert run(capsys, "check", SMALL, "--sol", sol)[0] == 1
+
+
+# -- small things ---------------------------------------------------------------------------------
+
+
+def test_version_and_shipped_names(capsys, tmp_path):
+    import coopt
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"coopt {coopt.__version__}"
+    assert run(capsys, "validate", SMALL, "0-exact-n6-d2")[0] == 0
+    code, _, stderr = run(capsys, "validate", "nosuch/0-x")
+    assert code == 2 and "no such file" in stderr
+
+
+def test_validate_reports_every_file(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('problem = "topoopt"\nschema_version = 1\n')
+    worse = tmp_path / "run[red]1.toml"
+    worse.write_text("not toml = = =")
+    code, stdout, stderr = run(capsys, "validate", SMALL, bad, worse)
+    assert code == 2
+    assert stdout.count("ok  ") == 1
+    assert str(bad) in stderr and "run[red]1.toml" in stderr
+
+
+def test_markup_in_a_file_name_is_printed_as_written(tmp_path, capsys):
+    odd = tmp_path / "run[red]1.toml"
+    odd.write_text(Path(__file__).parent.parent.joinpath("instances", "topoopt", "0-exact-n6-d2.toml").read_text())
+    code, stdout, _ = run(capsys, "validate", odd)
+    assert code == 0 and "run[red]1.toml" in stdout
+
+
+def test_a_crashing_heuristic_is_an_error_not_a_failed_check(capsys, monkeypatch, knapsack_only, tmp_path):
+    import knapsack
+
+    def broken(instance, seed=0):
+        raise ValueError("cannot convert float NaN")
+
+    monkeypatch.setitem(knapsack.PROBLEM.heuristics, "greedy", broken)
+    path = tmp_path / "k.toml"
+    path.write_text('problem = "knapsack"\nschema_version = 1\nvalues = [3.0, 4.0]\nweights = [2.0, 3.0]\n'
+                    "capacity = 4.0\n")
+    code, _, stderr = run(capsys, "solve", path, "--method", "greedy")
+    assert code == 1 and "ERROR in knapsack greedy" in stderr and "CHECK FAILED" not in stderr
+
+
+def test_names_users_type_are_never_cut_at_80_columns(monkeypatch, capsys):
+    from rich.console import Console
+
+    import coopt.console
+
+    monkeypatch.setattr(coopt.console, "out", Console(width=80, highlight=False, soft_wrap=True))
+    import coopt.cli
+
+    code = coopt.cli.main(["list"])
+    text = capsys.readouterr().out
+    assert code == 0
+    from coopt import registry
+
+    for name, problem in registry.problems().items():
+        assert name in text
+        for method in problem.heuristics:
+            assert method in text, f"{method} is cut or folded at 80 columns"
