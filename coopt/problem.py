@@ -183,6 +183,9 @@ class Problem:
     bound: Callable[[Any, SolveOptions], float] | None = None
     #: Brute force on tiny instances, the oracle of the exact methods.
     oracle: Oracle | None = None
+    #: Generator sizes at the papers' scale: the bench's ``large`` family runs the heuristics and
+    #: the bound there (with the ``2-*`` files) and reports each heuristic's certified gap.
+    large_sizes: tuple[int, ...] = ()
 
     @property
     def methods(self) -> list[str]:

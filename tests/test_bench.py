@@ -542,7 +542,9 @@ def test_cli_writes_report_and_updates_the_readme(toys, tmp_path):
 
 
 def test_progress_lines_off_a_terminal_carry_counts_and_eta(capsys):
-    from coopt.commands.bench import LineProgress
+    from coopt.commands.bench import _progress_classes
+
+    LineProgress = _progress_classes()[1]
 
     row = {"key": "k", "verdict": "ok"}
     with LineProgress(period=0.0) as progress:
@@ -586,3 +588,28 @@ def test_real_problem_heuristics_pass_through_the_bench(name, tmp_path):
         if task.method in problem.heuristics:
             row = bench.run_task(task)
             assert row["verdict"] in ("ok", "none"), row["check"]
+
+
+def test_every_method_of_a_plot_has_its_own_style():
+    from coopt.analysis.bench_report import method_styles
+
+    methods = [f"m{i}" for i in range(14)]
+    styles = method_styles(methods)
+    looks = {(s["color"], s["marker"], s["linestyle"]) for s in styles.values()}
+    assert len(looks) == len(methods)
+    assert len({s["color"] for s in styles.values()}) == 14  # more than matplotlib's 10 default colours
+
+
+def test_report_only_on_an_empty_folder_and_another_time_limit_are_refused(toys, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["bench", "--report-only", "--out", str(empty)]) == 2
+    assert "holds no results" in capsys.readouterr().err
+    out = tmp_path / "o"
+    assert cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--time-limit", "30",
+                     "--out", str(out)]) == 0
+    rows = (out / "results.jsonl").read_text()
+    assert cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--time-limit", "5",
+                     "--out", str(out)]) == 2
+    assert "--time-limit 30" in capsys.readouterr().err
+    assert (out / "results.jsonl").read_text() == rows

@@ -236,3 +236,50 @@ def test_names_users_type_are_never_cut_at_80_columns(monkeypatch, capsys):
         assert name in text
         for method in problem.heuristics:
             assert method in text, f"{method} is cut or folded at 80 columns"
+
+
+def test_help_imports_no_heavy_library():
+    """`coopt --help` and every sub-command's --help start without Pyomo, SymPy, NumPy or matplotlib
+    (they cost about a second): commands import them when they run."""
+    code = (
+        "import sys\n"
+        "from coopt.cli import build_parser\n"
+        "build_parser()\n"
+        "heavy = sorted(m for m in ('pyomo', 'sympy', 'numpy', 'matplotlib', 'networkx', 'highspy', 'scipy') "
+        "if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"imported at --help: {result.stdout.strip()}"
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_elsewhere_ships_its_instances(tmp_path):
+    """Build the wheel, install it into a fresh venv (its dependencies come from this environment
+    through a .pth file, so nothing is downloaded), and run it from an empty folder."""
+    import sysconfig
+
+    root = Path(__file__).resolve().parent.parent
+    wheels = tmp_path / "wheels"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(root), "-w", str(wheels)],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = wheels.glob("coopt-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    installed = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-deps", "-q", str(wheel)],
+                               capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    exe = str(venv / "bin" / "coopt")
+    listed = subprocess.run([exe, "list"], capture_output=True, text=True, cwd=elsewhere, timeout=300)
+    assert listed.returncode == 0 and "small" in listed.stdout, listed.stdout + listed.stderr
+    solved = subprocess.run([exe, "solve", SMALL], capture_output=True, text=True, cwd=elsewhere, timeout=300)
+    assert solved.returncode == 0 and "optimal" in solved.stdout, solved.stdout + solved.stderr
+    shown = subprocess.run([exe, "showcase"], capture_output=True, text=True, cwd=elsewhere, timeout=900)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    assert str(root) not in shown.stdout  # the instances came from the installed package

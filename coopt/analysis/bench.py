@@ -11,7 +11,14 @@ Families
     ``generated``      ``Problem.generate(seed, size)`` for size in ``Problem.sizes`` (or ``--sizes``);
     ``scaling``        sizes grow (the problem's sizes, then doubling) while an exact method still
                        proves optimality within the time limit; the heuristics then run at 10x the
-                       largest size proven optimal.
+                       largest size proven optimal;
+    ``large``          the papers' sizes: the ``2-*`` files and ``Problem.large_sizes``, with the
+                       heuristics and the dual bound only (``bound``): the report gives each
+                       heuristic's certified gap, (heuristic - bound) / |bound|.
+
+Every family but ``large`` runs every method the problem has (``Problem.all_methods``: the exact
+ones, the heuristics, and ``bound`` where there is one). A results folder holds one time limit:
+rerunning it with another ``--time-limit`` is refused (the rows would not be comparable).
 
 A task is identified by its key ``problem|instance|method|seed=N``; a task whose key is already in
 ``OUT/results.jsonl`` is not run again, so a killed run resumes where it stopped. Seeds: with
@@ -45,12 +52,11 @@ from typing import Any
 
 import coopt
 from coopt import registry
+from coopt.analysis.families import DEFAULT_FAMILIES, FAMILIES  # noqa: F401  (the runner's families)
 from coopt.errors import UsageError
 from coopt.output import dumps
 from coopt.problem import Problem, SolveOptions, close
 
-FAMILIES = ("shipped-small", "shipped", "generated", "scaling")
-DEFAULT_FAMILIES = ("shipped-small", "generated")
 RESULTS = "results.jsonl"
 
 #: Scaling: the heuristics run at this multiple of the largest size an exact method proved optimal.
@@ -156,11 +162,19 @@ def plan(
             if family in ("shipped-small", "shipped"):
                 files = small_shipped(problem.name) if family == "shipped-small" else shipped(problem.name)
                 for path in files:
-                    for task in _tasks(problem, family, seeds, time_limit, problem.methods, path=path):
+                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, path=path):
                         tasks.setdefault(task.key, task)
             elif family == "generated":
                 for size in sizes or problem.sizes:
-                    for task in _tasks(problem, family, seeds, time_limit, problem.methods, size=size):
+                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, size=size):
+                        tasks.setdefault(task.key, task)
+            elif family == "large":
+                methods = sorted(problem.heuristics) + (["bound"] if problem.bound is not None else [])
+                for path in [p for p in shipped(problem.name) if p.name.startswith("2-")]:
+                    for task in _tasks(problem, family, seeds, time_limit, methods, path=path):
+                        tasks.setdefault(task.key, task)
+                for size in problem.large_sizes:
+                    for task in _tasks(problem, family, seeds, time_limit, methods, size=size):
                         tasks.setdefault(task.key, task)
     return list(tasks.values())
 
@@ -299,6 +313,13 @@ def _milp_extras(
     }
 
 
+def method_kind(method: str, heuristics) -> str:
+    """``bound`` (a dual bound, no solution), ``heuristic`` or ``exact``."""
+    if method == "bound":
+        return "bound"
+    return "heuristic" if method in heuristics else "exact"
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task and return its result row; never raises (a failure is a row saying why)."""
     from coopt.instance import load, to_toml
@@ -307,10 +328,10 @@ def run_task(task: Task) -> dict[str, Any]:
     started = time.perf_counter()
     row: dict[str, Any]
     numbers = sense = None
-    kind = "exact" if task.method in ("exact", "milp") else "heuristic"
+    kind = method_kind(task.method, ())
     try:
         problem = resolve(task.problem, task.module)
-        kind = "heuristic" if task.method in problem.heuristics else "exact"
+        kind = method_kind(task.method, problem.heuristics)
         sense = problem.sense
         with watchdog(wall_cap(task, "exact")):  # making the instance: only the backstop
             if task.path is not None:
@@ -565,6 +586,10 @@ def run_bench(
     selected = list(problems) if problems is not None else selected_problems(config)
     results = Path(config.out) / RESULTS
     rows = {row["key"]: row for row in read_results(results)}
+    limits = sorted({str(row.get("time_limit")) for row in rows.values()} - {str(config.time_limit)})
+    if limits:
+        raise UsageError(f"{results} holds results run with --time-limit {', '.join(limits)}; rerun with "
+                         f"that limit to resume, or give another --out for {config.time_limit:g} s")
     static = plan(
         selected,
         [f for f in config.families if f != "scaling"],

@@ -33,6 +33,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -151,3 +152,11 @@ def fit_power_law(sizes: Sequence[float], times: Sequence[float]) -> tuple[float
     y = np.log([t for _, t in pairs])
     slope, intercept = np.polyfit(x, y, 1)
     return float(slope), float(math.exp(intercept))
+
+
+def geomean_gap(gaps: Sequence[float]) -> float:
+    """The geometric mean of the gaps, shifted by one so that a zero gap counts:
+    ``exp(mean(ln(1 + g))) - 1`` (the gap of a heuristic that is ``1 + g`` times the optimum)."""
+    if not gaps:
+        return math.nan
+    return math.expm1(statistics.fmean(math.log1p(g) for g in gaps))

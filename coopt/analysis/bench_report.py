@@ -39,6 +39,7 @@ from coopt.analysis.bench_metrics import (
     TIME_FLOOR,
     TIMER_RESOLUTION,
     fit_power_law,
+    geomean_gap,
     performance_ratios,
     primal_dual_integral,
     primal_integral,
@@ -50,6 +51,9 @@ from coopt.problem import TOL, close, relative_gap
 
 #: Unproved exact runs count at this multiple of their time limit in the penalised SGM.
 PENALTY = 2.0
+#: A heuristic's speed-up over the exact route is taken on the cases where the exact route took
+#: at least this long (faster exact runs are their own fast method; issue 19).
+SPEEDUP_FLOOR = 0.5
 
 README_BEGIN = "<!-- bench:begin -->"
 README_END = "<!-- bench:end -->"
@@ -84,7 +88,7 @@ class Reference:
 class MethodSummary:
     problem: str
     method: str
-    kind: str  # exact | heuristic
+    kind: str  # exact | heuristic | bound
     runs: int = 0
     optimal: int = 0  # exact: proved optimal; heuristic: reached the known optimum
     with_optimum: int = 0  # cases with a known optimum (a heuristic's denominator)
@@ -102,7 +106,9 @@ class MethodSummary:
     nodes: list[int] = field(default_factory=list)
     model_sizes: list[dict[str, int]] = field(default_factory=list)
     penalised_times: list[float] = field(default_factory=list)  # exact: unproved runs at 2x the limit
-
+    speedups: list[float] = field(default_factory=list)  # heuristic: exact route time / own time
+    bound_gaps: list[float] = field(default_factory=list)  # bound: |bound - optimum| / |optimum|
+    exponent: float | None = None  # fitted t ~ n^k on the scaling family
     @property
     def sgm(self) -> float:
         return shifted_geometric_mean(self.times)
@@ -192,11 +198,38 @@ def analyse(rows: Iterable[Row]) -> Analysis:
         for row in prows:
             cases[_case(row)].append(row)
         references = {c: _reference(sense, crows, heuristics, conflicts) for c, crows in cases.items()}
-        summaries = {m: MethodSummary(name, m, "heuristic" if m in heuristics else "exact") for m in methods}
+        summaries = {m: MethodSummary(name, m, _kind(m, heuristics)) for m in methods}
         for row in prows:
             _account(summaries[row["method"]], row, references[_case(row)])
-        problems[name] = ProblemResults(name, sense, methods, heuristics, prows, references, summaries)
+        _speedups(summaries, cases, heuristics)
+        result = ProblemResults(name, sense, methods, heuristics, prows, references, summaries)
+        for curve in scaling_curves(result):
+            if curve.fit is not None:
+                summaries[curve.method].exponent = curve.fit[0]
+        problems[name] = result
     return Analysis(problems, rows, failures, conflicts)
+
+
+def _kind(method: str, heuristics: set[str]) -> str:
+    if method in heuristics:
+        return "heuristic"
+    return "bound" if method == "bound" else "exact"
+
+
+def _speedups(
+    summaries: dict[str, MethodSummary], cases: dict[Case, list[Row]], heuristics: set[str]
+) -> None:
+    """Per heuristic: the exact route's time over its own, on every case where the registered
+    exact method proved optimality in at least :data:`SPEEDUP_FLOOR` seconds."""
+    for crows in cases.values():
+        exact = next((r for r in crows if r["method"] == "exact" and r["status"] == "optimal"
+                      and r["verdict"] == "ok"), None)
+        if exact is None or exact["times"]["total"] < SPEEDUP_FLOOR:
+            continue
+        for r in crows:
+            if r["method"] in heuristics and r["verdict"] == "ok":
+                summaries[r["method"]].speedups.append(
+                    exact["times"]["total"] / max(r["times"]["total"], TIME_FLOOR))
 
 
 def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
@@ -221,6 +254,8 @@ def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
         summary.nodes.append(int(row["nodes"]))
     if row.get("model_size"):
         summary.model_sizes.append(row["model_size"])
+    if summary.kind == "bound" and row.get("bound") is not None and ref.optimum is not None:
+        summary.bound_gaps.append(relative_gap(row["bound"], ref.optimum))
     if trace:
         trusted = verdict in ("ok", "none")  # a rejected solution's history counts as no progress
         summary.primal_dual_integrals.append(
@@ -360,9 +395,28 @@ def _outcome(rows: Sequence[Row]) -> str:
     return "solved"
 
 
+#: Each method of a plot gets its own colour, marker and dash: 20 colours, 10 markers, 4 dashes,
+#: combined so that no two of a problem's methods share all three (pipeline has over ten).
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">")
+DASHES = ("-", "--", "-.", ":")
+
+
+def method_styles(methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A distinct (colour, marker, line style) for every method, stable in the sorted order."""
+    import matplotlib
+
+    colours = matplotlib.colormaps["tab20"].colors
+    return {
+        m: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": DASHES[(i // len(MARKERS)) % len(DASHES)]}
+        for i, m in enumerate(sorted(methods))
+    }
+
+
 def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
     from matplotlib.figure import Figure
 
+    styles = method_styles(problem.methods)
     fig = Figure(figsize=(10, 4), layout="constrained")
     drawn = False
     for ax, kind, title in zip(
@@ -380,7 +434,9 @@ def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
         top = finite[-1] * (2.0 if kind == "time" else 1.05) if finite[-1] > 1 else 2.0
         taus = [*finite, top]
         for method, rs in ratios.items():
-            ax.step(taus, profile(rs, taus), where="post", label=method)
+            # markers on the steps' corners; a small alpha keeps curves that coincide visible
+            ax.step(taus, profile(rs, taus), where="post", label=method, alpha=0.85, markevery=1,
+                    markersize=4, linewidth=1.4, **styles[method])
         if kind == "time":
             ax.set_xscale("log", base=2)
         ax.set_xlim(1.0, top)
@@ -388,7 +444,7 @@ def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
         ax.set_xlabel("tau (ratio to the best method)")
         ax.set_ylabel("fraction of cases with ratio <= tau")
         ax.set_title(f"{title}, {len(cases)} cases", fontsize=9)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=7, loc="lower right", ncols=2 if len(ratios) > 8 else 1)
         drawn = True
     fig.suptitle(f"{problem.name}: Dolan-More performance profiles")
     if drawn:
@@ -403,11 +459,12 @@ def _plot_scaling(problem: ProblemResults, curves: Sequence[Curve], limit: float
         return False
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
+    styles = method_styles(problem.methods)
     sizes = set()
     for curve in curves:
         label = curve.method if curve.fit is None else f"{curve.method} (k = {curve.fit[0]:.2f})"
         (line,) = ax.plot(
-            curve.sizes, [max(t, TIMER_RESOLUTION) for t in curve.times], marker="o", label=label
+            curve.sizes, [max(t, TIMER_RESOLUTION) for t in curve.times], label=label, **styles[curve.method]
         )
         if curve.stopped:
             ax.plot(
@@ -556,17 +613,31 @@ def reach_table(analysis: Analysis) -> str:
     )
 
 
+def _geo(values: Sequence[float]) -> str:
+    """Geometric-mean and worst gap, in percent."""
+    if not values:
+        return "-"
+    return f"{100 * geomean_gap(values):.2f} / {100 * max(values):.2f} % (n={len(values)})"
+
+
+def _speedup(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    return f"{_fmt(statistics.median(values))}x (n={len(values)})"
+
+
 def summary_table(analysis: Analysis) -> str:
-    """The compact problem x method table for the README."""
+    """The compact problem x method table for the README: for a heuristic the geometric-mean and
+    worst gap to the proven optimum, the certified gap to the best dual bound where no optimum is
+    known (the large tier), its median speed-up over the exact route and its fitted time exponent;
+    for a bound, how far it lies from the optimum."""
     body = []
     for problem in analysis.problems.values():
         for s in problem.summaries.values():
-            solved = f"{s.optimal}/{s.runs}" if s.kind == "exact" else f"{s.optimal}/{s.with_optimum}"
-            worst = (
-                _pct(s.gaps_to_optimum)
-                if s.gaps_to_optimum
-                else (f"{_pct(s.gaps_to_bound)} to bound" if s.gaps_to_bound else "-")
-            )
+            solved = f"{s.optimal}/{s.runs}" if s.kind != "heuristic" else f"{s.optimal}/{s.with_optimum}"
+            if s.kind == "bound":
+                solved = "-"
+            gap = _geo(s.bound_gaps if s.kind == "bound" else s.gaps_to_optimum)
             body.append(
                 [
                     problem.name,
@@ -574,12 +645,18 @@ def summary_table(analysis: Analysis) -> str:
                     s.kind,
                     solved,
                     _fmt(s.sgm),
-                    worst,
+                    gap,
+                    _geo(s.gaps_to_bound),
+                    _speedup(s.speedups),
+                    "-" if s.exponent is None else f"{s.exponent:.2f}",
                     f"**{s.failed}**" if s.failed else "0",
                 ]
             )
     return _table(
-        ["problem", "method", "kind", "optimal", "SGM time [s]", "gap mean / worst", "failed checks"], body
+        ["problem", "method", "kind", "optimal", "SGM time [s]", "gap to optimum geomean / worst",
+         "certified gap to bound geomean / worst", "speed-up over exact (median)", "time exponent",
+         "failed checks"],
+        body,
     )
 
 

@@ -14,102 +14,112 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.progress import Progress as RichProgress
-from rich.table import Column
-
-from coopt.analysis import bench
-from coopt.console import err
+from coopt.analysis.families import DEFAULT_FAMILIES, FAMILIES
 from coopt.errors import UsageError
 
 
-def _loud(row: dict[str, Any]) -> None:
-    if row["verdict"] in ("failed", "error"):
-        why = "; ".join((row.get("check") or {}).get("violations", [])[:2])
-        err.print(f"[bold red]CHECK FAILED[/] {row['key']}: {why}")
+def _progress_classes():
+    """The two progress displays (imported with the runner, when the command runs)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as RichProgress
+    from rich.table import Column
+
+    from coopt.analysis import bench
+    from coopt.console import err
+
+    def _loud(row: dict[str, Any]) -> None:
+        if row["verdict"] in ("failed", "error"):
+            why = "; ".join((row.get("check") or {}).get("violations", [])[:2])
+            err.print(f"[bold red]CHECK FAILED[/] {row['key']}: {why}")
 
 
-class BarProgress(bench.Progress):
-    """On a terminal: a rich progress bar with an ETA, advanced by the parent as results arrive."""
+    class BarProgress(bench.Progress):
+        """On a terminal: a rich progress bar with an ETA, advanced by the parent as results arrive."""
 
-    def __init__(self) -> None:
-        self._bar = RichProgress(
-            TextColumn("[bold]bench[/]"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
-            console=err,
-            transient=False,
-        )
-        self._task = self._bar.add_task("", total=0)
+        def __init__(self) -> None:
+            self._bar = RichProgress(
+                TextColumn("[bold]bench[/]"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+                console=err,
+                transient=False,
+            )
+            self._task = self._bar.add_task("", total=0)
 
-    def __enter__(self) -> BarProgress:
-        self._bar.start()
-        return self
+        def __enter__(self) -> BarProgress:
+            self._bar.start()
+            return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._bar.stop()
+        def __exit__(self, *exc: object) -> None:
+            self._bar.stop()
 
-    def add(self, total: int) -> None:
-        self._bar.update(self._task, total=self._bar.tasks[0].total + total)
+        def add(self, total: int) -> None:
+            self._bar.update(self._task, total=self._bar.tasks[0].total + total)
 
-    def advance(self, row: dict[str, Any]) -> None:
-        _loud(row)
-        label = f"{row['problem']} {row['method']} {row['instance']} seed {row['seed']}: {row['status']}"
-        self._bar.update(self._task, advance=1, description=label)
+        def advance(self, row: dict[str, Any]) -> None:
+            _loud(row)
+            label = f"{row['problem']} {row['method']} {row['instance']} seed {row['seed']}: {row['status']}"
+            self._bar.update(self._task, advance=1, description=label)
 
 
-class LineProgress(bench.Progress):
-    """Elsewhere (a log file, CI): one line at most every ``period`` seconds, with the ETA."""
+    class LineProgress(bench.Progress):
+        """Elsewhere (a log file, CI): one line at most every ``period`` seconds, with the ETA."""
 
-    def __init__(self, period: float = 30.0) -> None:
-        self.period, self.total, self.done = period, 0, 0
-        self._start = self._last = time.monotonic()
+        def __init__(self, period: float = 30.0) -> None:
+            self.period, self.total, self.done = period, 0, 0
+            self._start = self._last = time.monotonic()
 
-    def __enter__(self) -> LineProgress:
-        return self
+        def __enter__(self) -> LineProgress:
+            return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.done:
-            self._line()
+        def __exit__(self, *exc: object) -> None:
+            if self.done:
+                self._line()
 
-    def add(self, total: int) -> None:
-        self.total += total
+        def add(self, total: int) -> None:
+            self.total += total
 
-    def advance(self, row: dict[str, Any]) -> None:
-        _loud(row)
-        self.done += 1
-        if time.monotonic() - self._last >= self.period:
-            self._line()
+        def advance(self, row: dict[str, Any]) -> None:
+            _loud(row)
+            self.done += 1
+            if time.monotonic() - self._last >= self.period:
+                self._line()
 
-    def _line(self) -> None:
-        self._last = time.monotonic()
-        elapsed = self._last - self._start
-        eta = elapsed / self.done * (self.total - self.done)
-        err.print(f"bench: {self.done}/{self.total} tasks, elapsed {elapsed:.0f} s, ETA {eta:.0f} s")
+        def _line(self) -> None:
+            self._last = time.monotonic()
+            elapsed = self._last - self._start
+            eta = elapsed / self.done * (self.total - self.done)
+            err.print(f"bench: {self.done}/{self.total} tasks, elapsed {elapsed:.0f} s, ETA {eta:.0f} s")
+
+
+    return BarProgress, LineProgress
 
 
 def _families(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
     for name in names:
-        if name not in bench.FAMILIES:
-            raise argparse.ArgumentTypeError(f"unknown family {name!r}; known: {', '.join(bench.FAMILIES)}")
+        if name not in FAMILIES:
+            raise argparse.ArgumentTypeError(f"unknown family {name!r}; known: {', '.join(FAMILIES)}")
     return names
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from coopt import registry
+    from coopt.analysis import bench
     from coopt.analysis.bench_report import check_readme, update_readme, write_report
+    from coopt.console import err
 
+    BarProgress, LineProgress = _progress_classes()
     for name in args.problems:
         if name not in registry.names():
             raise UsageError(f"unknown problem {name!r}; known: {', '.join(registry.names()) or 'none'}")
@@ -141,6 +151,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rows = bench.read_results(out / bench.RESULTS)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.report_only and not rows:
+        raise UsageError(f"--report-only: {out / bench.RESULTS} holds no results to report on")
     if not args.report_only:
         where = f"Dask scheduler {args.scheduler}" if args.scheduler else f"{args.jobs} local worker(s)"
         err.print(
@@ -181,10 +193,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--family",
         type=_families,
-        default=bench.DEFAULT_FAMILIES,
+        default=DEFAULT_FAMILIES,
         metavar="NAME[,NAME]",
-        help=f"instance families, comma-separated, from {', '.join(bench.FAMILIES)} "
-        f"(default: {','.join(bench.DEFAULT_FAMILIES)})",
+        help=f"instance families, comma-separated, from {', '.join(FAMILIES)} "
+        f"(default: {','.join(DEFAULT_FAMILIES)})",
     )
     p.add_argument(
         "--sizes",

@@ -18,25 +18,14 @@ import dataclasses
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
-from coopt.console import out
 from coopt.errors import UsageError
-from coopt.formulations.provisioning import model as P
-from coopt.instance import load
-from coopt.output import dumps
-from coopt.simulation import (
-    POLICIES,
-    SINGLE_LAYER,
-    RunControl,
-    SimulationResult,
-    Traffic,
-    batch_means,
-    simulate,
-)
-from coopt.simulation.statistics import Estimate
+
+if TYPE_CHECKING:  # the simulator loads Pyomo; the command imports it when it runs, not at --help
+    from coopt.formulations.provisioning import model as P
+    from coopt.simulation import RunControl, SimulationResult, Traffic
+    from coopt.simulation.statistics import Estimate
 
 # Wide when writing to a file or pipe, so the per-class columns are not truncated.
 
@@ -45,9 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="simulate online provisioning: blocking vs load per class and policy")
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="provisioning instance files (network)")
     p.add_argument("--loads", required=True, help="offered loads in Erlangs, comma-separated")
-    p.add_argument("--policies", default=",".join(SINGLE_LAYER),
-                   help=f"comma-separated, from {', '.join(POLICIES)}; the first is the baseline "
-                        f"(default: the single-layer ones)")
+    p.add_argument("--policies", default=None,
+                   help="comma-separated policy names (docs/provisioning.md lists them); the first is the "
+                        "baseline (default: the single-layer ones)")
     p.add_argument("--arrivals", type=int, default=20_000, help="measured arrivals per run (after warm-up)")
     p.add_argument("--warmup", type=int, default=2_000, help="arrivals discarded at the start of each run")
     p.add_argument("--batches", type=int, default=10, help="batches for the batch-means interval")
@@ -91,6 +80,8 @@ class Point:
 
 
 def _combine(network: str, runs: list[SimulationResult]) -> Point:
+    from coopt.simulation import batch_means
+
     first = runs[0]
     names = tuple(c.name for c in first.classes)
     if len(runs) == 1:
@@ -121,6 +112,8 @@ def sweep(
     report=None,
 ) -> list[Point]:
     """Every (network, load, policy) point; ``report(text)`` gets one line per finished run."""
+    from coopt.simulation import simulate
+
     points = []
     total = len(networks) * len(loads) * len(policies) * seeds
     done = 0
@@ -218,9 +211,17 @@ def points_json(points: list[Point]) -> list[dict[str, Any]]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from coopt.console import out
+    from coopt.instance import load
+    from coopt.output import dumps, output_path, write_atomic
+    from coopt.simulation import POLICIES, SINGLE_LAYER, RunControl, Traffic
+
+    json_target = output_path(args.json, "--json") if args.json else None
+    if args.plot:
+        output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))
     loads = _numbers(args.loads, "loads")
     bandwidths = _numbers(args.bandwidths, "bandwidths")
-    policies = [p for p in args.policies.split(",") if p]
+    policies = [p for p in (args.policies or ",".join(SINGLE_LAYER)).split(",") if p]
     for policy in policies:
         if policy not in POLICIES:
             raise UsageError(f"--policies: unknown policy {policy!r}; expected some of {', '.join(POLICIES)}")
@@ -256,8 +257,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
     print_points(points, policies[0])
     if args.json:
-        Path(args.json).write_text(dumps(points_json(points), indent=1))
-        out.print(f"wrote {args.json}")
+        write_atomic(json_target, dumps(points_json(points), indent=1) + "\n")
+        if json_target is not None:
+            out.print(f"wrote {args.json}")
     if args.plot:
         plot(points, args.plot)
         out.print(f"wrote {args.plot}")
@@ -265,6 +267,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def print_points(points: list[Point], baseline: str) -> None:
+    from rich.table import Table
+
+    from coopt.console import out
+
     for network in dict.fromkeys(p.network for p in points):
         mine = [p for p in points if p.network == network]
         table = Table(title=f"{network}: service failure ratio (95% CI) per class", title_justify="left")
