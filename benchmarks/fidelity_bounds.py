@@ -46,8 +46,9 @@ def moesd_peak() -> Ours:
     within = abs(peak - 2.29) / 2.29 <= 0.10
     return Ours(f"{peak:.2f}x at B = {at} (acceptance 0.7, draft length 3)",
                 "reproduced" if within else "explained",
-                "the peak height follows the acceptance rate (1.89x at 0.6, 2.57x at 0.8), which the abstract "
-                "does not give; our roofline uses peak A800 bandwidth and FLOP/s, the paper a fitted model")
+                "the peak height follows the acceptance rate (1.89x at 0.6, 2.57x at 0.8), which the "
+                "abstract does not give; our roofline uses peak A800 bandwidth and FLOP/s, the paper a "
+                "fitted model")
 
 
 def moesd_moe_beats_dense() -> Ours:
