@@ -283,3 +283,42 @@ def test_a_wheel_installed_elsewhere_ships_its_instances(tmp_path):
     shown = subprocess.run([exe, "showcase"], capture_output=True, text=True, cwd=elsewhere, timeout=900)
     assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
     assert str(root) not in shown.stdout  # the instances came from the installed package
+
+
+def test_a_huge_sweep_is_refused_not_run(capsys):
+    code, _, stderr = run(capsys, "bound", "netcast.photons_per_mac_shot", "--sweep", "M=1:1e6:10000000")
+    assert code == 2 and "COUNT must be at most" in one_error_line(stderr)
+
+
+def test_generate_never_writes_a_file_its_loader_rejects(capsys, monkeypatch, knapsack_only, tmp_path):
+    import knapsack
+
+    broken = knapsack.Problem(**{**knapsack.PROBLEM.__dict__,
+                                 "generate": lambda seed, size: knapsack.Instance((1.0,), (-1.0,), 4.0)})
+    import coopt.registry
+
+    monkeypatch.setattr(coopt.registry, "_all", lambda: {"knapsack": broken})
+    target = tmp_path / "g.toml"
+    code, _, stderr = run(capsys, "generate", "knapsack", "-o", target)
+    assert code == 2 and "weights[0]" in one_error_line(stderr) and "the generated instance" in stderr
+    assert not target.exists()
+
+
+def test_building_past_the_memory_limit_stops_with_one_line(tmp_path, capsys):
+    """The guard stops a model build that outgrows --max-memory, whatever the problem (in a fresh
+    process: a long-lived one reuses freed memory, and its resident size would not grow)."""
+    big = tmp_path / "big.toml"
+    assert run(capsys, "generate", "topoopt", "--size", "20", "--seed", "2", "-o", big)[0] == 0
+    code = (
+        "import sys\n"
+        "from coopt import registry\n"
+        "from coopt.cli import main\n"
+        "from coopt.limits import resident_bytes\n"
+        "registry.problems()\n"
+        "import coopt.run\n"
+        "limit = (resident_bytes() + 15 * 2**20) / 2**30\n"
+        f"sys.exit(main(['solve', {str(big)!r}, '--max-memory', f'{{limit:.4f}}']))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "building the model needed more than" in one_error_line(result.stderr.split("\n", 1)[1])
