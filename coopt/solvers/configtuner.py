@@ -1,0 +1,258 @@
+"""Solvers of ``configtuner``: the exact enumeration (C1), the dual bound, the searches compared in
+the paper, and the layer-to-stage partition (C2: exact DP beside the MILP of
+:mod:`coopt.formulations.configtuner.partition`).
+
+Every search prices its configurations with one vectorised call of the analytic model
+(:func:`coopt.formulations.configtuner.model.evaluate`), so its cost is the number of
+configurations it prices (``evaluated`` in each solution) times about a microsecond, plus one
+call's overhead. ``|S|`` below is the size of the instance's space: the (t, p, d) triples of N
+(``prod_i C(e_i + 2, 2)`` for ``N = prod_i p_i^e_i``), times the EP degrees, micro-batches,
+interleavings, recompute modes, sequence-parallel settings and ZeRO stages allowed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coopt.formulations.configtuner.model import (
+    Instance,
+    Space,
+    evaluate,
+    solution_of,
+    space,
+    structures,
+)
+from coopt.formulations.configtuner.partition import (
+    build_partition,
+    partition_feasible,
+    pipeline_time,
+    stage_data,
+    stage_memory,
+    stage_time,
+)
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
+
+
+def best_of(instance: Instance, configs: Space, evaluated: int | None = None) -> Solution | None:
+    """The fastest memory-feasible configuration of ``configs`` (first on ties), or None."""
+    if not len(configs):
+        return None
+    out = evaluate(instance, configs)
+    times = np.where(out["memory"] <= instance.gpu_memory, out["time"], np.inf)
+    index = int(np.argmin(times))
+    if not np.isfinite(times[index]):
+        return None
+    return solution_of(instance, configs.config(index), len(configs) if evaluated is None else evaluated)
+
+
+def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+    """C1 by enumeration: every configuration of the space priced in one vectorised call.
+
+    Guarantee: optimal (the space is exactly the configurations the checker accepts, see
+    :mod:`coopt.formulations.configtuner.model`). Running time O(|S|)."""
+    solution = best_of(instance, space(instance))
+    if solution is None:
+        return ExactOutcome(None, "infeasible", None)
+    return ExactOutcome(solution, "optimal", solution["objective"])
+
+
+def bound(instance: Instance, options: SolveOptions) -> float:
+    """Dual bound at any size: the enumeration's optimum. The space grows like the divisor
+    triples of N times a few dozen flag settings (about 60 000 configurations at N = 1024), so
+    it is priced whole in milliseconds at every size; no relaxation is needed, and this equals
+    the LP relaxation of the MILP (which is integral)."""
+    solution = best_of(instance, space(instance))
+    if solution is None:
+        raise NoSolution("no configuration fits in memory")
+    return solution["objective"]
+
+
+def configtuner(instance: Instance, seed: int = 0) -> Solution:
+    """ConfigTuner's pruned search (arXiv 2512.24750, sec. ConfigTuner; reconstructed, no public
+    code): the predictability rules cut the space before pricing. Tensor parallelism stays in a
+    node (``t | G``) and so does expert parallelism (``t e <= G``): the two dimensions with the
+    largest per-GPU volume get NVLink, and PP and DP (smaller volumes) cross nodes. Every other
+    choice is priced (memory first: a configuration that does not fit is never a candidate).
+
+    Guarantee: optimal among configurations with TP and EP inside a node. Running time
+    O(|S| / (number of TP degrees beyond a node))."""
+    rows = structures(instance, tp_within_node=True, ep_within_node=True)
+    solution = best_of(instance, space(instance, rows))
+    if solution is None:
+        raise NoSolution("no configuration with TP and EP inside a node fits in memory")
+    return solution
+
+
+def megatron(instance: Instance, seed: int = 0) -> Solution:
+    """Megatron-LM's rule of thumb (Narayanan et al. SC21 sec. 3.3, "tensor parallelism up to the
+    node, then pipeline parallelism across nodes"; research notes 3.c): the smallest tensor-parallel
+    degree ``t`` (dividing the node, at most 8) with which one pipeline stage fits memory; if none
+    does, ``t`` at its largest and the fewest pipeline stages that fit; data parallelism over the
+    rest. Micro-batch 1, no interleaving, sequence parallel with selective recompute (full where
+    selective does not fit), the distributed optimizer (ZeRO-1) where allowed.
+
+    Guarantee: feasible when it returns. Running time O(TP degrees + pipeline degrees)."""
+    i = instance
+    ts = [t for t in range(1, min(8, i.gpus_per_node) + 1)
+          if i.gpus_per_node % t == 0 and i.heads % t == 0 and i.kv_heads % t == 0 and i.gpus % t == 0]
+    if not ts:
+        raise NoSolution("no tensor-parallel degree divides the node, the heads and N")
+    modes = [r for r in ("selective", "full", "none") if r in i.recompute]
+    zero = 1 if 1 in i.zero_stages else i.zero_stages[0]
+    sp = (True,) if i.sequence_parallel else (False,)
+    rows = [r for r in structures(i, max_interleave=1, expert_parallel=False) if r[4] == 1 and r[0] in ts]
+    # the rule's order of preference: p = 1 with t ascending, then t largest with p ascending
+    order = sorted(rows, key=lambda r: (0, r[0], 0) if r[1] == 1 else (1, -r[0], r[1]))
+    order = [r for r in order if r[1] == 1 or r[0] == ts[-1]]
+    evaluated = 0
+    for mode in modes:
+        configs = space(i, order, recompute=(mode,), zero_stages=(zero,), sequence_parallel=sp)
+        if not len(configs):
+            continue
+        out = evaluate(i, configs)
+        evaluated += len(configs)
+        fits = np.flatnonzero(out["memory"] <= i.gpu_memory)
+        if len(fits):
+            return solution_of(i, configs.config(int(fits[0])), evaluated)
+    raise NoSolution("the rule of thumb finds no pipeline depth that fits in memory")
+
+
+def calculon(instance: Instance, seed: int = 0) -> Solution:
+    """Calculon-style exhaustive search (calculon-ai/calculon, calculon/llm/optimal_execution.py
+    lines 80-95 and 191-210): every TP, PP and DP degree, interleaving, recompute mode
+    (none/attention-only/full), sequence parallelism and micro-batch, and optimizer sharding on or
+    off; Calculon has no expert parallelism and no ZeRO-2/3, so here ``e = 1`` and ZeRO <= 1.
+    Calculon prices one execution at a time in Python; this prices its space in one call.
+
+    Guarantee: optimal within Calculon's space. Running time O(|S| / (EP degrees x ZeRO stages))."""
+    zeros = tuple(z for z in instance.zero_stages if z <= 1)
+    if not zeros:
+        raise NoSolution("Calculon's space has ZeRO 0 or 1 only; this instance allows neither")
+    rows = structures(instance, expert_parallel=False)
+    solution = best_of(instance, space(instance, rows, zero_stages=zeros))
+    if solution is None:
+        raise NoSolution("no configuration of Calculon's space fits in memory")
+    return solution
+
+
+#: Structures kept from the first phase of :func:`two_phase`.
+KEEP = 4
+
+
+def two_phase(instance: Instance, seed: int = 0) -> Solution:
+    """Ours: price the parallel layout first, then tune the rest. Phase one prices every
+    ``(t, p, d, e)`` with every recompute, sequence-parallel and ZeRO choice at micro-batch 1
+    and no interleaving; phase two prices every micro-batch and interleaving (and flag) for the
+    :data:`KEEP` fastest layouts that fit. The layout decides the communication and the memory;
+    the micro-batch and interleaving mostly trade the bubble against GEMM utilization, so a
+    layout that is far behind at ``b = 1`` rarely wins (measured: docs/configtuner.md).
+
+    Guarantee: feasible; optimal when the best layout is among the KEEP best at b = 1. Running
+    time O(|S| / (micro-batches x interleavings) + KEEP x micro-batches x interleavings x flags)."""
+    i = instance
+    rows = structures(i)
+    first = [r for r in rows if r[4] == 1 and r[5] == 1]
+    configs = space(i, first)
+    evaluated = len(configs)
+    out = evaluate(i, configs) if len(configs) else {"time": np.array([]), "memory": np.array([])}
+    times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
+    layouts: list[tuple[int, int, int, int]] = []
+    for index in np.argsort(times, kind="stable"):
+        if not np.isfinite(times[index]) or len(layouts) == KEEP:
+            break
+        layout = tuple(int(x[index]) for x in (configs.tp, configs.pp, configs.dp, configs.ep))
+        if layout not in layouts:
+            layouts.append(layout)
+    chosen = set(layouts)
+    second = [r for r in rows if r[:4] in chosen]
+    configs = space(i, second)
+    solution = best_of(i, configs, evaluated + len(configs))
+    if solution is None:
+        raise NoSolution("no layout fits in memory at micro-batch 1 (and so at none)")
+    return solution
+
+
+HEURISTICS = {
+    "calculon": calculon,
+    "configtuner": configtuner,
+    "megatron": megatron,
+    "two_phase": two_phase,
+}
+
+
+# -- C2: layer-to-stage partition ---------------------------------------------------------------
+
+def partition_dp(instance: Instance, config: dict) -> tuple[list[int], float] | None:
+    """C2 exact: layers per stage minimising the 1F1B pipeline time under each stage's memory.
+
+    ``sum_s tau_s = L tau_l + p P2P + t_emb + t_head`` does not depend on the split, so the
+    pipeline time is minimised by minimising ``max_s tau_s``; ``f[s][l]``, the least bottleneck of
+    stages 0..s holding the first ``l`` layers, is ``min_n max(f[s-1][l-n], tau_s(n))`` over the
+    ``n >= 1`` layers stage ``s`` can hold in memory. O(p L^2) (numpy over l). Returns (counts,
+    pipeline time) or None when no split fits."""
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    if p > L:
+        return None
+    inf = np.inf
+    f = np.full(L + 1, inf)
+    f[0] = 0.0
+    choice = np.zeros((p, L + 1), dtype=np.int64)
+    for s in range(p):
+        new = np.full(L + 1, inf)
+        for n in range(1, L + 1):
+            if stage_memory(instance, data, s, p, n) > instance.gpu_memory:
+                break  # memory grows with n
+            candidate = np.maximum(f[: L + 1 - n], stage_time(data, s, p, n))
+            better = candidate < new[n:]
+            new[n:] = np.where(better, candidate, new[n:])
+            choice[s, n:][better] = n
+        f = new
+    if not np.isfinite(f[L]):
+        return None
+    counts, left = [], L
+    for s in range(p - 1, -1, -1):
+        n = int(choice[s, left])
+        counts.append(n)
+        left -= n
+    counts.reverse()
+    return counts, pipeline_time(data, counts)
+
+
+def partition_brute(instance: Instance, config: dict) -> float | None:
+    """Every composition of L into p positive parts (tiny cases only): the least pipeline time."""
+    import itertools
+
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    best = None
+    for cuts in itertools.combinations(range(1, L), p - 1):
+        bounds = (0, *cuts, L)
+        counts = [bounds[j + 1] - bounds[j] for j in range(p)]
+        if partition_feasible(instance, data, counts):
+            value = pipeline_time(data, counts)
+            best = value if best is None or value < best else best
+    return best
+
+
+def partition_milp(
+    instance: Instance, config: dict, options: SolveOptions | None = None
+) -> tuple[list[int], float] | None:
+    """C2 by the MILP of :mod:`coopt.formulations.configtuner.partition` (HiGHS); (counts,
+    pipeline time) or None when no split fits."""
+    import pyomo.environ as pyo
+
+    from coopt.solvers.highs import solve_model
+
+    if instance.layers < config["pp"]:
+        return None
+    model = build_partition(instance, config)
+    result = solve_model(model, options or SolveOptions(gap=1e-9))
+    if result.status == "infeasible":
+        return None
+    if result.status != "optimal":
+        raise RuntimeError(f"HiGHS ended the partition MILP with status {result.status}")
+    counts = [round(pyo.value(model.n[s])) for s in model.S]
+    if not partition_feasible(instance, model.data, counts):
+        raise RuntimeError(f"the partition MILP returned an infeasible split {counts}")
+    return counts, pipeline_time(model.data, counts)
