@@ -563,7 +563,7 @@ def generate_tiny(seed: int) -> Instance:
     """A tiny instance for brute force: 1-8 GPUs, a few layers, a tight memory cap (some seeds
     admit no configuration at all)."""
     rng = np.random.default_rng(10_000 + seed)
-    gpus = int(rng.choice([1, 2, 4, 6, 8]))
+    gpus = int(rng.choice([1, 2, 4, 4, 6, 8, 8]))
     heads = int(rng.choice([1, 2, 4, 8]))
     hidden = heads * int(rng.choice([16, 32, 64]))
     experts = int(rng.choice([1, 1, 2, 4]))
@@ -579,12 +579,12 @@ def generate_tiny(seed: int) -> Instance:
         experts=experts, top_k=int(rng.integers(1, experts + 1)), tied_embeddings=bool(rng.integers(0, 2)),
         flash_attention=bool(rng.integers(0, 2)),
         gpus=gpus, gpus_per_node=int(rng.choice([1, 2, 4])),
-        gpu_memory=float(round(params * float(rng.uniform(1.0, 12.0))
-                               + seq * hidden * 40 * float(rng.uniform(0, 8)))),
+        gpu_memory=float(round(params * float(rng.uniform(2.0, 24.0))
+                               + seq * hidden * 40 * float(rng.uniform(0, 16)))),
         memory_reserve=0.0, peak_flops=1e12, hbm_bandwidth=1e11, gemm_max_utilization=0.8,
         gemm_half_flop=float(rng.choice([0.0, 1e6])), elementwise_traffic=2.0, optimizer_bytes=30.0,
         nvlink_bandwidth=1e11, nvlink_latency=1e-6, nic_bandwidth=1e10, nic_latency=5e-6,
-        global_batch=int(rng.choice([1, 2, 4, 6, 8, 12, 16])), fp32_gradients=bool(rng.integers(0, 2)),
+        global_batch=int(rng.choice([1, 4, 6, 8, 12, 16, 24])), fp32_gradients=bool(rng.integers(0, 2)),
         dp_overlap=bool(rng.integers(0, 2)), max_microbatch=int(rng.integers(1, 5)),
         max_interleave=int(rng.integers(1, 4)), recompute=modes, zero_stages=zero,
         sequence_parallel=bool(rng.integers(0, 2)),
