@@ -233,6 +233,9 @@ def _expressions() -> dict[str, sp.Expr]:
         "layer_stored": stored,
         "working": working,
         "logits": 4 * s * b * V / t,
+        # the first stage's memory by kind (Korthikanti et al. Fig. 1: parameters + optimizer, activations)
+        "states": states,
+        "activations": n * stored * in_flight,
     }
 
 
@@ -246,7 +249,7 @@ def expressions() -> dict[str, sp.Expr]:
 BREAKDOWN = ("compute", "tp", "ep", "recompute", "pp", "bubble", "dp", "optimizer")
 OUTPUTS = ("time", "memory", *BREAKDOWN, "model_flops", "hardware_flops", "mfu", "hfu", "microbatches",
            "layer_time", "p2p", "head_time", "emb_time", "layer_states", "emb_states", "layer_stored",
-           "working", "logits")
+           "working", "logits", "states", "activations")
 ARGUMENTS = tuple(SYMBOLS)
 
 
@@ -263,6 +266,10 @@ def evaluate(values: dict[str, Any]) -> dict[str, np.ndarray]:
     missing = [n for n in ARGUMENTS if n not in values]
     if missing:
         raise KeyError(f"analytic model: no value for {', '.join(missing)}")
+    arguments = [np.asarray(values[n], dtype=float) for n in ARGUMENTS]
+    shape = np.broadcast_shapes(*(a.shape for a in arguments))
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = evaluator()(*(np.asarray(values[n], dtype=float) for n in ARGUMENTS))
-    return dict(zip(OUTPUTS, out, strict=True))
+        out = evaluator()(*arguments)
+    # an output that depends on no configuration symbol comes back as a scalar
+    return {name: np.broadcast_to(np.asarray(o, dtype=float), shape)
+            for name, o in zip(OUTPUTS, out, strict=True)}

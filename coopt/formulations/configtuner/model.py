@@ -553,7 +553,8 @@ def generate(seed: int, size: int = 1) -> Instance:
         gpus=gpus, gpus_per_node=8, gpu_memory=80.0 * GIB, memory_reserve=1.0 * GIB, peak_flops=312.0 * 1e12,
         hbm_bandwidth=1.6 * 1e12, gemm_max_utilization=0.8, gemm_half_flop=4.0 * 1e9, elementwise_traffic=2.0,
         optimizer_bytes=30.0, nvlink_bandwidth=230.0 * 1e9, nvlink_latency=10.0 * 1e-6,
-        nic_bandwidth=180.0 * (1e9 / 8), nic_latency=20.0 * 1e-6, global_batch=batch, fp32_gradients=True, dp_overlap=bool(rng.integers(0, 2)),
+        nic_bandwidth=180.0 * (1e9 / 8), nic_latency=20.0 * 1e-6, global_batch=batch, fp32_gradients=True,
+        dp_overlap=bool(rng.integers(0, 2)),
         max_microbatch=8, max_interleave=4, recompute=RECOMPUTE, zero_stages=(0, 1, 2, 3),
         sequence_parallel=True,
     )
