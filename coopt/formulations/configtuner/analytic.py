@@ -138,8 +138,10 @@ def _expressions() -> dict[str, sp.Expr]:
     beta = ELEMENT
     m = B_g / (b * d)
     n = L / p
-    multi = sp.Min(p - 1, 1)  # 1 when the model is pipelined, 0 for one stage (p integer >= 1)
-    interleaved = sp.Min(v - 1, 1)
+    # 1 when the model is pipelined, 0 for one stage (p integer >= 1); Min and Max are left
+    # unevaluated: SymPy's comparisons of these large terms cost seconds and decide nothing
+    multi = sp.Min(p - 1, 1, evaluate=False)
+    interleaved = sp.Min(v - 1, 1, evaluate=False)
 
     W = 2 * b * s * h**2 / t
     U = S["U_max"] * W / (W + S["W_half"])
@@ -161,7 +163,7 @@ def _expressions() -> dict[str, sp.Expr]:
     t_emb = kappa * 3 * beta * s * b * h / hbm
 
     # the critical (slowest) stage per micro-batch, split by where its time goes
-    ends = multi * sp.Max(t_head, t_emb) + (1 - multi) * (t_head + t_emb)
+    ends = multi * sp.Max(t_head, t_emb, evaluate=False) + (1 - multi) * (t_head + t_emb)
     compute_mb = n * 3 * (t_gemm + t_ew) + ends
     tp_mb = n * (4 + q) * AR_tp
     ep_mb = n * 4 * A2A
@@ -183,11 +185,11 @@ def _expressions() -> dict[str, sp.Expr]:
     emb_states = V * h / t * per_param(d)
     states = n * layer_states + emb_states * (1 + (1 - multi) * (1 - S["tied"]))
     stored = (1 - r_f) * (A - r_s * A_score) + r_f * beta * s * b * h * ((1 - q) + q / t)
-    in_flight = sp.Min(m, p) * (1 + interleaved * (p - 1) / (p * v))
+    in_flight = sp.Min(m, p, evaluate=False) * (1 + interleaved * (p - 1) / (p * v))
     working = r_f * A
     memory_first = states + n * stored * in_flight + working + S["M_res"]
     memory_last = states + n * stored + working + 4 * s * b * V / t + S["M_res"]
-    memory = sp.Max(memory_first, memory_last)
+    memory = sp.Max(memory_first, memory_last, evaluate=False)
 
     def dp_comm(dd, alpha, bandwidth, params):
         grads, weights = S["g"] * params, beta * params
@@ -199,7 +201,7 @@ def _expressions() -> dict[str, sp.Expr]:
             + dp_comm(d_exp, S["alpha_ed"], S["B_ed"], P_exp))
     backward_last = n * (2 * (t_gemm + t_ew) + (2 + q) * AR_tp + 2 * A2A)
     window = S["omega"] * ((1 - z2) * backward_last + z2 * m * n * 3 * (t_gemm + t_ew))
-    dp_exposed = sp.Max(comm - window, 0)
+    dp_exposed = sp.Max(comm - window, 0, evaluate=False)
     optimizer = S["o"] * (P_dense * (1 - z1 + z1 / d) + P_exp * (1 - z1 + z1 / d_exp)) / hbm
     time = m * tau_max + bubble + dp_exposed + optimizer
 
