@@ -17,19 +17,18 @@ import pyomo.environ as pyo
 from coopt.formulations.configtuner.model import Instance, Space, evaluate, solution_of, space
 
 
-def feasible_space(instance: Instance) -> tuple[Space, np.ndarray, int]:
-    """(the whole space, the times of its memory-feasible configurations' indices, size priced)."""
+def feasible_space(instance: Instance) -> tuple[Space, np.ndarray, np.ndarray]:
+    """(the whole space, the indices of its memory-feasible configurations, their times)."""
     configs = space(instance)
     out = evaluate(instance, configs)
     fits = np.flatnonzero(out["memory"] <= instance.gpu_memory)
-    return configs, fits, len(configs)
+    return configs, fits, out["time"][fits]
 
 
 def build(instance: Instance) -> pyo.ConcreteModel:
-    configs, fits, priced = feasible_space(instance)
-    times = evaluate(instance, configs)["time"][fits] if len(fits) else np.array([])
+    configs, fits, times = feasible_space(instance)
     m = pyo.ConcreteModel()
-    m.configs, m.fits, m.priced = configs, fits, priced
+    m.configs, m.fits = configs, fits
     m.C = pyo.RangeSet(0, len(fits) - 1) if len(fits) else pyo.Set(initialize=[])
     m.z = pyo.Var(m.C, domain=pyo.Binary)
     if len(fits):
@@ -47,4 +46,4 @@ def build(instance: Instance) -> pyo.ConcreteModel:
 def extract(model: pyo.ConcreteModel, instance: Instance) -> dict:
     chosen = [c for c in model.C if (pyo.value(model.z[c]) or 0) > 0.5]
     config = model.configs.config(int(model.fits[chosen[0]]))
-    return solution_of(instance, config, model.priced)
+    return solution_of(instance, config, len(model.configs))

@@ -418,9 +418,11 @@ def symbol_values(instance: Instance, configs: Space) -> dict[str, Any]:
     return values
 
 
-def evaluate(instance: Instance, configs: Space) -> dict[str, np.ndarray]:
-    """Time, memory, breakdown and FLOPs of every configuration (arrays)."""
-    return analytic.evaluate(symbol_values(instance, configs))
+def evaluate(instance: Instance, configs: Space, outputs: tuple[str, ...] = analytic.OUTPUTS
+             ) -> dict[str, np.ndarray]:
+    """Time, memory, breakdown and FLOPs of every configuration (arrays); ``("memory",)`` for the
+    memory alone."""
+    return analytic.evaluate(symbol_values(instance, configs), outputs)
 
 
 def space_of(config: dict[str, Any]) -> Space:
@@ -430,18 +432,24 @@ def space_of(config: dict[str, Any]) -> Space:
                  np.array([int(bool(config["sequence_parallel"]))]), np.array([int(config["zero"])]))
 
 
-def priced(instance: Instance, configs: Space, index: int, evaluated: int) -> Solution:
-    """The solution for configuration ``index`` of ``configs`` (priced in the same call)."""
-    config = configs.config(index)
-    return solution_of(instance, config, evaluated)
+def subset(configs: Space, index: np.ndarray) -> Space:
+    """The configurations ``index`` of ``configs``."""
+    return Space(*(getattr(configs, f)[index] for f in Space.__dataclass_fields__))
+
+
+def priced(configs: Space, out: dict[str, np.ndarray], index: int, evaluated: int) -> Solution:
+    """The solution for configuration ``index`` of ``configs``, from the outputs ``out`` of one
+    :func:`evaluate` call over them (no second pricing)."""
+    return {"config": configs.config(index), "objective": float(out["time"][index]),
+            "breakdown": {k: float(out[k][index]) for k in analytic.BREAKDOWN},
+            "memory_gib": float(out["memory"][index]) / GIB, "mfu": float(out["mfu"][index]),
+            "hfu": float(out["hfu"][index]), "evaluated": int(evaluated)}
 
 
 def solution_of(instance: Instance, config: dict[str, Any], evaluated: int) -> Solution:
-    out = evaluate(instance, space_of(config))
-    return {"config": config, "objective": float(out["time"][0]),
-            "breakdown": {k: float(out[k][0]) for k in analytic.BREAKDOWN},
-            "memory_gib": float(out["memory"][0]) / GIB, "mfu": float(out["mfu"][0]),
-            "hfu": float(out["hfu"][0]), "evaluated": int(evaluated)}
+    """The solution for one configuration, priced on its own."""
+    configs = space_of(config)
+    return priced(configs, evaluate(instance, configs), 0, evaluated)
 
 
 # -- the checker --------------------------------------------------------------------------------
@@ -538,8 +546,8 @@ SHAPES = ((16, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32, 4096, 32), (40, 5
 def generate(seed: int, size: int = 1) -> Instance:
     """A GPT-style model on ``size`` nodes of 8 A100-80GB (NVLink 230 GB/s, 180 Gbit/s NIC per GPU);
     the shape grows with the cluster, the global batch is 8 to 32 sequences per GPU."""
-    if size < 1 or size > 4096:
-        raise ValueError(f"size must be 1..4096 nodes, got {size}")
+    if size < 1 or size > 125_000:
+        raise ValueError(f"size must be 1..125000 nodes (at most 10^6 GPUs), got {size}")
     rng = np.random.default_rng(seed)
     gpus = 8 * size
     reach = min(len(SHAPES), 2 + int(math.log2(size)))
