@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from coopt.formulations.configtuner import analytic
 from coopt.formulations.configtuner.model import (
+    RECOMPUTE,
     Instance,
     Space,
     evaluate,
     priced,
+    select,
     space,
     structures,
     subset,
+    symbol_values,
 )
 from coopt.formulations.configtuner.partition import (
     build_partition,
@@ -88,23 +92,26 @@ def configtuner(instance: Instance, seed: int = 0) -> Solution:
     of O(|S| / TP degrees beyond a node) configurations, time of about a third of those."""
     i = instance
     rows = structures(i, tp_within_node=True, ep_within_node=True)
-    configs = space(i, rows)
-    if 1 in i.zero_stages:
-        configs = subset(configs, np.flatnonzero((configs.zero != 0) | (configs.dp == 1)))
+    modes = tuple(r for r in RECOMPUTE if r in i.recompute)  # fastest first
+    configs = space(i, rows, recompute=modes)
     if not len(configs):
         raise NoSolution("no configuration has TP and EP inside a node")
-    fits = evaluate(i, configs, ("memory",))["memory"] <= i.gpu_memory
-    # per (structure, flags), the fitting configuration of the least recompute index (the order
-    # of RECOMPUTE is none < selective < full, fastest first)
-    key = np.stack([configs.tp, configs.pp, configs.dp, configs.ep, configs.microbatch, configs.interleave,
-                    configs.sequence_parallel, configs.zero])
-    candidates = np.flatnonzero(fits)
-    ranked = candidates[np.lexsort((configs.recompute[candidates], *key[:, candidates][::-1]))]
-    _, first = np.unique(key[:, ranked], axis=1, return_index=True)
-    chosen = subset(configs, np.sort(ranked[first]))
-    solution = best_of(i, chosen, len(chosen))
-    if solution is None:
+    values = symbol_values(i, configs)
+    fits = analytic.evaluate(values, ("memory",))["memory"] <= i.gpu_memory
+    if 1 in i.zero_stages:
+        fits &= (configs.zero != 0) | (configs.dp == 1)
+    # space() lists, per structure, every recompute mode (outer) x every other flag setting
+    # (inner): per (structure, flags), keep the first mode that fits
+    blocks = fits.reshape(len(rows), len(modes), -1)
+    first = np.argmax(blocks, axis=1)
+    structure, flag = np.nonzero(blocks.any(axis=1))
+    width = blocks.shape[2]
+    chosen = structure * len(modes) * width + first[structure, flag] * width + flag
+    if not len(chosen):
         raise NoSolution("no configuration with TP and EP inside a node fits in memory")
+    out = analytic.evaluate(select(values, chosen))
+    index = int(np.argmin(out["time"]))
+    solution = priced(subset(configs, chosen), out, index, len(chosen))
     solution["memory_checked"] = len(configs)
     return solution
 
@@ -161,41 +168,41 @@ def calculon(instance: Instance, seed: int = 0) -> Solution:
     return solution
 
 
-#: Structures kept from the first phase of :func:`two_phase`.
-KEEP = 4
+#: Most layouts kept from the first phase of :func:`two_phase`, and how close to the best they must be.
+KEEP, WITHIN = 4, 1.10
 
 
 def two_phase(instance: Instance, seed: int = 0) -> Solution:
     """Ours: price the parallel layout first, then tune the rest. Phase one prices every
-    ``(t, p, d, e)`` with every recompute, sequence-parallel and ZeRO choice at micro-batch 1
-    and no interleaving; phase two prices every micro-batch and interleaving (and flag) for the
-    :data:`KEEP` fastest layouts that fit. The layout decides the communication and the memory;
-    the micro-batch and interleaving mostly trade the bubble against GEMM utilization, so a
-    layout that is far behind at ``b = 1`` rarely wins (measured: docs/configtuner.md).
+    ``(t, p, d, e)`` with every recompute, sequence-parallel and ZeRO choice at micro-batch 1 and
+    no interleaving; phase two prices every micro-batch and interleaving (and flag) for the
+    layouts within :data:`WITHIN` of the best phase-one time (at most :data:`KEEP`). The layout
+    decides the communication and the memory; micro-batch and interleaving mostly trade the bubble
+    against GEMM utilization, so a layout far behind at ``b = 1`` rarely wins (measured in
+    docs/configtuner.md: 0 % gap on every shipped and generated instance).
 
-    Guarantee: feasible; optimal when the best layout is among the KEEP best at b = 1. Running
-    time O(|S| / (micro-batches x interleavings) + KEEP x micro-batches x interleavings x flags)."""
+    Guarantee: feasible; optimal when the best layout is among those kept. Running time: pricing
+    of O(|S| / (micro-batches x interleavings) + KEEP x micro-batches x interleavings x flags)."""
     i = instance
-    rows = structures(i)
-    first = [r for r in rows if r[4] == 1 and r[5] == 1]
-    configs = space(i, first)
-    evaluated = len(configs)
-    out = evaluate(i, configs) if len(configs) else {"time": np.array([]), "memory": np.array([])}
+    configs = space(i)
+    values = symbol_values(i, configs)
+    first = np.flatnonzero((configs.microbatch == 1) & (configs.interleave == 1))
+    out = analytic.evaluate(select(values, first))
     times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
-    layouts: list[tuple[int, int, int, int]] = []
-    for index in np.argsort(times, kind="stable"):
-        if not np.isfinite(times[index]) or len(layouts) == KEEP:
-            break
-        layout = tuple(int(x[index]) for x in (configs.tp, configs.pp, configs.dp, configs.ep))
-        if layout not in layouts:
-            layouts.append(layout)
-    chosen = set(layouts)
-    second = [r for r in rows if r[:4] in chosen]
-    configs = space(i, second)
-    solution = best_of(i, configs, evaluated + len(configs))
-    if solution is None:
+    if not len(first) or not np.isfinite(times.min()):
         raise NoSolution("no layout fits in memory at micro-batch 1 (and so at none)")
-    return solution
+    layouts = np.stack([configs.tp, configs.pp, configs.dp, configs.ep])
+    kept: list[tuple[int, ...]] = []
+    for index in np.argsort(times, kind="stable"):
+        if times[index] > WITHIN * times.min() or len(kept) == KEEP:
+            break
+        layout = tuple(layouts[:, first[index]])
+        if layout not in kept:
+            kept.append(layout)
+    second = np.flatnonzero(np.any([np.all(layouts == np.array(k)[:, None], axis=0) for k in kept], axis=0))
+    out = analytic.evaluate(select(values, second))
+    times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
+    return priced(subset(configs, second), out, int(np.argmin(times)), len(first) + len(second))
 
 
 HEURISTICS = {

@@ -425,6 +425,11 @@ def evaluate(instance: Instance, configs: Space, outputs: tuple[str, ...] = anal
     return analytic.evaluate(symbol_values(instance, configs), outputs)
 
 
+def select(values: dict[str, Any], index: np.ndarray) -> dict[str, Any]:
+    """The symbol values of configurations ``index`` (arrays sliced, scalars kept)."""
+    return {k: v[index] if isinstance(v, np.ndarray) and v.ndim else v for k, v in values.items()}
+
+
 def space_of(config: dict[str, Any]) -> Space:
     """A one-configuration Space from a solution's ``config``."""
     return Space(*(np.array([int(config[k])]) for k in ("tp", "pp", "dp", "ep", "microbatch", "interleave")),
@@ -517,7 +522,7 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
     out = rule_violations(instance, config)
     if out:
         return out
-    memory = float(evaluate(instance, space_of(config))["memory"][0])
+    memory = float(evaluate(instance, space_of(config), ("memory",))["memory"][0])
     if not math.isfinite(memory) or memory > instance.gpu_memory:
         out.append(Violation("memory", f"{memory / GIB:.6g} GiB on the worst stage, "
                              f"{instance.gpu_memory / GIB:.6g} GiB per GPU"))
@@ -540,7 +545,8 @@ def objective(instance: Instance, solution: Solution) -> float:
 # -- generators ------------------------------------------------------------------------------------
 
 #: (layers, hidden, heads) of GPT-style shapes the generator draws from.
-SHAPES = ((16, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32, 4096, 32), (40, 5120, 40))
+SHAPES = ((16, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32, 4096, 32), (40, 5120, 40), (80, 8192, 64),
+          (96, 12288, 96))
 
 
 def generate(seed: int, size: int = 1) -> Instance:
