@@ -1,0 +1,129 @@
+"""ConfigTuner beside Calculon on the same models and clusters: the best configuration each picks,
+the time each predicts, our model's price of Calculon's pick, and the search time of each.
+
+    python benchmarks/configtuner_calculon.py --calculon PATH [--python python3] [--timeout 900]
+    python benchmarks/configtuner_calculon.py              ours only (says that Calculon was not run)
+
+Calculon (calculon-ai/calculon, Apache-2.0) is neither installed nor vendored: PATH is a local
+checkout of it, run as a separate process (``bin/calculon llm-optimal-execution MODEL N BATCH
+float16 systems/a100_80g.json OUT -c 1 -n``, one CPU) with the interpreter given by ``--python``
+(Calculon needs ``psutil``). Its models and system file come from the checkout itself (the shapes
+our shipped Korthikanti instances use; commit caa4b11f was read). Calculon searches more knobs
+than we do (TP communication type and overlap, fused activations, offload to host memory), so its
+pick may be outside our space; the table says when our checker rejects it and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from coopt.formulations.configtuner import model  # noqa: E402
+from coopt.instance import load  # noqa: E402
+from coopt.problem import SolveOptions  # noqa: E402
+from coopt.shipped import shipped  # noqa: E402
+from coopt.solvers import configtuner as solvers  # noqa: E402
+
+#: (Calculon model file, our shipped instance, GPUs, global batch)
+CASES = (
+    ("megatron-22B", "1-korthikanti-22b-8xa100", 8, 4),
+    ("gpt3-175B", "1-korthikanti-175b-64xa100", 64, 64),
+    ("turing-530B", "1-korthikanti-530b-280xa100", 280, 280),
+    ("megatron-1T", "1-korthikanti-1t-512xa100", 512, 512),
+)
+RECOMPUTE = {"none": "none", "attn_only": "selective", "full": "full"}
+
+
+def ours(stem: str) -> dict:
+    instance = load(next(p for p in shipped("configtuner") if p.stem == stem)).instance
+    solvers.exact(instance, SolveOptions())  # warm-up: the one-off lambdify
+    t0 = time.perf_counter()
+    solution = solvers.exact(instance, SolveOptions()).solution
+    return {"instance": instance, "solution": solution, "seconds": time.perf_counter() - t0}
+
+
+def calculon(checkout: Path, python: str, name: str, gpus: int, batch: int, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "best.json"
+        command = [python, str(checkout / "bin" / "calculon"), "llm-optimal-execution",
+                   str(checkout / "models" / f"{name}.json"), str(gpus), str(batch), "float16",
+                   str(checkout / "systems" / "a100_80g.json"), str(out), "-c", "1", "-n"]
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return {"error": f"no answer within {timeout:g} s"}
+        seconds = time.perf_counter() - t0
+        log = done.stdout + done.stderr
+        if done.returncode != 0 or not out.exists():
+            return {"error": f"exit {done.returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"}
+        best = json.loads(out.read_text())["0"]
+    count = re.search(r"Total executions: (\d+)", log)
+    return {"execution": best["execution"], "time": best["stats"]["total_time"], "seconds": seconds,
+            "executions": int(count.group(1)) if count else None}
+
+
+def translated(execution: dict) -> dict:
+    """Calculon's execution as our configuration (EP 1; optimizer sharding = ZeRO-1)."""
+    return {"tp": execution["tensor_par"], "pp": execution["pipeline_par"], "dp": execution["data_par"],
+            "ep": 1,
+            "microbatch": execution["microbatch_size"], "interleave": execution["pipeline_interleaving"],
+            "recompute": RECOMPUTE[execution["activation_recompute"]],
+            "sequence_parallel": execution["tensor_par_comm_type"] in ("rs_ag", "p2p_rs_ag"),
+            "zero": 1 if execution["optimizer_sharding"] else 0}
+
+
+def text(c: dict) -> str:
+    return (f"t{c['tp']} p{c['pp']} d{c['dp']} b{c['microbatch']} v{c['interleave']} {c['recompute'][:3]}"
+            + (" SP" if c["sequence_parallel"] else "") + f" Z{c['zero']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calculon", type=Path, help="a local checkout of calculon-ai/calculon")
+    parser.add_argument("--python", default="python3", help="the interpreter that runs Calculon")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per Calculon search")
+    args = parser.parse_args(argv)
+    if args.calculon is None:
+        print("Calculon not run: no --calculon PATH given (a local checkout of calculon-ai/calculon); "
+              "our side only.\n")
+    print("| model | GPUs | batch | ours: best | ours [s] | ours: search [s] | Calculon: best | "
+          "Calculon [s] | "
+          "our price of Calculon's pick [s] | Calculon: executions, search [s] |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, stem, gpus, batch in CASES:
+        mine = ours(stem)
+        cells = [name, str(gpus), str(batch), text(mine["solution"]["config"]),
+                 f"{mine['solution']['objective']:.2f}",
+                 f"{mine['seconds']:.4f}"]
+        if args.calculon is None:
+            cells += ["-", "-", "-", "-"]
+        else:
+            theirs = calculon(args.calculon, args.python, name, gpus, batch, args.timeout)
+            if "error" in theirs:
+                cells += [theirs["error"], "-", "-", "-"]
+            else:
+                pick = translated(theirs["execution"])
+                violations = model.check(mine["instance"], {"config": pick})
+                price = (f"{model.objective(mine['instance'], {'config': pick}):.2f}" if not violations
+                         else "outside our space: " + "; ".join(v.constraint for v in violations))
+                searched = f"{theirs['executions']}, {theirs['seconds']:.1f}"
+                cells += [text(pick), f"{theirs['time']:.2f}", price, searched]
+        print("| " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
