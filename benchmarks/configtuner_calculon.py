@@ -1,7 +1,7 @@
 """ConfigTuner beside Calculon on the same models and clusters: the best configuration each picks,
 the time each predicts, our model's price of Calculon's pick, and the search time of each.
 
-    python benchmarks/configtuner_calculon.py --calculon PATH [--python python3] [--timeout 900]
+    python benchmarks/configtuner_calculon.py --calculon PATH [--python PY] [--timeout 900] [--update-docs]
     python benchmarks/configtuner_calculon.py              ours only (says that Calculon was not run)
 
 Calculon (calculon-ai/calculon, Apache-2.0) is neither installed nor vendored: PATH is a local
@@ -33,6 +33,9 @@ from coopt.instance import load  # noqa: E402
 from coopt.problem import SolveOptions  # noqa: E402
 from coopt.shipped import shipped  # noqa: E402
 from coopt.solvers import configtuner as solvers  # noqa: E402
+
+DOC = HERE.parent / "docs" / "configtuner.md"
+BEGIN, END = "<!-- calculon:begin -->", "<!-- calculon:end -->"
 
 #: (Calculon model file, our shipped instance, GPUs, global batch)
 CASES = (
@@ -95,14 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calculon", type=Path, help="a local checkout of calculon-ai/calculon")
     parser.add_argument("--python", default="python3", help="the interpreter that runs Calculon")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per Calculon search")
+    parser.add_argument("--update-docs", action="store_true", help=f"also write the table into {DOC.name}")
     args = parser.parse_args(argv)
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     if args.calculon is None:
-        print("Calculon not run: no --calculon PATH given (a local checkout of calculon-ai/calculon); "
-              "our side only.\n")
-    print("| model | GPUs | batch | ours: best | ours [s] | ours: search [s] | Calculon: best | "
-          "Calculon [s] | "
-          "our price of Calculon's pick [s] | Calculon: executions, search [s] |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+        say("Calculon not run: no --calculon PATH given (a local checkout of calculon-ai/calculon); "
+            "our side only.\n")
+    say("| model | GPUs | batch | ours: best | ours [s] | ours: search [s] | Calculon: best | "
+          "Calculon [s] | our price of Calculon's pick [s] | Calculon: executions, search [s] |")
+    say("|---|---|---|---|---|---|---|---|---|---|")
     for name, stem, gpus, batch in CASES:
         mine = ours(stem)
         cells = [name, str(gpus), str(batch), text(mine["solution"]["config"]),
@@ -121,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
                          else "outside our space: " + "; ".join(v.constraint for v in violations))
                 searched = f"{theirs['executions']}, {theirs['seconds']:.1f}"
                 cells += [text(pick), f"{theirs['time']:.2f}", price, searched]
-        print("| " + " | ".join(cells) + " |", flush=True)
+        say("| " + " | ".join(cells) + " |")
+    if args.update_docs:
+        doc = DOC.read_text(encoding="utf-8")
+        head, rest = doc.split(BEGIN, 1)
+        table = "\n".join(lines)
+        DOC.write_text(head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1], encoding="utf-8")
     return 0
 
 
