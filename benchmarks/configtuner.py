@@ -207,6 +207,14 @@ def render(repeat: int) -> str:
                      f"{best['objective']:.3f} | {tokens:.0f} | {100 * best['mfu']:.1f} % | "
                      f"{config_text(rule['config'])} | {rule['objective']:.3f} | "
                      f"{rule['objective'] / best['objective']:.2f}x |")
+    terms = ("compute", "tp", "ep", "recompute", "pp", "bubble", "dp", "optimizer")
+    lines += ["", "### Where the time goes (share of the iteration, best configuration / rule of thumb)", "",
+              "| instance | " + " | ".join(terms) + " |", "|---|" + "---|" * len(terms)]
+    for r in rows:
+        best, rule = r["exact"][0], r["megatron"][0]
+        cells = [f"{100 * best['breakdown'][t] / best['objective']:.0f} / "
+                 f"{100 * rule['breakdown'][t] / rule['objective']:.0f}" for t in terms]
+        lines.append(f"| {r['instance']} | " + " | ".join(cells) + " |")
     lines += ["", "### What each search prices, its gap and its time", "",
               "| instance | " + " | ".join(f"{n}: priced, gap, ms" for n in SEARCHES) + " |",
               "|---|" + "---|" * len(SEARCHES)]

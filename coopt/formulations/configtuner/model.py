@@ -52,14 +52,14 @@ CONFIG_KEYS = ("tp", "pp", "dp", "ep", "microbatch", "interleave", "recompute", 
 GIB = 2**30
 
 MODEL_FIELDS = (
-    Field("layers", "int", "transformer layers L", min=1, max=4096),
-    Field("hidden", "int", "hidden size h", min=1, max=1_000_000),
-    Field("ffn_hidden", "int", "FFN hidden size h_f (per expert)", min=1, max=4_000_000),
-    Field("heads", "int", "attention heads a", min=1, max=100_000),
+    Field("layers", "int", "transformer layers L", min=1, max=4096, example=24),
+    Field("hidden", "int", "hidden size h", min=1, max=1_000_000, example=2048),
+    Field("ffn_hidden", "int", "FFN hidden size h_f (per expert)", min=1, max=4_000_000, example=8192),
+    Field("heads", "int", "attention heads a", min=1, max=100_000, example=16),
     Field("kv_heads", "int", "key/value heads (grouped-query attention); 0 = as many as heads",
           default=0, min=0, max=100_000),
-    Field("vocab", "int", "vocabulary size V", min=1, max=10_000_000),
-    Field("seq_length", "int", "sequence length s", min=1, max=10_000_000),
+    Field("vocab", "int", "vocabulary size V", min=1, max=10_000_000, example=50304),
+    Field("seq_length", "int", "sequence length s", min=1, max=10_000_000, example=2048),
     Field("gated_mlp", "bool", "SwiGLU-style FFN with three matrices (Llama) instead of two (GPT)",
           default=False),
     Field("experts", "int", "experts per MoE layer E; 1 = dense model", default=1, min=1, max=4096),
@@ -69,7 +69,7 @@ MODEL_FIELDS = (
 )
 
 CLUSTER_FIELDS = (
-    Field("gpus", "int", "GPUs N", min=1, max=1_000_000),
+    Field("gpus", "int", "GPUs N", min=1, max=1_000_000, example=16),
     Field("gpus_per_node", "int", "GPUs per node G (the NVLink domain)", default=8, min=1, max=1024),
     Field("gpu_memory_gib", "float", "memory per GPU", unit="GiB", si=GIB, default=80.0, positive=True,
           max=1e6),
@@ -98,7 +98,8 @@ CLUSTER_FIELDS = (
 )
 
 TRAINING_FIELDS = (
-    Field("global_batch", "int", "global batch B_g", unit="sequences", min=1, max=100_000_000),
+    Field("global_batch", "int", "global batch B_g", unit="sequences", min=1, max=100_000_000,
+          example=256),
     Field("fp32_gradients", "bool", "gradients kept and reduced in fp32 (Megatron's bf16 default)",
           default=True),
     Field("dp_overlap", "bool", "data-parallel gradient traffic overlaps backward compute",
@@ -124,13 +125,9 @@ CALIBRATION_FIELDS = (
 
 SCHEMA = Schema(
     (
-        Field("model", "table", "the network to train", fields=MODEL_FIELDS,
-              example={"layers": 24, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
-                       "vocab": 50304, "seq_length": 2048}),
-        Field("cluster", "table", "the GPUs, their memory, compute and links", fields=CLUSTER_FIELDS,
-              example={"gpus": 16}),
-        Field("training", "table", "the batch and the framework's fixed choices", fields=TRAINING_FIELDS,
-              example={"global_batch": 256}),
+        Field("model", "table", "the network to train", fields=MODEL_FIELDS),
+        Field("cluster", "table", "the GPUs, their memory, compute and links", fields=CLUSTER_FIELDS),
+        Field("training", "table", "the batch and the framework's fixed choices", fields=TRAINING_FIELDS),
         Field("search", "table", "the configuration space searched", fields=SEARCH_FIELDS, default={}),
         Field("calibration", "tables", "measured points; two or more of a kind replace that curve's "
               "parameters by an L1 fit (latency + bytes/bandwidth, or (FLOPs + W_half)/(U_max peak))",
