@@ -351,3 +351,11 @@ def test_the_model_is_one_set_of_expressions():
     assert {str(s) for s in free} <= set(analytic.ARGUMENTS)
     values = {n: np.array([1.0, 2.0]) for n in analytic.ARGUMENTS}
     assert analytic.evaluate(values)["time"].shape == (2,)
+
+
+def test_the_generator_refuses_a_size_or_seed_it_cannot_make():
+    from coopt.errors import UsageError
+
+    for seed, size in ((0, 0), (0, 125_001), (-1, 2)):
+        with pytest.raises(UsageError):
+            model.generate(seed, size)

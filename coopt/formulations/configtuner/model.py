@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from coopt.errors import UsageError
 from coopt.formulations.configtuner import analytic
 from coopt.problem import TOL, Solution, Violation
 from coopt.schema import Field, Schema
@@ -550,7 +551,9 @@ def generate(seed: int, size: int = 1) -> Instance:
     """A GPT-style model on ``size`` nodes of 8 A100-80GB (NVLink 230 GB/s, 180 Gbit/s NIC per GPU);
     the shape grows with the cluster, the global batch is 8 to 32 sequences per GPU."""
     if size < 1 or size > 125_000:
-        raise ValueError(f"size must be 1..125000 nodes (at most 10^6 GPUs), got {size}")
+        raise UsageError(f"configtuner: --size is 1..125000 nodes (at most 10^6 GPUs), got {size}")
+    if seed < 0:
+        raise UsageError(f"configtuner: --seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     gpus = 8 * size
     reach = min(len(SHAPES), 2 + int(math.log2(size)))
