@@ -8,9 +8,11 @@ Calculon (calculon-ai/calculon, Apache-2.0) is neither installed nor vendored: P
 checkout of it, run as a separate process (``bin/calculon llm-optimal-execution MODEL N BATCH
 float16 systems/a100_80g.json OUT -c 1 -n``, one CPU) with the interpreter given by ``--python``
 (Calculon needs ``psutil``). Its models and system file come from the checkout itself (the shapes
-our shipped Korthikanti instances use; commit caa4b11f was read). Calculon searches more knobs
-than we do (TP communication type and overlap, fused activations, offload to host memory), so its
-pick may be outside our space; the table says when our checker rejects it and why.
+our shipped Korthikanti instances use; commit caa4b11f was read), its A100 system with the host
+memory set to 0 GiB and ``--no-tp-overlap --no-dp-overlap``: no offload and no overlap, as in our
+model and in Korthikanti's runs. Calculon still searches knobs we do not (TP communication type,
+fused activations), so its pick may be outside our space; the table says when our checker rejects
+it and why.
 """
 
 from __future__ import annotations
@@ -58,9 +60,15 @@ def ours(stem: str) -> dict:
 def calculon(checkout: Path, python: str, name: str, gpus: int, batch: int, timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "best.json"
+        # the checkout's A100 system without host memory: no offload, as in our model and in
+        # Korthikanti's runs (Calculon searches offload only where the second memory has capacity)
+        system = json.loads((checkout / "systems" / "a100_80g.json").read_text())
+        system["mem2"]["GiB"] = 0
+        system_file = Path(tmp) / "a100_80g_no_offload.json"
+        system_file.write_text(json.dumps(system))
         command = [python, str(checkout / "bin" / "calculon"), "llm-optimal-execution",
                    str(checkout / "models" / f"{name}.json"), str(gpus), str(batch), "float16",
-                   str(checkout / "systems" / "a100_80g.json"), str(out), "-c", "1", "-n"]
+                   str(system_file), str(out), "-c", "1", "-n", "--no-tp-overlap", "--no-dp-overlap"]
         env = {**os.environ, "PYTHONPATH": str(checkout)}
         t0 = time.perf_counter()
         try:
