@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default="python3", help="the interpreter that runs Calculon")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per Calculon search")
     parser.add_argument("--update-docs", action="store_true", help=f"also write the table into {DOC.name}")
+    parser.add_argument("--only", nargs="*", metavar="MODEL",
+                        help=f"models to run, from {', '.join(c[0] for c in CASES)}")
     args = parser.parse_args(argv)
     lines: list[str] = []
 
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
           "Calculon [s] | our price of Calculon's pick [s] | Calculon: executions, search [s] |")
     say("|---|---|---|---|---|---|---|---|---|---|")
     for name, stem, gpus, batch in CASES:
+        if args.only and name not in args.only:
+            continue
         mine = ours(stem)
         cells = [name, str(gpus), str(batch), text(mine["solution"]["config"]),
                  f"{mine['solution']['objective']:.2f}",
