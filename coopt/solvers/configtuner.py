@@ -5,9 +5,10 @@ the paper, and the layer-to-stage partition (C2: exact DP beside the MILP of
 Every search prices its configurations in one or two vectorised calls of the analytic model
 (:func:`coopt.formulations.configtuner.model.evaluate`), so its cost is the number of
 configurations it prices (``evaluated`` in each solution) times about a microsecond, plus a
-fraction of a millisecond per call. ``|S|`` below is the size of the instance's space: the (t, p, d) triples of N
-(``prod_i C(e_i + 2, 2)`` for ``N = prod_i p_i^e_i``), times the EP degrees, micro-batches,
-interleavings, recompute modes, sequence-parallel settings and ZeRO stages allowed.
+fraction of a millisecond per call. ``|S|`` below is the size of the instance's space: the
+(t, p, d) triples of N (``prod_i C(e_i + 2, 2)`` for ``N = prod_i p_i^e_i``), times the EP
+degrees, micro-batches, interleavings, recompute modes, sequence-parallel settings and ZeRO stages
+allowed.
 """
 
 from __future__ import annotations
