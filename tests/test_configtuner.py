@@ -359,3 +359,15 @@ def test_the_generator_refuses_a_size_or_seed_it_cannot_make():
     for seed, size in ((0, 0), (0, 125_001), (-1, 2)):
         with pytest.raises(UsageError):
             model.generate(seed, size)
+
+
+@pytest.mark.parametrize("path", shipped("configtuner"), ids=lambda p: p.stem)
+def test_on_every_shipped_instance_the_bound_is_the_optimum_and_ours_stay_within_one_percent(path):
+    instance = load(path).instance
+    best = solvers.exact(instance, SolveOptions()).solution["objective"]
+    assert solvers.bound(instance, SolveOptions()) == best
+    for name, fn in solvers.HEURISTICS.items():
+        value = fn(instance)["objective"]
+        assert value >= best * (1 - 1e-12), name
+        if name in ("configtuner", "two_phase"):
+            assert value <= best * 1.01, (name, value / best)
