@@ -170,7 +170,7 @@ def calculon(instance: Instance, seed: int = 0) -> Solution:
 
 
 #: Most layouts kept from the first phase of :func:`two_phase`, and how close to the best they must be.
-KEEP, WITHIN = 4, 1.10
+KEEP, WITHIN = 4, 1.25
 
 
 def two_phase(instance: Instance, seed: int = 0) -> Solution:
@@ -188,19 +188,21 @@ def two_phase(instance: Instance, seed: int = 0) -> Solution:
     configs = space(i)
     values = symbol_values(i, configs)
     first = np.flatnonzero((configs.microbatch == 1) & (configs.interleave == 1))
-    out = analytic.evaluate(select(values, first))
+    if not len(first):
+        raise NoSolution("the space has no configuration at micro-batch 1 without interleaving")
+    out = analytic.evaluate(select(values, first), ("time", "memory"))
     times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
-    if not len(first) or not np.isfinite(times.min()):
+    # one integer per layout (t, p, d, e), each degree at most N
+    n = i.gpus + 1
+    layout = ((configs.tp * n + configs.pp) * n + configs.dp) * n + configs.ep
+    keys, which = np.unique(layout[first], return_inverse=True)
+    best = np.full(len(keys), np.inf)
+    np.minimum.at(best, which, times)
+    if not np.isfinite(best.min()):
         raise NoSolution("no layout fits in memory at micro-batch 1 (and so at none)")
-    layouts = np.stack([configs.tp, configs.pp, configs.dp, configs.ep])
-    kept: list[tuple[int, ...]] = []
-    for index in np.argsort(times, kind="stable"):
-        if times[index] > WITHIN * times.min() or len(kept) == KEEP:
-            break
-        layout = tuple(layouts[:, first[index]])
-        if layout not in kept:
-            kept.append(layout)
-    second = np.flatnonzero(np.any([np.all(layouts == np.array(k)[:, None], axis=0) for k in kept], axis=0))
+    ranked = np.argsort(best, kind="stable")[:KEEP]
+    kept = keys[ranked[best[ranked] <= WITHIN * best.min()]]
+    second = np.flatnonzero(np.isin(layout, kept))
     out = analytic.evaluate(select(values, second))
     times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
     return priced(subset(configs, second), out, int(np.argmin(times)), len(first) + len(second))

@@ -256,33 +256,26 @@ ARGUMENTS = tuple(SYMBOLS)
 
 
 @cache
-def evaluator():
-    """One numpy function of every symbol (in :data:`ARGUMENTS` order) returning :data:`OUTPUTS`."""
+def evaluator(outputs: tuple[str, ...] = OUTPUTS):
+    """One numpy function of every symbol (in :data:`ARGUMENTS` order) returning ``outputs``
+    (all of :data:`OUTPUTS` by default; a search that only ranks asks for ``("time", "memory")``
+    or ``("memory",)``, a third to a half of the work)."""
     exprs = expressions()
-    return sp.lambdify([S[n] for n in ARGUMENTS], [exprs[o] for o in OUTPUTS],
-                       modules=[{"Max": np.maximum, "Min": np.minimum}, "numpy"], cse=True)
-
-
-@cache
-def memory_evaluator():
-    """The memory output alone (about a third of the work of :func:`evaluator`), for searches that
-    check memory before they price time."""
-    return sp.lambdify([S[n] for n in ARGUMENTS], expressions()["memory"],
+    return sp.lambdify([S[n] for n in ARGUMENTS], [exprs[o] for o in outputs],
                        modules=[{"Max": np.maximum, "Min": np.minimum}, "numpy"], cse=True)
 
 
 def evaluate(values: dict[str, Any], outputs: tuple[str, ...] = OUTPUTS) -> dict[str, np.ndarray]:
-    """Every output (or only ``("memory",)``) for the given symbol values (scalars or equal-length
-    arrays)."""
+    """The ``outputs`` (all by default) for the given symbol values (scalars or equal-length
+    arrays), each an array of the configurations' shape."""
     missing = [n for n in ARGUMENTS if n not in values]
     if missing:
         raise KeyError(f"analytic model: no value for {', '.join(missing)}")
     arguments = [np.asarray(values[n], dtype=float) for n in ARGUMENTS]
     shape = np.broadcast_shapes(*(a.shape for a in arguments))
     with np.errstate(divide="ignore", invalid="ignore"):
-        if outputs == ("memory",):
-            return {"memory": np.broadcast_to(np.asarray(memory_evaluator()(*arguments), dtype=float), shape)}
-        out = evaluator()(*arguments)
+        out = evaluator(tuple(outputs))(*arguments)
     # an output that depends on no configuration symbol comes back as a scalar
-    return {name: np.broadcast_to(np.asarray(o, dtype=float), shape)
-            for name, o in zip(OUTPUTS, out, strict=True)}
+    return {name: o if isinstance(o, np.ndarray) and o.shape == shape
+            else np.broadcast_to(np.asarray(o, dtype=float), shape)
+            for name, o in zip(outputs, out, strict=True)}
