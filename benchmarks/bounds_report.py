@@ -25,14 +25,13 @@ from coopt.analysis.bounds.moesd import (
     A800,
     QWEN2_57B_A14B,
     best_draft_length,
-    build_fit_lp,
-    fit_time_model,
     sd_speedup,
     step_time,
     workload_features,
 )
 from coopt.analysis.bounds.netcast import simulate_link
 from coopt.problem import SolveOptions
+from coopt.solvers.fit import build_fit_lp, fit_time_model
 from coopt.solvers.highs import solve_model
 
 BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)

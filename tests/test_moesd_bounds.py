@@ -17,11 +17,11 @@ from coopt.analysis.bounds import get
 from coopt.analysis.bounds.moesd import (
     QWEN2_57B_A14B,
     best_draft_length,
-    fit_time_model,
     greedy_draft_length,
     sd_speedup,
 )
 from coopt.errors import UsageError
+from coopt.solvers.fit import fit_time_model
 
 BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
 

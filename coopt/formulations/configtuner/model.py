@@ -205,11 +205,11 @@ def _fitted(instance: Instance, kind: str) -> tuple[float, float] | None:
 
 def fit_curve(kind: str, sizes: list[float], times: list[float], peak_flops: float) -> tuple[float, float]:
     """Least-absolute-deviation fit of ``time = c0 + c1 size`` (HiGHS LP, the MoESD fit of
-    :func:`coopt.analysis.bounds.moesd.fit_time_model`). A link: latency ``c0``, bandwidth
+    :func:`coopt.solvers.fit.fit_time_model`). A link: latency ``c0``, bandwidth
     ``1/c1``. A GEMM of ``F`` FLOPs at ``U = U_max F/(F + W_half)`` takes ``(F + W_half)/(U_max
     peak)``: ``U_max = 1/(c1 peak)``, ``W_half = c0/c1``. Raises ValueError when the points give no
     positive slope (they cannot be a link or a GEMM)."""
-    from coopt.analysis.bounds.moesd import fit_time_model
+    from coopt.solvers.fit import fit_time_model
 
     fit = fit_time_model(times, sizes, [0.0] * len(sizes), form="sum")
     if fit.c_mem <= 0:
