@@ -23,12 +23,10 @@ from coopt.analysis.bounds import registry as bounds
 from coopt.analysis.bounds.lightcode import ROLE_BOUND
 from coopt.formulations.lightcode import PROBLEM
 from coopt.formulations.lightcode.model import (
-    Electronic,
     Instance,
     energy,
-    h100,
     makespan,
-    ptu,
+    preset_device,
     ptu_cycles,
     stacked_graph,
 )
@@ -41,22 +39,14 @@ from coopt.solvers.lightcode import exact
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 OPTIONS = SolveOptions(gap=1e-9, time_limit=120)
 
-CPU = Electronic(
-    "cpu",
-    peak_tflops=0.02921,
-    elementwise_tops=0.003208,
-    memory_bandwidth_tbps=0.1,
-    launch_latency_us=0.8258,
-    mac_energy_pj=0.1,
-    op_energy_pj=1.0,
-    local_energy_pj=24.0,
-)
-REPO_PTU = ptu()
-MUX_PTU = ptu(cores=16, wavelengths=64, spatial=32)
+CPU = preset_device("coopt", "cpu")
+REPO_PTU = preset_device("coopt", "ptu")
+MUX_PTU = replace(REPO_PTU, cores=16, wavelengths=64, spatial=32)
+GPU = preset_device("coopt", "gpu")
 SETTINGS = {
     "repo: CPU + PHU(m=20), sram_hop": ((CPU, REPO_PTU), "sram_hop"),
-    "GPU + PHU(m=20), sram_hop": ((h100(), REPO_PTU), "sram_hop"),
-    "GPU + PTU(mc=32768), realistic": ((h100(), MUX_PTU), "realistic"),
+    "GPU + PHU(m=20), sram_hop": ((GPU, REPO_PTU), "sram_hop"),
+    "GPU + PTU(mc=32768), realistic": ((GPU, MUX_PTU), "realistic"),
 }
 LENGTHS = {"gpt2": (32, 128, 512, 1024), "llama": (32, 128, 512, 2048, 4096)}
 
@@ -136,15 +126,15 @@ def table_crossovers() -> None:
     print("\n## 4. Energy crossover length: scan of the solved model vs closed form L* (sram_hop)\n")
     print("| electronic device | model | operator | K x N or d_h | L* closed form | first L on PTU (scan) |")
     print("|---|---|---|---|---|---|")
-    for electronic in (h100(), CPU):
+    for electronic in (GPU, CPU):
         for family, limit in (("gpt2", 2048), ("llama", 4096)):
             instance = variant(family, (electronic, REPO_PTU), "sram_hop", 128, "energy")
             instance = replace(instance, model=replace(instance.model, layers=1))
             values = {
-                "e": electronic.mac_energy_pj * 1e-12,
-                "e_PTU": REPO_PTU.mac_energy_pj * 1e-12,
-                "E_DAC": REPO_PTU.dac_energy_pj * 1e-12,
-                "E_ADC": REPO_PTU.adc_energy_pj * 1e-12,
+                "e": electronic.mac_energy,
+                "e_PTU": REPO_PTU.mac_energy,
+                "E_DAC": REPO_PTU.dac_energy,
+                "E_ADC": REPO_PTU.adc_energy,
             }
             seen = set()
             for op in stacked_graph(instance).ops:
@@ -195,16 +185,15 @@ def table_exact_times() -> None:
 
 def table_multiplexing() -> None:
     print("\n## Latency vs multiplexing: GPT-2 fc1 at L = 1024, PTU lanes m c vs the GPU roofline\n")
-    instance = variant("gpt2", (h100(), REPO_PTU), "realistic", 1024, "makespan")
+    instance = variant("gpt2", (GPU, REPO_PTU), "realistic", 1024, "makespan")
     op = next(op for op in stacked_graph(instance).ops if op.role == "fc1")
-    gpu = h100()
-    gpu_time = 2 * op.macs / (gpu.peak_tflops * 1e12)
+    gpu_time = 2 * op.macs / GPU.peak_flops
     speedup = bounds()["lightcode.ptu_speedup"]
     print("| m c | model speed-up (cycles) | closed form 2 m c f / Phi |")
     print("|---|---|---|")
     for lanes in (20, 1000, 25500, 65536, 262144):
         cycles = ptu_cycles(op, replace(REPO_PTU, wavelengths=lanes))
-        model = gpu_time / (cycles / (REPO_PTU.clock_ghz * 1e9))
+        model = gpu_time / (cycles / REPO_PTU.clock)
         closed = float(speedup.evaluate({"m": lanes, "c": 1, "f_PTU": 9.7e9, "Phi": 494.7e12}))
         print(f"| {lanes} | {model:.4g} | {closed:.4g} |")
     print(f"\ncrossover m c = {float(bounds()['lightcode.latency_crossover_lanes'].evaluate({})):.0f}")

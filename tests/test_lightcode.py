@@ -135,6 +135,60 @@ def test_loader_names_the_field(tmp_path, old, new, field):
     assert error.value.field == field and str(path) in str(error.value)
 
 
+MINIMAL = """
+problem = "lightcode"
+schema_version = 2
+objective = "energy"
+transfer_model = "sram_hop"
+[constants]
+preset = "authors-paper-sweep"
+[model]
+family = "llama"
+layers = 1
+d_model = 64
+heads = 2
+d_ff = 172
+vocab = 512
+sequence_length = 16
+[[device]]
+name = "gpu"
+kind = "gpu"
+[[device]]
+name = "ptu"
+kind = "ptu"
+"""
+
+
+def test_a_preset_fills_every_constant_the_file_leaves_out(tmp_path):
+    path = tmp_path / "preset.toml"
+    path.write_text(MINIMAL)
+    instance = load(path).instance
+    assert instance.memory.sram_energy == pytest.approx(2.4e-12)
+    assert instance.memory.dram_energy == pytest.approx(8e-12) and instance.memory.bytes_per_element == 1
+    assert instance.device("gpu").mac_energy == pytest.approx(0.1e-12)
+    assert instance.photonic_legs == "free"
+    path.write_text(MINIMAL.replace('kind = "gpu"', 'kind = "gpu"\nmac_energy_pj = 0.07')
+                    + "[memory]\nlink_bandwidth_gbyte_per_s = 450.0\n")
+    instance = load(path).instance
+    assert instance.device("gpu").mac_energy == pytest.approx(0.07e-12)
+    assert instance.memory.link_bandwidth == pytest.approx(450e9)  # GB/s to B/s, once
+
+
+def test_loader_refuses_constants_of_another_kind_and_old_files(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL.replace('kind = "gpu"', 'kind = "gpu"\nclock_ghz = 2.0'))
+    with pytest.raises(InstanceError) as error:
+        load(path)
+    assert error.value.field == "device[0].clock_ghz"
+    path.write_text(MINIMAL.replace("schema_version = 2", "schema_version = 1"))
+    with pytest.raises(InstanceError, match="link_bandwidth_gbyte_per_s"):
+        load(path)
+    path.write_text(MINIMAL.replace('transfer_model = "sram_hop"',
+                                    'transfer_model = "realistic"\nphotonic_legs = "free"'))
+    with pytest.raises(InstanceError, match="photonic_legs"):
+        load(path)
+
+
 def test_loader_needs_an_electronic_device(tmp_path):
     text = (SHIPPED / "0-gpt2-small-makespan.toml").read_text()
     head, rest = text.split("[[device]]", 1)
@@ -265,8 +319,8 @@ def test_energy_budget_sweep_gives_a_monotone_front():
     assert high > low
     front = []
     for share in (0.0, 0.25, 0.5, 0.75, 1.0):
-        budget = (low + share * (high - low)) * 1e3 * (1 + 1e-9)
-        instance = replace(base, limits=Limits(energy_budget_mj=budget))
+        budget = (low + share * (high - low)) * (1 + 1e-9)
+        instance = replace(base, limits=Limits(energy_budget=budget))
         front.append(objective(instance, optimum(instance)))
     assert front == sorted(front, reverse=True) and front[0] > front[-1]
 
@@ -355,10 +409,10 @@ def test_energy_crossover_matches_the_sequence_length_scan(family, name):
     ptu = instance.device("ptu")
     gpu = instance.device(instance.baseline)
     values = {
-        "e": gpu.mac_energy_pj * 1e-12,
-        "e_PTU": ptu.mac_energy_pj * 1e-12,
-        "E_DAC": ptu.dac_energy_pj * 1e-12,
-        "E_ADC": ptu.adc_energy_pj * 1e-12,
+        "e": gpu.mac_energy,
+        "e_PTU": ptu.mac_energy,
+        "E_DAC": ptu.dac_energy,
+        "E_ADC": ptu.adc_energy,
     }
     g = stacked_graph(instance)
     for op in g.ops:
@@ -386,16 +440,16 @@ def test_latency_crossover_matches_a_multiplexing_scan():
     gpu, ptu = instance.device("gpu"), instance.device("ptu")
     predicted = float(
         bounds()["lightcode.latency_crossover_lanes"].evaluate(
-            {"Phi": gpu.peak_tflops * 1e12, "f_PTU": ptu.clock_ghz * 1e9}
+            {"Phi": gpu.peak_flops, "f_PTU": ptu.clock}
         )
     )
     assert predicted == pytest.approx(25500, rel=1e-3)
     op = next(op for op in stacked_graph(instance).ops if op.role == "fc1")
-    gpu_time = 2 * op.macs / (gpu.peak_tflops * 1e12)  # compute-bound, launch excluded
+    gpu_time = 2 * op.macs / gpu.peak_flops  # compute-bound, launch excluded
 
     def ptu_faster(lanes: int) -> bool:
         return (
-            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=lanes)) / (ptu.clock_ghz * 1e9)
+            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=lanes)) / ptu.clock
             < gpu_time
         )
 
@@ -468,7 +522,7 @@ def test_dearer_conversions_never_move_the_energy_crossover_earlier():
     firsts = []
     for dac, adc in ((3.18, 1.6), (3.6, 1.6), (3.6, 2.4), (4.5, 3.0)):
         devices = tuple(
-            replace(d, dac_energy_pj=dac, adc_energy_pj=adc) if d.kind == "photonic" else d
+            replace(d, dac_energy=dac * 1e-12, adc_energy=adc * 1e-12) if d.photonic else d
             for d in base.devices
         )
         found = heuristics.photonic_lengths(replace(base, devices=devices), "qkv", lengths)

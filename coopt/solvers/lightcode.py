@@ -26,6 +26,7 @@ import pyomo.environ as pyo
 from coopt.formulations.lightcode import milp
 from coopt.formulations.lightcode.model import (
     MICRO,
+    SIDE_TOL,
     Assignment,
     Edge,
     Instance,
@@ -169,7 +170,7 @@ class SegmentSpans:
 # ------------------------------------------------------------------------------------------------
 def _stretched(instance: Instance, graph: StackedGraph, assign: Assignment, span: float) -> float:
     """A schedule stretched by idle time until it meets the power cap (E <= P T)."""
-    cap = instance.limits.power_cap_w
+    cap = instance.limits.power_cap
     return max(span, energy(graph, assign) / cap) if cap > 0 else span
 
 
@@ -190,19 +191,19 @@ def _excess(instance: Instance, graph: StackedGraph, assign: Assignment) -> floa
     """Total relative excess over the side constraints (0: all hold)."""
     total = 0.0
     for dev in instance.devices:
-        if dev.kind == "photonic" and dev.weight_capacity_mb > 0:
-            cap = dev.weight_capacity_mb * 1e6
+        if dev.photonic and dev.weight_capacity > 0:
+            cap = dev.weight_capacity
             total += max(0.0, ptu_weight_bytes(instance, graph, assign, dev.name) / cap - 1)
     lim = instance.limits
     if lim.max_conversion_elements > 0:
         total += max(0.0, conversion_elements(instance, graph, assign) / lim.max_conversion_elements - 1)
-    if lim.energy_budget_mj > 0 or lim.power_cap_w > 0:
+    if lim.energy_budget > 0 or lim.power_cap > 0:
         used = energy(graph, assign)
-        if lim.energy_budget_mj > 0:
-            total += max(0.0, used / (lim.energy_budget_mj * 1e-3) - 1)
-        if lim.power_cap_w > 0 and instance.objective != "makespan":  # a schedule can stretch instead
-            total += max(0.0, used / (lim.power_cap_w * latency_sum(graph, assign)) - 1)
-    return total if total > 1e-9 else 0.0
+        if lim.energy_budget > 0:
+            total += max(0.0, used / lim.energy_budget - 1)
+        if lim.power_cap > 0 and instance.objective != "makespan":  # a schedule can stretch instead
+            total += max(0.0, used / (lim.power_cap * latency_sum(graph, assign)) - 1)
+    return total if total > SIDE_TOL / 2 else 0.0
 
 
 def _uniform(instance: Instance, graph: StackedGraph, assign: Assignment) -> Assignment:
@@ -615,8 +616,8 @@ def min_cut(instance: Instance) -> Solution:
     if kind not in ("energy", "latency_sum") or len(instance.devices) != 2 or instance.uniform_blocks:
         raise ValueError("min cut needs two devices, a sum objective and no uniform-block constraint")
     if any(
-        getattr(instance.limits, f) for f in ("energy_budget_mj", "power_cap_w", "max_conversion_elements")
-    ) or any(getattr(d, "weight_capacity_mb", 0) for d in instance.devices):
+        getattr(instance.limits, f) for f in ("energy_budget", "power_cap", "max_conversion_elements")
+    ) or any(d.photonic and d.weight_capacity for d in instance.devices):
         raise ValueError("min cut does not handle side constraints")
     first, second = instance.device_names
     own, transfer = _tables(graph, kind)
@@ -671,7 +672,7 @@ def photonic_lengths(
     latency_sum, by the exact segment DP, side constraints dropped) runs the first operator with
     ``role`` on a photonic device. The repo scans L = 0..4095 the same way, one operator at a time
     with its neighbours fixed; here the whole graph is re-optimised at every length."""
-    photonic = {d.name for d in instance.devices if d.kind == "photonic"}
+    photonic = {d.name for d in instance.devices if d.photonic}
     found = []
     for length in lengths:
         model = replace(instance.model, sequence_length=length)
@@ -690,8 +691,8 @@ def photonic_lengths(
 def _coupled(instance: Instance) -> bool:
     """Side constraints that tie segments together (the decomposition then does not apply)."""
     lim = instance.limits
-    capacity = any(d.kind == "photonic" and d.weight_capacity_mb > 0 for d in instance.devices)
-    limits = lim.energy_budget_mj or lim.power_cap_w or lim.max_conversion_elements
+    capacity = any(d.photonic and d.weight_capacity > 0 for d in instance.devices)
+    limits = lim.energy_budget or lim.power_cap or lim.max_conversion_elements
     return bool(instance.uniform_blocks or capacity or limits)
 
 

@@ -43,8 +43,8 @@ def gpt2_tiny(layers: int = 1, sequence_length: int = 32, **changes):
         base.model, layers=layers, d_model=64, heads=2, d_ff=256, vocab=512, sequence_length=sequence_length
     )
     devices = tuple(
-        replace(d, mac_energy_pj=2.0)
-        if d.kind == "electronic"
+        replace(d, mac_energy=2e-12)
+        if not d.photonic
         else replace(d, cores=1, wavelengths=16, spatial=1)
         for d in base.devices
     )
@@ -115,8 +115,8 @@ def brute_force(instance) -> float:
     for assign in assignments(graph):
         if instance.objective == "makespan":
             span = min(append_schedule(graph, assign, order) for order in orders)
-            if instance.limits.power_cap_w:  # idle time may stretch a schedule to meet the cap
-                span = max(span, energy(graph, assign) / instance.limits.power_cap_w)
+            if instance.limits.power_cap:  # idle time may stretch a schedule to meet the cap
+                span = max(span, energy(graph, assign) / instance.limits.power_cap)
             value = span
         else:
             span = latency_sum(graph, assign)
@@ -177,10 +177,10 @@ def test_makespan_milp_matches_brute_force_with_parallel_branches():
     assert math.isclose(milp(instance), brute_force(instance), rel_tol=1e-7)
 
 
-def side_constrained(objective: str, limits: Limits, capacity_mb: float = 0.0):
+def side_constrained(objective: str, limits: Limits, capacity: float = 0.0):
     base = gpt2_tiny(layers=1, objective=objective, limits=limits)
     devices = tuple(
-        replace(d, weight_capacity_mb=capacity_mb) if d.kind == "photonic" else d for d in base.devices
+        replace(d, weight_capacity=capacity) if d.photonic else d for d in base.devices
     )
     return replace(base, devices=devices)
 
@@ -201,7 +201,7 @@ def test_milp_matches_brute_force_under_binding_side_constraints(kind):
     graph, assign = optimal_assignment(free)
     if kind == "capacity":
         used = ptu_weight_bytes(free, graph, assign, "ptu")
-        instance = side_constrained(objective, Limits(), capacity_mb=used / 2e6)
+        instance = side_constrained(objective, Limits(), capacity=used / 2)
     elif kind == "conversion":
         instance = side_constrained(
             objective, Limits(max_conversion_elements=conversion_elements(free, graph, assign) / 2)
@@ -209,13 +209,13 @@ def test_milp_matches_brute_force_under_binding_side_constraints(kind):
     elif kind == "energy_budget":
         _, frugal = optimal_assignment(side_constrained("energy", Limits()))
         budget = 0.5 * (energy(graph, frugal) + energy(graph, assign))
-        instance = side_constrained(objective, Limits(energy_budget_mj=budget * 1e3))
+        instance = side_constrained(objective, Limits(energy_budget=budget))
     elif kind == "power_cap":
         power = energy(graph, assign) / latency_sum(graph, assign)
-        instance = side_constrained(objective, Limits(power_cap_w=0.9 * power))
+        instance = side_constrained(objective, Limits(power_cap=0.9 * power))
     else:
         power = energy(graph, assign) / (brute_force(free) / 1e6)
-        instance = side_constrained(objective, Limits(power_cap_w=0.5 * power))
+        instance = side_constrained(objective, Limits(power_cap=0.5 * power))
     expected = brute_force(instance)
     assert math.isfinite(expected)
     assert expected > brute_force(free) * (1 + 1e-9)

@@ -54,6 +54,7 @@ import pyomo.environ as pyo
 
 from coopt.formulations.lightcode.model import (
     MICRO,
+    SIDE_TOL,
     Instance,
     StackedGraph,
     earliest_starts,
@@ -217,7 +218,8 @@ def _add_side_constraints(
 ) -> None:
     a = m.a
     b = instance.memory.bytes_per_element
-    caps = [d for d in instance.devices if d.kind == "photonic" and d.weight_capacity_mb > 0]
+    slack = 1 + SIDE_TOL  # the checker's bound (coopt.formulations.lightcode.model.side_violations)
+    caps = [d for d in instance.devices if d.photonic and d.weight_capacity > 0]
     m.capacity = pyo.Constraint(
         [d.name for d in caps],
         rule=lambda m, name: (
@@ -226,11 +228,11 @@ def _add_side_constraints(
                 for v, op in enumerate(graph.ops)
                 if name in graph.stacks[v] and op.weights
             )
-            <= instance.device(name).weight_capacity_mb * 1e6
+            <= instance.device(name).weight_capacity * slack
         ),
     )
     lim = instance.limits
-    photonic = {d.name for d in instance.devices if d.kind == "photonic"}
+    photonic = {d.name for d in instance.devices if d.photonic}
     if lim.max_conversion_elements > 0:
         crossing = 0
         for k, e in enumerate(graph.edges):
@@ -238,12 +240,13 @@ def _add_side_constraints(
                 if (du in photonic) != (dv in photonic):
                     coupled = (k, du, dv) in m.y  # else both ends are fixed on this pair
                     crossing += e.elements * (m.y[k, du, dv] if coupled else 1)
-        m.conversion = pyo.Constraint(expr=crossing <= lim.max_conversion_elements)
-    if lim.energy_budget_mj > 0:
-        m.energy_budget = pyo.Constraint(expr=energy_expr <= lim.energy_budget_mj * 1e3 / m.energy_unit)
-    if lim.power_cap_w > 0:  # Energy [uJ] <= P [W] * span [us]
+        m.conversion = pyo.Constraint(expr=crossing <= lim.max_conversion_elements * slack)
+    if lim.energy_budget > 0:
+        budget = lim.energy_budget * MICRO / m.energy_unit * slack
+        m.energy_budget = pyo.Constraint(expr=energy_expr <= budget)
+    if lim.power_cap > 0:  # Energy [uJ] <= P [W] * span [us]
         m.power_cap = pyo.Constraint(
-            expr=energy_expr * m.energy_unit <= lim.power_cap_w * span_expr * m.time_unit
+            expr=energy_expr * m.energy_unit <= lim.power_cap * span_expr * m.time_unit * slack
         )
     if instance.uniform_blocks:
         first: dict[str, int] = {}
@@ -306,9 +309,9 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
             for v in range(len(graph.ops))
         ]
         start = earliest_starts(graph, assign, mid)
-        if instance.limits.power_cap_w > 0:
+        if instance.limits.power_cap > 0:
             # a binding power cap stretches the schedule (E <= P T): the last operator waits
-            stretch = energy(graph, assign) / instance.limits.power_cap_w - makespan(graph, assign, start)
+            stretch = energy(graph, assign) / instance.limits.power_cap - makespan(graph, assign, start)
             start[-1] += max(0.0, stretch)
         solution["start"] = {op.name: s for op, s in zip(graph.ops, start, strict=True)}
     return solution
