@@ -212,12 +212,47 @@ def test_checker_rejects_malformed_and_infeasible_solutions():
         "no start": {"assignment": good["assignment"]},
         "negative start": {**good, "start": {**good["start"], softmax: -1.0}},
         "bad start": {**good, "start": {**good["start"], softmax: "soon"}},
+        "infinite start": {**good, "start": {**good["start"], softmax: math.inf}},
+        "NaN start": {**good, "start": {**good["start"], softmax: math.nan}},
+        "list as device": {**good, "assignment": {**good["assignment"], softmax: ["gpu"]}},
+        "number as device": {**good, "assignment": {**good["assignment"], softmax: 3}},
+        "assignment as list": {**good, "assignment": list(good["assignment"])},
+        "NaN objective": {**good, "objective": math.nan},
     }
     for why, solution in cases.items():
-        assert check(instance, solution), why
+        assert check(instance, solution), why  # a violation, never an exception
+    assert check(instance, [good]), "a list is no solution"
     late = g.ops[-1].name
     early = {**good, "start": {**good["start"], late: 0.0}}
     assert any(v.constraint == "precedence" for v in check(instance, early))
+
+
+def test_checker_and_milp_share_the_side_constraint_slack():
+    """A budget just below the fastest assignment's energy, inside the slack both sides allow:
+    the checker accepts that assignment, so the exact optimum must be it (a checker more lenient
+    than the model would let a heuristic beat a proven optimum)."""
+    from coopt.formulations.lightcode.model import SIDE_TOL
+
+    base = replace(shipped("0-gpt2-small-makespan.toml"), objective="latency_sum")
+    g = stacked_graph(base)
+    fastest = optimum(base)
+    budget = energy(g, devices_of(base, fastest)) / (1 + SIDE_TOL / 2)
+    instance = replace(base, limits=Limits(energy_budget=budget))
+    assert check(instance, fastest) == []
+    assert close(objective(instance, optimum(instance)), objective(base, fastest))
+    assert check(replace(base, limits=Limits(energy_budget=budget / (1 + 2 * SIDE_TOL))), fastest)
+
+
+def test_exact_reports_a_bound_that_the_brute_force_respects():
+    from coopt.formulations.lightcode import brute
+
+    for seed in (5, 9, 30):  # Llama makespan instances: the decomposition's segment MILPs
+        instance = brute.tiny(seed)
+        outcome = heuristics.exact(instance, EXACT)
+        truth = brute.optimum(instance)
+        assert outcome.status == "optimal" and outcome.bound is not None
+        assert outcome.bound <= truth * (1 + 1e-9) and outcome.bound >= truth * (1 - 1e-8)
+        assert close(objective(instance, outcome.solution), truth, rel=1e-9)
 
 
 def test_checker_catches_two_operators_on_one_device_at_once():

@@ -14,9 +14,11 @@ Costs below are "sum costs": energy, or the latency sum, of the Stacked Graph in
 from __future__ import annotations
 
 import heapq
+import math
 import random
+import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -38,6 +40,7 @@ from coopt.formulations.lightcode.model import (
     energy,
     latency_sum,
     makespan,
+    objective,
     ptu_weight_bytes,
     stacked_graph,
     sum_cost,
@@ -719,63 +722,98 @@ def _segment(graph: StackedGraph, a: int, b: int, first: str, last: str) -> Stac
     )
 
 
-def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOptions) -> tuple[Any, str]:
-    """Solve one segment's disjunctive makespan model; (assignment, start times in s) and status."""
+@dataclass(frozen=True)
+class _Part:
+    """One segment's solved makespan model: assignment and start times (s), status, and a lower
+    bound on its span ``S_b - S_a`` (s; None when the solve found nothing)."""
+
+    found: tuple[list[str], list[float]] | None
+    status: str
+    span_bound: float | None
+
+
+def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOptions) -> _Part:
+    """Solve one segment's disjunctive makespan model. Its sink is the closing cut ``b``, pinned to
+    one device, so the model's minimum ``T = S_b + p_b`` less the constant ``p_b`` bounds the span
+    (an optimal segment schedule starts at 0)."""
     m, _, _ = milp.assignment_model(instance, part)
     milp.add_schedule(m, part, disjunctive=True)
-    m.cost = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+    m.cost = pyo.Objective(expr=m.span, sense=pyo.minimize)
+    m.objective_unit = m.time_unit
     result = solve_model(m, options)
+    closing = next(iter(part.stacks[-1].values())).latency
+    span_bound = None if result.bound is None else max(0.0, result.bound / MICRO - closing)
     if result.objective is None:
-        return None, result.status
+        return _Part(None, result.status, span_bound)
     assign = [
         next(iter(s)) if len(s) == 1 else max(sorted(s), key=lambda d, v=v: pyo.value(m.x[v, d]))
         for v, s in enumerate(part.stacks)
     ]
-    start = [pyo.value(m.start[v]) * m.time_unit / MICRO for v in range(len(part.ops))]
-    return (assign, start), result.status
+    start = [pyo.value(m.start[v]) * m.row_unit / MICRO for v in range(len(part.ops))]
+    return _Part((assign, start), result.status, span_bound)
 
 
 def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
-    """Exact by decomposition. Every source-to-sink path passes each articulation operator, so
-    operators of different segments never overlap in time and both the sum objectives and the
-    makespan add up over segments: the makespan is ``sum_j (S_{c_j+1} - S_{c_j}) + p_last``. Each
-    segment is solved exactly for every pair of devices of its two cut operators (frontier DP for
-    sums, the disjunctive MILP for the makespan), once per distinct segment (repeated blocks are
-    solved once), then a DP over the cut devices chains them. Side constraints couple the
-    segments: such instances go to the full MILP."""
+    """Exact by decomposition; the bound it reports is valid whatever the segments' status.
+
+    Proof. The graph has one source and one sink and every operator lies on a source-to-sink path;
+    an articulation operator ``c`` lies on every such path, so every other operator is an ancestor
+    or a descendant of ``c``: it finishes before ``c`` starts or starts after ``c`` finishes. Hence
+    in any feasible schedule no two operators of different segments overlap, and the makespan is
+    ``sum_j (S_{c_{j+1}} - S_{c_j}) + p_last`` (the sink is the last cut), each term depending only
+    on segment ``j``'s own devices and starts, given its two cut devices. Minimising the sum is a
+    shortest path over the cut devices whose arc costs are the segments' minimum spans; the sum
+    objectives separate over the segments the same way (no edge jumps a cut). So no schedule or
+    device is excluded. Each distinct segment is solved once per pair of cut devices (repeated
+    blocks are solved once): the frontier DP for the sums, the disjunctive MILP for the makespan.
+    The chain of the segments' lower bounds (a second shortest path) bounds the optimum. Side
+    constraints couple the segments: such instances go to the one-piece MILP. The time limit, if
+    any, is shared by all segment solves."""
     if _coupled(instance):
         model = milp.build(instance)
         result = solve_model(model, options)
         if result.objective is None:
             return ExactOutcome(None, result.status, result.bound)
         solution = milp.extract(model, instance)
-        solution["objective"] = result.objective
+        solution["objective"] = objective(instance, solution)
         return ExactOutcome(solution, result.status, result.bound)
     if instance.objective != "makespan":
         solution = segment_dp(instance)
         return ExactOutcome(solution, "optimal", solution["objective"])
     graph = stacked_graph(instance)
     cuts = articulation_operators(graph)
-    memo: dict[Any, tuple[Any, str]] = {}
+    deadline = None if options.time_limit is None else time.perf_counter() + options.time_limit
+    memo: dict[Any, _Part] = {}
     status = "optimal"
-    # best[d] = (length up to the start of the current cut on d, [(cut a, cut b, segment solution)])
+    # best[d]: (length up to the start of the current cut on d, its segment solutions); low[d]: a bound
     best: dict[str, tuple[float, list]] = {d: (0.0, []) for d in sorted(graph.stacks[cuts[0]])}
+    low: dict[str, float] | None = dict.fromkeys(best, 0.0)
     for a, b in pairwise(cuts):
         step: dict[str, tuple[float, list]] = {}
-        for first, (length, trail) in best.items():
+        low_step: dict[str, float] = {}
+        bounded = low is not None
+        for first in sorted(set(best) | set(low or {})):
             for last in sorted(graph.stacks[b]):
                 part = _segment(graph, a, b, first, last)
                 key = (part.ops[0].role, part.ops[-1].role, first, last, _signature(part))
                 if key not in memo:
-                    memo[key] = _segment_makespan(instance, part, options)
-                found, part_status = memo[key]
-                if found is None:
-                    continue
-                if part_status != "optimal":
+                    left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+                    memo[key] = _segment_makespan(instance, part, replace(options, time_limit=left))
+                solved = memo[key]
+                if solved.status not in ("optimal", "infeasible"):
                     status = "feasible"
-                total = length + found[1][-1] - found[1][0]
+                if low is not None and first in low and solved.status != "infeasible":
+                    if solved.span_bound is None:
+                        bounded = False
+                    else:
+                        low_step[last] = min(low_step.get(last, math.inf), low[first] + solved.span_bound)
+                if solved.found is None or first not in best:
+                    continue
+                length, trail = best[first]
+                total = length + solved.found[1][-1] - solved.found[1][0]
                 if last not in step or total < step[last][0]:
-                    step[last] = (total, [*trail, (a, found)])
+                    step[last] = (total, [*trail, (a, solved.found)])
+        low = low_step if bounded else None
         if not step:
             return ExactOutcome(None, "infeasible" if status == "optimal" else "time_limit")
         best = step
@@ -792,7 +830,11 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
     start = earliest_starts(graph, assign, rank)
     solution = as_solution(graph, assign, start)
     solution["objective"] = makespan(graph, assign, start) * MICRO
-    return ExactOutcome(solution, status, solution["objective"] if status == "optimal" else None)
+    bound = None
+    if low:
+        bound = min(value + graph.stacks[last_cut][d].latency for d, value in low.items()) * MICRO
+        bound = min(bound, solution["objective"])
+    return ExactOutcome(solution, status, bound)
 
 
 def _signature(part: StackedGraph) -> tuple:

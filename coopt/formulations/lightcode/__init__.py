@@ -6,8 +6,8 @@ arXiv 2509.16443 (2025), and the authors' code (``RyanTomich/LightCode``).
 
 Layout: the data model, the declared fields, the Stacked Graph, the cost model, the checker and the
 generator are in :mod:`.model`; the named constant sets in :mod:`.presets`; the one-piece MILP in
-:mod:`.milp`; the block-decomposition method (``exact``) and the heuristics in
-:mod:`coopt.solvers.lightcode`.
+:mod:`.milp`; the brute force, the oracle of both exact methods, in :mod:`.brute`; the
+block-decomposition method (``exact``) and the heuristics in :mod:`coopt.solvers.lightcode`.
 
 Methods: ``milp`` is the model of :mod:`.milp` on the whole graph. ``exact``
 (:func:`coopt.solvers.lightcode.exact`) decomposes at the articulation operators (the residual
@@ -21,6 +21,7 @@ a solution are in seconds (the unit string says so).
 
 from __future__ import annotations
 
+from coopt.formulations.lightcode import brute
 from coopt.formulations.lightcode.milp import build, extract
 from coopt.formulations.lightcode.model import (
     SCHEMA,
@@ -32,7 +33,7 @@ from coopt.formulations.lightcode.model import (
     objective_name,
     objective_unit,
 )
-from coopt.problem import HeuristicsOf, MethodOf, Problem
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="lightcode",
@@ -53,4 +54,5 @@ PROBLEM = Problem(
     schema=SCHEMA,
     objective_name=objective_name,
     objective_unit=objective_unit,
+    oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
 )

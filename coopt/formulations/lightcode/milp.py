@@ -64,6 +64,9 @@ from coopt.formulations.lightcode.model import (
 )
 from coopt.problem import Solution
 
+#: Row units per time unit of the schedule's variables (see :func:`add_schedule`).
+ROW_SCALE = 1000.0
+
 
 # ------------------------------------------------------------------------------------------------
 # Formulation
@@ -144,8 +147,13 @@ def assignment_model(instance: Instance, graph: StackedGraph) -> tuple[pyo.Concr
 
 
 def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -> None:
-    """Start times, makespan, precedence with transfer delays, device loads, disjunctions."""
-    a, t_unit = m.a, m.time_unit
+    """Start times, makespan, precedence with transfer delays, device loads, disjunctions. Times are
+    in row units, :data:`ROW_SCALE` per time unit (``m.row_unit`` us each), so that HiGHS' feasibility
+    tolerance, which every precedence row of a chain may use once, stays below 1e-9 of the makespan;
+    ``m.span`` is the makespan in time units (the objective)."""
+    a = m.a
+    m.row_unit = m.time_unit / ROW_SCALE
+    t_unit = m.row_unit
     n = len(graph.ops)
 
     def p(v: int) -> Any:
@@ -178,6 +186,7 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             >= sum(s[d].latency * MICRO / t_unit * a(v, d) for v, s in enumerate(graph.stacks) if d in s)
         ),
     )
+    m.span = m.makespan / ROW_SCALE
     if not disjunctive:
         return
     free = set(graph.free)
@@ -276,7 +285,7 @@ def _build(instance: Instance, disjunctive: bool, objective: str | None = None) 
     m, energy_expr, latency_expr = assignment_model(instance, graph)
     if objective == "makespan":
         add_schedule(m, graph, disjunctive)
-        span = m.makespan
+        span = m.span
     else:
         span = latency_expr
     _add_side_constraints(m, instance, graph, energy_expr, span)
@@ -305,7 +314,7 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
         # keep the MILP's order on each device (by mid-point) and start every operator as early
         # as that order and the data allow: exact times, no solver tolerance left in them
         mid = [
-            pyo.value(model.start[v]) + 0.5 * graph.stacks[v][assign[v]].latency * MICRO / model.time_unit
+            pyo.value(model.start[v]) + 0.5 * graph.stacks[v][assign[v]].latency * MICRO / model.row_unit
             for v in range(len(graph.ops))
         ]
         start = earliest_starts(graph, assign, mid)
