@@ -737,7 +737,7 @@ def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOpti
     one device, so the model's minimum ``T = S_b + p_b`` less the constant ``p_b`` bounds the span
     (an optimal segment schedule starts at 0)."""
     m, _, _ = milp.assignment_model(instance, part)
-    milp.add_schedule(m, part, disjunctive=True)
+    milp.add_schedule(m, part, True, milp.schedule_horizon(part))
     m.cost = pyo.Objective(expr=m.span, sense=pyo.minimize)
     m.objective_unit = m.time_unit
     result = solve_model(m, options)
@@ -749,7 +749,7 @@ def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOpti
         next(iter(s)) if len(s) == 1 else max(sorted(s), key=lambda d, v=v: pyo.value(m.x[v, d]))
         for v, s in enumerate(part.stacks)
     ]
-    start = [pyo.value(m.start[v]) * m.row_unit / MICRO for v in range(len(part.ops))]
+    start = [pyo.value(m.start[v]) * m.time_unit / MICRO for v in range(len(part.ops))]
     return _Part((assign, start), result.status, span_bound)
 
 

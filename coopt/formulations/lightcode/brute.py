@@ -29,7 +29,6 @@ from dataclasses import replace
 from coopt.formulations.lightcode.model import (
     MICRO,
     OBJECTIVES,
-    SIDE_TOL,
     TRANSFER_MODELS,
     Instance,
     Limits,
@@ -152,8 +151,7 @@ def _best_schedule(instance: Instance, graph: StackedGraph) -> float:
         if span >= best[0]:
             return
         if count == n:
-            # a power cap stretches the schedule to E / P (within the checker's slack)
-            value = max(span, energy(graph, assign) / (cap * (1 + SIDE_TOL))) if cap > 0 else span
+            value = max(span, energy(graph, assign) / cap) if cap > 0 else span  # idle time to E / P
             if value < best[0] and not side_violations(instance, graph, assign, value):
                 best[0] = value
             return

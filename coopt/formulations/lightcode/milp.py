@@ -27,8 +27,19 @@ operator starts once its inputs have arrived:
 The disjunctions make the model exact. Pairs ordered by a path need none (precedence already
 keeps them apart), and transformer graphs are chains of blocks joined at residual adds, so the
 incomparable pairs stay inside one block. :func:`makespan_relaxation` drops the disjunctions
-(critical path plus device-load bounds), a lower bound for benchmarks. ``M`` is the serial length
-of the slowest assignment.
+(critical path plus device-load bounds), a lower bound for benchmarks.
+
+Time windows and big-M (no optimum is cut off). ``ES_v`` is the longest path from the source to
+``v`` with every operator and transfer at its fastest realization, a lower bound on ``S_v`` in any
+schedule; ``tail_v`` the same from ``v``'s finish to the end. ``H`` is an upper bound on the
+optimal value: the serial length of the slowest assignment, or less, the value of one feasible
+schedule (every operator on its fastest device, started as early as the data allow; used only
+where that assignment meets the side constraints; a power cap stretches it to ``E / P``). Every
+optimal schedule has span at most ``H``, so ``S_v <= LS_v = H - t_v,min - tail_v`` holds in each of
+them, and the window ``ES_v <= S_v <= LS_v`` keeps all of them. In that box ``S_u + t_ud - S_v <=
+LS_u + t_ud - ES_v =: M_uvd``, the smallest valid big-M of the pair's two rows. Small ``M`` matters
+beyond the LP bound: HiGHS accepts a binary within 1e-6 of an integer, and each such row then
+leaks ``1e-6 M`` of overlap into the reported makespan.
 
 Side constraints (all optional):
   PTU weight capacity   sum_v b w_v x_v,PTU <= Cap_PTU
@@ -60,12 +71,13 @@ from coopt.formulations.lightcode.model import (
     earliest_starts,
     energy,
     makespan,
+    side_violations,
     stacked_graph,
 )
 from coopt.problem import Solution
 
-#: Row units per time unit of the schedule's variables (see :func:`add_schedule`).
-ROW_SCALE = 1000.0
+#: Objectives and start times are O(RESOLUTION) in model units (see :func:`_units`).
+RESOLUTION = 1000.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -82,10 +94,14 @@ def incomparable_pairs(graph: StackedGraph) -> list[tuple[int, int]]:
 
 
 def _units(graph: StackedGraph) -> tuple[float, float]:
-    """Reference energy (uJ) and time (us): the cheapest realization of each operator, summed."""
+    """Model units of energy (uJ) and time (us): 1/:data:`RESOLUTION` of the cheapest realization
+    of each operator, summed, so that objectives and start times are O(RESOLUTION). HiGHS'
+    tolerances are absolute (dual feasibility 1e-7 on reduced costs, primal 1e-7 on each row): at
+    O(1) they let a proven optimum miss a better assignment by 2e-7 of the objective, and a chain
+    of precedence rows shave 1e-6 off a makespan; at O(1e3) both stay below 1e-9."""
     e = sum(min(r.energy for r in s.values()) for s in graph.stacks) * MICRO
     t = sum(min(r.latency for r in s.values()) for s in graph.stacks) * MICRO
-    return max(e, 1e-12), max(t, 1e-12)
+    return max(e, 1e-12) / RESOLUTION, max(t, 1e-12) / RESOLUTION
 
 
 def assignment_model(instance: Instance, graph: StackedGraph) -> tuple[pyo.ConcreteModel, Any, Any]:
@@ -146,14 +162,11 @@ def assignment_model(instance: Instance, graph: StackedGraph) -> tuple[pyo.Concr
     return m, energy_var + m.energy_fixed, latency_var + m.latency_fixed
 
 
-def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -> None:
-    """Start times, makespan, precedence with transfer delays, device loads, disjunctions. Times are
-    in row units, :data:`ROW_SCALE` per time unit (``m.row_unit`` us each), so that HiGHS' feasibility
-    tolerance, which every precedence row of a chain may use once, stays below 1e-9 of the makespan;
-    ``m.span`` is the makespan in time units (the objective)."""
-    a = m.a
-    m.row_unit = m.time_unit / ROW_SCALE
-    t_unit = m.row_unit
+def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool, horizon: float) -> None:
+    """Start times, makespan ``m.span``, precedence with transfer delays, device loads, disjunctions,
+    in the model's time unit. ``horizon`` (s) bounds the optimal span (:func:`schedule_horizon`); it
+    sets the time windows and the big-Ms."""
+    a, t_unit = m.a, m.time_unit
     n = len(graph.ops)
 
     def p(v: int) -> Any:
@@ -165,11 +178,9 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             return sum(table[du, dv] * MICRO / t_unit * m.y[k, du, dv] for du, dv in sorted(table))
         return next(iter(table.values())) * MICRO / t_unit
 
-    horizon = sum(max(r.latency for r in s.values()) for s in graph.stacks)
-    horizon += sum(max(table.values()) for table in graph.transfer_latency)
-    big_m = horizon * MICRO / t_unit
-    m.start = pyo.Var(range(n), bounds=(0, big_m))
-    m.makespan = pyo.Var(bounds=(0, None))  # unbounded above: a power cap may stretch it
+    early, late = time_windows(graph, horizon)
+    m.start = pyo.Var(range(n), bounds=lambda m, v: (early[v] * MICRO / t_unit, late[v] * MICRO / t_unit))
+    m.span = pyo.Var(bounds=(0, None))  # the makespan; unbounded above: a power cap may stretch it
     m.precedence = pyo.Constraint(
         range(len(graph.edges)),
         rule=lambda m, k: (
@@ -177,16 +188,15 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
         ),
     )
     sinks = [v for v in range(n) if not graph.succs[v]]
-    m.finish = pyo.Constraint(sinks, rule=lambda m, v: m.makespan >= m.start[v] + p(v))
+    m.finish = pyo.Constraint(sinks, rule=lambda m, v: m.span >= m.start[v] + p(v))
     devices = sorted({d for s in graph.stacks for d in s})
     m.device_load = pyo.Constraint(
         devices,
         rule=lambda m, d: (
-            m.makespan
+            m.span
             >= sum(s[d].latency * MICRO / t_unit * a(v, d) for v, s in enumerate(graph.stacks) if d in s)
         ),
     )
-    m.span = m.makespan / ROW_SCALE
     if not disjunctive:
         return
     free = set(graph.free)
@@ -197,8 +207,12 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
                 triples.append((u, v, d))
     m.order = pyo.Var(sorted({(u, v) for u, v, _ in triples}), domain=pyo.Binary)
 
-    def both_on(u: int, v: int, d: str) -> Any:
-        return big_m * (2 - a(u, d) - a(v, d))
+    def big_m(u: int, v: int, d: str) -> float:
+        """The largest S_u + t_ud - S_v in the windows (row units)."""
+        return max(0.0, late[u] + graph.stacks[u][d].latency - early[v]) * MICRO / t_unit
+
+    def both_on(u: int, v: int, d: str, gap: float) -> Any:
+        return gap * (2 - a(u, d) - a(v, d))
 
     m.u_first = pyo.Constraint(
         triples,
@@ -206,8 +220,8 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             m.start[v]
             >= m.start[u]
             + graph.stacks[u][d].latency * MICRO / t_unit
-            - big_m * (1 - m.order[u, v])
-            - both_on(u, v, d)
+            - big_m(u, v, d) * (1 - m.order[u, v])
+            - both_on(u, v, d, big_m(u, v, d))
         ),
     )
     m.v_first = pyo.Constraint(
@@ -216,10 +230,46 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             m.start[u]
             >= m.start[v]
             + graph.stacks[v][d].latency * MICRO / t_unit
-            - big_m * m.order[u, v]
-            - both_on(u, v, d)
+            - big_m(v, u, d) * m.order[u, v]
+            - both_on(u, v, d, big_m(v, u, d))
         ),
     )
+
+
+def time_windows(graph: StackedGraph, horizon: float) -> tuple[list[float], list[float]]:
+    """``(ES_v, LS_v)`` in seconds: the earliest start over any schedule, and the latest start of
+    any schedule of span at most ``horizon`` (see the module docstring)."""
+    n = len(graph.ops)
+    fastest = [min(r.latency for r in s.values()) for s in graph.stacks]
+    hop = [min(t.values()) for t in graph.transfer_latency]
+    early, tail = [0.0] * n, [0.0] * n
+    for v in range(n):  # operators are in topological order
+        for k in graph.in_edges[v]:
+            u = graph.edges[k].src
+            early[v] = max(early[v], early[u] + fastest[u] + hop[k])
+    for u in reversed(range(n)):
+        for k in graph.out_edges[u]:
+            w = graph.edges[k].dst
+            tail[u] = max(tail[u], hop[k] + fastest[w] + tail[w])
+    late = [max(early[v], horizon * (1 + 1e-9) - fastest[v] - tail[v]) for v in range(n)]
+    return early, late
+
+
+def schedule_horizon(graph: StackedGraph, instance: Instance | None = None) -> float:
+    """An upper bound (s) on the optimal makespan: the serial length of the slowest assignment, or
+    the value of the schedule of the fastest devices when that assignment meets ``instance``'s side
+    constraints (a power cap stretches it to E / P); without ``instance``, no side constraints."""
+    serial = sum(max(r.latency for r in s.values()) for s in graph.stacks)
+    serial += sum(max(table.values()) for table in graph.transfer_latency)
+    assign = [min(sorted(s), key=lambda d, s=s: s[d].latency) for s in graph.stacks]
+    start = earliest_starts(graph, assign, [float(v) for v in range(len(graph.ops))])
+    span = makespan(graph, assign, start)
+    if instance is not None:
+        if instance.limits.power_cap > 0:
+            span = max(span, energy(graph, assign) / instance.limits.power_cap)
+        if side_violations(instance, graph, assign, span):
+            return serial
+    return min(serial, span)
 
 
 def _add_side_constraints(
@@ -284,7 +334,7 @@ def _build(instance: Instance, disjunctive: bool, objective: str | None = None) 
     objective = objective or instance.objective
     m, energy_expr, latency_expr = assignment_model(instance, graph)
     if objective == "makespan":
-        add_schedule(m, graph, disjunctive)
+        add_schedule(m, graph, disjunctive, schedule_horizon(graph, instance))
         span = m.span
     else:
         span = latency_expr
@@ -314,7 +364,7 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
         # keep the MILP's order on each device (by mid-point) and start every operator as early
         # as that order and the data allow: exact times, no solver tolerance left in them
         mid = [
-            pyo.value(model.start[v]) + 0.5 * graph.stacks[v][assign[v]].latency * MICRO / model.row_unit
+            pyo.value(model.start[v]) + 0.5 * graph.stacks[v][assign[v]].latency * MICRO / model.time_unit
             for v in range(len(graph.ops))
         ]
         start = earliest_starts(graph, assign, mid)
