@@ -563,3 +563,64 @@ def test_dearer_conversions_never_move_the_energy_crossover_earlier():
         found = heuristics.photonic_lengths(replace(base, devices=devices), "qkv", lengths)
         firsts.append(found[0] if found else math.inf)
     assert firsts == sorted(firsts) and firsts[0] < firsts[-1]
+
+
+# -- presets and the readings of the authors' cost model -----------------------------------------
+def test_photonic_legs_readings_charge_what_they_say():
+    """every_operand: each operand and the weights pay SRAM -> PTU (SRAM + port + DAC);
+    first_operand (a424e5e): only the first operand; free (237609f): no energy on PTU legs."""
+    base = replace(shipped("0-llama-tiny-makespan.toml"), transfer_model="sram_hop")
+    mem, ptu = base.memory, base.device("ptu")
+    leg_in = mem.sram_energy + mem.port_energy + ptu.dac_energy
+    leg_out = mem.sram_energy + mem.port_energy + ptu.adc_energy
+    gpu_leg = mem.sram_energy + mem.port_energy
+    fetch = mem.dram_energy + 2 * mem.hbm_energy + mem.sram_energy
+    for legs, first, second, weight, out in (
+        ("every_operand", leg_in, leg_in, leg_in, leg_out),
+        ("first_operand", leg_in, 0.0, 0.0, leg_out),
+        ("free", 0.0, 0.0, 0.0, 0.0),
+    ):
+        g = stacked_graph(replace(base, photonic_legs=legs))
+        qk = next(v for v, op in enumerate(g.ops) if op.role == "qk")
+        q_edge, k_edge = sorted(g.in_edges[qk], key=lambda k: -g.edges[k].leading)
+        for k, per in ((q_edge, first), (k_edge, second)):
+            assert g.transfer_energy[k]["gpu", "ptu"] == pytest.approx(g.edges[k].elements * (gpu_leg + per))
+            assert g.transfer_energy[k]["gpu", "gpu"] == pytest.approx(g.edges[k].elements * 2 * gpu_leg)
+        scores = g.out_edges[qk][0]  # qk -> softmax
+        assert g.transfer_energy[scores]["ptu", "gpu"] == pytest.approx(g.edges[scores].elements * (out + gpu_leg))
+        q = next(v for v, op in enumerate(g.ops) if op.role == "q")
+        own = g.ops[q].macs * ptu.mac_energy
+        assert g.stacks[q]["ptu"].energy == pytest.approx(own + g.ops[q].weights * (fetch + weight))
+
+
+def test_the_cpu_large_dense_fit_times_only_wide_products():
+    tiny = shipped("0-llama-tiny-makespan.toml")
+    assert tiny.transfer_model == "realistic"
+    base = replace(tiny, devices=(tiny.device("cpu"),))
+    cpu = base.device("cpu")
+    fitted = replace(cpu, large_dense_min_dim=256, large_dense_s_per_mac=3.5e-10, large_dense_intercept=-1e-6)
+    g0, g1 = stacked_graph(base), stacked_graph(replace(base, devices=(fitted,)))
+    for v, op in enumerate(g1.ops):
+        if op.kind != "elementwise" and op.widest > 256:  # the lm_head: vocab 512
+            # realistic transfers, the CPU the only device: no weight or output latency on top
+            assert g1.stacks[v]["cpu"].latency == pytest.approx(max(0.0, 3.5e-10 * op.macs - 1e-6))
+        else:
+            assert g1.stacks[v]["cpu"].latency == g0.stacks[v]["cpu"].latency
+    negative = replace(fitted, large_dense_intercept=-1.0)  # a fit below zero is clamped, never negative
+    assert all(s["cpu"].latency >= 0 for s in stacked_graph(replace(base, devices=(negative,))).stacks)
+
+
+def test_every_preset_ships_a_llama_and_a_gpt2_instance():
+    from coopt.formulations.lightcode.presets import NAMES
+
+    found = {(p.instance.preset, p.instance.model.family) for p in (load(f) for f in SHIPPED.glob("*.toml"))}
+    assert {(name, family) for name in NAMES for family in ("llama", "gpt2")} <= found
+
+
+def test_the_paper_sweep_constants_reproduce_the_authors_energy_saving():
+    """Llama-2-7B, L = 3900, full graph, GPU + PTU: the authors' data give 46.8 %."""
+    instance = shipped("1-llama-full-L3900-energy-paper-sweep.toml")
+    g = stacked_graph(instance)
+    frugal = heuristics.segment_dp(instance)["objective"]
+    fast = energy(g, devices_of(instance, heuristics.segment_dp(replace(instance, objective="latency_sum"))))
+    assert abs(100 * (1 - frugal / (fast * 1e6)) - 46.8) <= 3
