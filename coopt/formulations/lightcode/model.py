@@ -77,7 +77,7 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -212,7 +212,11 @@ class Instance:
         return tuple(d.name for d in self.devices)
 
     def device(self, name: str) -> Device:
-        return next(d for d in self.devices if d.name == name)
+        return self._by_name[name]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Device]:
+        return {d.name: d for d in self.devices}
 
     @property
     def baseline(self) -> str:
@@ -859,9 +863,28 @@ def _output_cost(instance: Instance, op: Operator, device: str) -> tuple[float, 
     return energy, latency
 
 
+def _stack(
+    instance: Instance, op: Operator, inputs: int, b: int, realistic: bool, sink: bool
+) -> dict[str, Realization]:
+    """The realizations of ``op``: one per device able to run it."""
+    stack = {}
+    for dev in instance.devices:
+        if not dev.photonic:
+            latency, energy = _electronic_cost(op, dev, inputs, b)
+        elif op.kind in MATMUL_KINDS:
+            latency, energy = _photonic_cost(op, dev, inputs, realistic)
+        else:
+            continue
+        w_energy, w_latency = _weight_cost(instance, op, dev.name)
+        o_energy, o_latency = _output_cost(instance, op, dev.name) if sink else (0.0, 0.0)
+        stack[dev.name] = Realization(dev.name, latency + w_latency + o_latency, energy + w_energy + o_energy)
+    return stack
+
+
 @lru_cache(maxsize=64)
 def stacked_graph(instance: Instance) -> StackedGraph:
-    """Build the Stacked Graph of ``instance``: operators, realization stacks, transfer tables."""
+    """Build the Stacked Graph of ``instance``: operators, realization stacks, transfer tables (shared,
+    read-only, by every operator or edge with the same shape)."""
     ops, edges = _operators(instance.model, instance.graph == "full")
     inputs = [0] * len(ops)
     sinks = set(range(len(ops)))
@@ -870,30 +893,28 @@ def stacked_graph(instance: Instance) -> StackedGraph:
         sinks.discard(e.src)
     b = instance.memory.bytes_per_element
     realistic = instance.transfer_model == "realistic"
+    # repeated blocks repeat their costs: identical operators and edges share one table
+    stack_memo: dict[tuple, dict[str, Realization]] = {}
     stacks = []
     for k, op in enumerate(ops):
-        stack = {}
-        for dev in instance.devices:
-            if not dev.photonic:
-                latency, energy = _electronic_cost(op, dev, inputs[k], b)
-            elif op.kind in MATMUL_KINDS:
-                latency, energy = _photonic_cost(op, dev, inputs[k], realistic)
-            else:
-                continue
-            w_energy, w_latency = _weight_cost(instance, op, dev.name)
-            o_energy, o_latency = _output_cost(instance, op, dev.name) if k in sinks else (0.0, 0.0)
-            stack[dev.name] = Realization(
-                dev.name, latency + w_latency + o_latency, energy + w_energy + o_energy
-            )
+        key = (op.kind, op.outputs, op.macs, op.inner, op.weights, op.work, op.widest, inputs[k], k in sinks)
+        stack = stack_memo.get(key)
+        if stack is None:
+            stack = stack_memo[key] = _stack(instance, op, inputs[k], b, realistic, k in sinks)
         stacks.append(stack)
+    table_memo: dict[tuple, tuple[dict, dict]] = {}
     energies, latencies = [], []
     for e in edges:
-        table_e, table_t = {}, {}
-        for du in stacks[e.src]:
-            for dv in stacks[e.dst]:
-                table_e[du, dv], table_t[du, dv] = _transfer(instance, e, du, dv)
-        energies.append(table_e)
-        latencies.append(table_t)
+        key = (e.elements, e.leading, tuple(stacks[e.src]), tuple(stacks[e.dst]))
+        tables = table_memo.get(key)
+        if tables is None:
+            table_e, table_t = {}, {}
+            for du in stacks[e.src]:
+                for dv in stacks[e.dst]:
+                    table_e[du, dv], table_t[du, dv] = _transfer(instance, e, du, dv)
+            tables = table_memo[key] = (table_e, table_t)
+        energies.append(tables[0])
+        latencies.append(tables[1])
     return StackedGraph(ops, edges, stacks, energies, latencies)
 
 
@@ -955,7 +976,7 @@ def side_violations(instance: Instance, graph: StackedGraph, assign: Assignment,
         crossing = conversion_elements(instance, graph, assign)
         if crossing > lim.max_conversion_elements * slack:
             out.append(f"conversion: {crossing} elements cross > {lim.max_conversion_elements:.9g}")
-    used = energy(graph, assign)
+    used = energy(graph, assign) if lim.energy_budget > 0 or lim.power_cap > 0 else 0.0
     if lim.energy_budget > 0 and used > lim.energy_budget * slack:
         out.append(f"energy_budget: {used:.12g} J > {lim.energy_budget:.12g} J")
     if lim.power_cap > 0 and used > lim.power_cap * span * slack:
