@@ -624,3 +624,26 @@ def test_the_paper_sweep_constants_reproduce_the_authors_energy_saving():
     frugal = heuristics.segment_dp(instance)["objective"]
     fast = energy(g, devices_of(instance, heuristics.segment_dp(replace(instance, objective="latency_sum"))))
     assert abs(100 * (1 - frugal / (fast * 1e6)) - 46.8) <= 3
+
+
+# -- the dual bound -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.glob("0-*.toml")))
+def test_the_dual_bound_is_valid_and_at_least_the_lp_relaxation(name):
+    from coopt.solvers.highs import lp_relaxation
+
+    instance = shipped(name)
+    bound = heuristics.dual_bound(instance, EXACT)
+    best = objective(instance, optimum(instance))
+    assert math.isfinite(bound) and bound <= best * (1 + 1e-9)
+    relaxed = lp_relaxation(PROBLEM, instance, EXACT)
+    assert relaxed is not None and bound >= relaxed * (1 - 1e-9)
+
+
+def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
+    from coopt.formulations.lightcode import brute
+
+    for seed in range(24):
+        instance = brute.tiny(seed)
+        truth = brute.optimum(instance)
+        if truth is not None:
+            assert heuristics.dual_bound(instance, EXACT) <= truth * (1 + 1e-9), seed
