@@ -301,30 +301,41 @@ def table_block_graph() -> None:
             )
 
 
-def table_multiplexing() -> None:
-    print("\n## 5. Multiplexing 1 against 20: always-PTU makespan, Llama-2-7B, GPU + PTU\n")
-    print(f"Authors: {AUTHORS_MUX_SOURCE}.\n")
-    print("| L | authors (s, m=1 / m=20) | ratio | " + " | ".join(f"{p}: ratio" for p in PRESETS) + " |")
+def _ratio_table(title: str, source: str, label: str, reference: dict, measure) -> None:
+    """Ours (``measure(preset, L) -> (a, b)``, seconds) beside the authors' ``reference[L] = (a, b)``:
+    the ratio a / b per preset."""
+    print(f"\n## {title}\n")
+    print(f"Authors: {source}.\n")
+    print(f"| L | authors (s, {label}) | ratio | " + " | ".join(f"{p}: ratio" for p in PRESETS) + " |")
     print("|---|---|---|" + "---|" * len(PRESETS))
-    for length, (one, twenty) in AUTHORS_MUX.items():
+    for length, (first, second) in reference.items():
         cells = []
         for preset in PRESETS:
-            a, b = multiplexing(preset, length)
+            a, b = measure(preset, length)
             cells.append(f"{a / b:.2f}x ({a:.4g} / {b:.4g} s)")
-        print(f"| {length} | {one:.4g} / {twenty:.4g} | {one / twenty:.2f}x | " + " | ".join(cells) + " |")
+        print(
+            f"| {length} | {first:.4g} / {second:.4g} | {first / second:.2f}x | " + " | ".join(cells) + " |"
+        )
+
+
+def table_multiplexing() -> None:
+    _ratio_table(
+        "5. Multiplexing 1 against 20: always-PTU makespan, Llama-2-7B, GPU + PTU",
+        AUTHORS_MUX_SOURCE,
+        "m=1 / m=20",
+        AUTHORS_MUX,
+        multiplexing,
+    )
 
 
 def table_cpu() -> None:
-    print("\n## 6. CPU alone against CPU + PTU: makespan optimum, GPT-2, full graph\n")
-    print(f"Authors: {AUTHORS_CPU_SOURCE}.\n")
-    print("| L | authors (s, CPU / CPU + PTU) | ratio | " + " | ".join(f"{p}: ratio" for p in PRESETS) + " |")
-    print("|---|---|---|" + "---|" * len(PRESETS))
-    for length, (cpu, both) in AUTHORS_CPU.items():
-        cells = []
-        for preset in PRESETS:
-            a, b = cpu_speedup(preset, length)
-            cells.append(f"{a / b:.2f}x ({a:.4g} / {b:.4g} s)")
-        print(f"| {length} | {cpu:.4g} / {both:.4g} | {cpu / both:.2f}x | " + " | ".join(cells) + " |")
+    _ratio_table(
+        "6. CPU alone against CPU + PTU: makespan optimum, GPT-2, full graph",
+        AUTHORS_CPU_SOURCE,
+        "CPU / CPU + PTU",
+        AUTHORS_CPU,
+        cpu_speedup,
+    )
 
 
 def sweep_60k(preset: str, length: int) -> dict[str, float]:
