@@ -647,3 +647,15 @@ def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
         truth = brute.optimum(instance)
         if truth is not None:
             assert heuristics.dual_bound(instance, EXACT) <= truth * (1 + 1e-9), seed
+
+
+def test_the_generator_writes_only_what_its_loader_reads(tmp_path):
+    from coopt.errors import UsageError
+    from coopt.formulations.lightcode.model import MAX_LAYERS
+    from coopt.instance import to_toml
+
+    path = tmp_path / "largest.toml"
+    path.write_text(to_toml(PROBLEM, PROBLEM.generate(0, MAX_LAYERS)))
+    assert load(path).instance.model.layers == MAX_LAYERS
+    with pytest.raises(UsageError, match="--size"):
+        PROBLEM.generate(0, MAX_LAYERS + 1)
