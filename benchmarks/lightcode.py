@@ -1,4 +1,5 @@
-"""LightCode benchmark: the figures issue 5 asks for.
+"""LightCode benchmark: the figures of docs/lightcode.md (the comparisons with the authors' data are
+in benchmarks/lightcode_paper.py).
 
 1. Energy and makespan of all-electronic, all-PTU-possible and optimal hybrid mappings over the
    sequence length, for GPT-2 and Llama-2-7B prefill, in three hardware settings (the repo's CPU +
@@ -9,12 +10,20 @@
 3. Heuristic gaps to the optimum (and their run times) on the shipped medium instances.
 4. Energy crossover lengths: sequence-length scan of the solved model vs the closed form L*.
 5. Exact routes: build / hand-off / solve times of the one-piece MILP and the decomposition.
+6. The large tier: every heuristic's certified gap to the dual bound (``dual_bound``) on the
+   Llama-2-7B and GPT-2 full operator graphs.
+7. Scaling: time of every method on the generated family (blocks 1 .. 2048, and 20480 for all of
+   them), median of three runs with the Stacked Graph built, and the fitted exponent of t ~ n^k.
 
-Run: ``.venv/bin/python benchmarks/lightcode.py`` (about five minutes on two cores).
+Run: ``.venv/bin/python benchmarks/lightcode.py`` (about ten minutes on two busy cores);
+``--only scaling`` (or another table's name) runs one table.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
+import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,12 +32,10 @@ from coopt.analysis.bounds import registry as bounds
 from coopt.analysis.bounds.lightcode import ROLE_BOUND
 from coopt.formulations.lightcode import PROBLEM
 from coopt.formulations.lightcode.model import (
-    Electronic,
     Instance,
     energy,
-    h100,
     makespan,
-    ptu,
+    preset_device,
     ptu_cycles,
     stacked_graph,
 )
@@ -36,27 +43,19 @@ from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
 from coopt.solvers import lightcode as heuristics
-from coopt.solvers.lightcode import exact
+from coopt.solvers.lightcode import dual_bound, exact
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 OPTIONS = SolveOptions(gap=1e-9, time_limit=120)
 
-CPU = Electronic(
-    "cpu",
-    peak_tflops=0.02921,
-    elementwise_tops=0.003208,
-    memory_bandwidth_tbps=0.1,
-    launch_latency_us=0.8258,
-    mac_energy_pj=0.1,
-    op_energy_pj=1.0,
-    local_energy_pj=24.0,
-)
-REPO_PTU = ptu()
-MUX_PTU = ptu(cores=16, wavelengths=64, spatial=32)
+CPU = preset_device("coopt", "cpu")
+REPO_PTU = preset_device("coopt", "ptu")
+MUX_PTU = replace(REPO_PTU, cores=16, wavelengths=64, spatial=32)
+GPU = preset_device("coopt", "gpu")
 SETTINGS = {
     "repo: CPU + PHU(m=20), sram_hop": ((CPU, REPO_PTU), "sram_hop"),
-    "GPU + PHU(m=20), sram_hop": ((h100(), REPO_PTU), "sram_hop"),
-    "GPU + PTU(mc=32768), realistic": ((h100(), MUX_PTU), "realistic"),
+    "GPU + PHU(m=20), sram_hop": ((GPU, REPO_PTU), "sram_hop"),
+    "GPU + PTU(mc=32768), realistic": ((GPU, MUX_PTU), "realistic"),
 }
 LENGTHS = {"gpt2": (32, 128, 512, 1024), "llama": (32, 128, 512, 2048, 4096)}
 
@@ -136,15 +135,15 @@ def table_crossovers() -> None:
     print("\n## 4. Energy crossover length: scan of the solved model vs closed form L* (sram_hop)\n")
     print("| electronic device | model | operator | K x N or d_h | L* closed form | first L on PTU (scan) |")
     print("|---|---|---|---|---|---|")
-    for electronic in (h100(), CPU):
+    for electronic in (GPU, CPU):
         for family, limit in (("gpt2", 2048), ("llama", 4096)):
             instance = variant(family, (electronic, REPO_PTU), "sram_hop", 128, "energy")
             instance = replace(instance, model=replace(instance.model, layers=1))
             values = {
-                "e": electronic.mac_energy_pj * 1e-12,
-                "e_PTU": REPO_PTU.mac_energy_pj * 1e-12,
-                "E_DAC": REPO_PTU.dac_energy_pj * 1e-12,
-                "E_ADC": REPO_PTU.adc_energy_pj * 1e-12,
+                "e": electronic.mac_energy,
+                "e_PTU": REPO_PTU.mac_energy,
+                "E_DAC": REPO_PTU.dac_energy,
+                "E_ADC": REPO_PTU.adc_energy,
             }
             seen = set()
             for op in stacked_graph(instance).ops:
@@ -195,28 +194,112 @@ def table_exact_times() -> None:
 
 def table_multiplexing() -> None:
     print("\n## Latency vs multiplexing: GPT-2 fc1 at L = 1024, PTU lanes m c vs the GPU roofline\n")
-    instance = variant("gpt2", (h100(), REPO_PTU), "realistic", 1024, "makespan")
+    instance = variant("gpt2", (GPU, REPO_PTU), "realistic", 1024, "makespan")
     op = next(op for op in stacked_graph(instance).ops if op.role == "fc1")
-    gpu = h100()
-    gpu_time = 2 * op.macs / (gpu.peak_tflops * 1e12)
+    gpu_time = 2 * op.macs / GPU.peak_flops
     speedup = bounds()["lightcode.ptu_speedup"]
     print("| m c | model speed-up (cycles) | closed form 2 m c f / Phi |")
     print("|---|---|---|")
     for lanes in (20, 1000, 25500, 65536, 262144):
         cycles = ptu_cycles(op, replace(REPO_PTU, wavelengths=lanes))
-        model = gpu_time / (cycles / (REPO_PTU.clock_ghz * 1e9))
+        model = gpu_time / (cycles / REPO_PTU.clock)
         closed = float(speedup.evaluate({"m": lanes, "c": 1, "f_PTU": 9.7e9, "Phi": 494.7e12}))
         print(f"| {lanes} | {model:.4g} | {closed:.4g} |")
     print(f"\ncrossover m c = {float(bounds()['lightcode.latency_crossover_lanes'].evaluate({})):.0f}")
 
 
+def table_certified() -> None:
+    print("\n## 6. The large tier: certified gaps to the dual bound (full operator graphs)\n")
+    cases = {
+        "2-llama-full-L4096-energy (coopt, realistic, GPU + CPU + PTU)": load(
+            SHIPPED / "2-llama-full-L4096-energy.toml"
+        ).instance,
+        "2-gpt2-full-L1024-makespan (coopt)": load(SHIPPED / "2-gpt2-full-L1024-makespan.toml").instance,
+    }
+    paper = load(SHIPPED / "1-llama-full-L3900-energy-paper-sweep.toml").instance
+    cases["Llama-2-7B full, L = 3900, makespan (authors-paper-sweep)"] = replace(paper, objective="makespan")
+    llama = load(SHIPPED / "2-llama-full-L4096-energy.toml").instance
+    cases["Llama-2-7B full, L = 4096, makespan (coopt, realistic, 3 devices)"] = replace(
+        llama, objective="makespan"
+    )
+    names = sorted(PROBLEM.heuristics)
+    print("| instance | operators | dual bound (s) | " + " | ".join(names) + " |")
+    print("|---|---|---|" + "---|" * len(names))
+    for label, instance in cases.items():
+        t0 = time.perf_counter()
+        bound = dual_bound(instance, OPTIONS)
+        took = time.perf_counter() - t0
+        cells = []
+        for name in names:
+            t0 = time.perf_counter()
+            value = run(PROBLEM, instance, name, OPTIONS).objective
+            elapsed = time.perf_counter() - t0
+            cells.append("-" if value is None else f"{100 * (value - bound) / bound:.2f} % ({elapsed:.2f} s)")
+        unit = PROBLEM.describe_objective(instance)[1].split(" ")[0]
+        print(
+            f"| {label} | {len(stacked_graph(instance).ops)} | {bound:.6g} {unit} ({took:.1f}) | "
+            + " | ".join(cells)
+            + " |"
+        )
+
+
+def table_scaling() -> None:
+    print("\n## 7. Scaling on the generated family: median seconds of three runs (the graph built once)\n")
+    methods = ["exact", *sorted(PROBLEM.heuristics)]
+    for seed in (0, 9):
+        first = PROBLEM.generate(seed, 1)
+        print(f"\nseed {seed}: {first.model.family}, {first.objective}, {first.transfer_model}\n")
+        print("| blocks | operators | graph build | " + " | ".join(methods) + " |")
+        print("|---|---|---|" + "---|" * len(methods))
+        times: dict[str, list[tuple[int, float]]] = {m: [] for m in methods}
+        for size in (1, 4, 16, 64, 256, 1024, 2048, 20480):
+            instance = PROBLEM.generate(seed, size)
+            stacked_graph.cache_clear()
+            t0 = time.perf_counter()
+            graph = stacked_graph(instance)
+            build = time.perf_counter() - t0
+            cells = []
+            for method in methods:
+                reps = 1 if size > 2048 else 3
+                took = statistics.median(
+                    run(PROBLEM, instance, method, SolveOptions(time_limit=60)).times["total"]
+                    for _ in range(reps)
+                )
+                times[method].append((size, took))
+                cells.append(f"{took:.3g}")
+            print(f"| {size} | {len(graph.ops)} | {build:.3g} | " + " | ".join(cells) + " |", flush=True)
+        print(
+            "| fitted k (64..20480) | | | " + " | ".join(f"{_exponent(times[m]):.2f}" for m in methods) + " |"
+        )
+
+
+def _exponent(points: list[tuple[int, float]]) -> float:
+    """Least-squares slope of ln t on ln n over the sizes from 64 on (below, timer noise)."""
+    pts = [(math.log(n), math.log(max(t, 1e-4))) for n, t in points if n >= 64]
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+TABLES = {
+    "multiplexing": table_multiplexing,
+    "crossovers": table_crossovers,
+    "hybrid": table_hybrid,
+    "heuristics": table_heuristics,
+    "exact": table_exact_times,
+    "certified": table_certified,
+    "scaling": table_scaling,
+}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(TABLES), help="tables to run (default: all)")
+    args = parser.parse_args()
     start = time.perf_counter()
-    table_multiplexing()
-    table_crossovers()
-    table_hybrid()
-    table_heuristics()
-    table_exact_times()
+    for name, table in TABLES.items():
+        if not args.only or name in args.only:
+            table()
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
 
 

@@ -135,6 +135,60 @@ def test_loader_names_the_field(tmp_path, old, new, field):
     assert error.value.field == field and str(path) in str(error.value)
 
 
+MINIMAL = """
+problem = "lightcode"
+schema_version = 2
+objective = "energy"
+transfer_model = "sram_hop"
+[constants]
+preset = "authors-paper-sweep"
+[model]
+family = "llama"
+layers = 1
+d_model = 64
+heads = 2
+d_ff = 172
+vocab = 512
+sequence_length = 16
+[[device]]
+name = "gpu"
+kind = "gpu"
+[[device]]
+name = "ptu"
+kind = "ptu"
+"""
+
+
+def test_a_preset_fills_every_constant_the_file_leaves_out(tmp_path):
+    path = tmp_path / "preset.toml"
+    path.write_text(MINIMAL)
+    instance = load(path).instance
+    assert instance.memory.sram_energy == pytest.approx(2.4e-12)
+    assert instance.memory.dram_energy == pytest.approx(8e-12) and instance.memory.bytes_per_element == 1
+    assert instance.device("gpu").mac_energy == pytest.approx(0.1e-12)
+    assert instance.photonic_legs == "free"
+    path.write_text(MINIMAL.replace('kind = "gpu"', 'kind = "gpu"\nmac_energy_pj = 0.07')
+                    + "[memory]\nlink_bandwidth_gbyte_per_s = 450.0\n")
+    instance = load(path).instance
+    assert instance.device("gpu").mac_energy == pytest.approx(0.07e-12)
+    assert instance.memory.link_bandwidth == pytest.approx(450e9)  # GB/s to B/s, once
+
+
+def test_loader_refuses_constants_of_another_kind_and_old_files(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL.replace('kind = "gpu"', 'kind = "gpu"\nclock_ghz = 2.0'))
+    with pytest.raises(InstanceError) as error:
+        load(path)
+    assert error.value.field == "device[0].clock_ghz"
+    path.write_text(MINIMAL.replace("schema_version = 2", "schema_version = 1"))
+    with pytest.raises(InstanceError, match="link_bandwidth_gbyte_per_s"):
+        load(path)
+    path.write_text(MINIMAL.replace('transfer_model = "sram_hop"',
+                                    'transfer_model = "realistic"\nphotonic_legs = "free"'))
+    with pytest.raises(InstanceError, match="photonic_legs"):
+        load(path)
+
+
 def test_loader_needs_an_electronic_device(tmp_path):
     text = (SHIPPED / "0-gpt2-small-makespan.toml").read_text()
     head, rest = text.split("[[device]]", 1)
@@ -158,12 +212,47 @@ def test_checker_rejects_malformed_and_infeasible_solutions():
         "no start": {"assignment": good["assignment"]},
         "negative start": {**good, "start": {**good["start"], softmax: -1.0}},
         "bad start": {**good, "start": {**good["start"], softmax: "soon"}},
+        "infinite start": {**good, "start": {**good["start"], softmax: math.inf}},
+        "NaN start": {**good, "start": {**good["start"], softmax: math.nan}},
+        "list as device": {**good, "assignment": {**good["assignment"], softmax: ["gpu"]}},
+        "number as device": {**good, "assignment": {**good["assignment"], softmax: 3}},
+        "assignment as list": {**good, "assignment": list(good["assignment"])},
+        "NaN objective": {**good, "objective": math.nan},
     }
     for why, solution in cases.items():
-        assert check(instance, solution), why
+        assert check(instance, solution), why  # a violation, never an exception
+    assert check(instance, [good]), "a list is no solution"
     late = g.ops[-1].name
     early = {**good, "start": {**good["start"], late: 0.0}}
     assert any(v.constraint == "precedence" for v in check(instance, early))
+
+
+def test_checker_and_milp_share_the_side_constraint_slack():
+    """A budget just below the fastest assignment's energy, inside the slack both sides allow:
+    the checker accepts that assignment, so the exact optimum must be it (a checker more lenient
+    than the model would let a heuristic beat a proven optimum)."""
+    from coopt.formulations.lightcode.model import SIDE_TOL
+
+    base = replace(shipped("0-gpt2-small-makespan.toml"), objective="latency_sum")
+    g = stacked_graph(base)
+    fastest = optimum(base)
+    budget = energy(g, devices_of(base, fastest)) / (1 + SIDE_TOL / 2)
+    instance = replace(base, limits=Limits(energy_budget=budget))
+    assert check(instance, fastest) == []
+    assert close(objective(instance, optimum(instance)), objective(base, fastest))
+    assert check(replace(base, limits=Limits(energy_budget=budget / (1 + 2 * SIDE_TOL))), fastest)
+
+
+def test_exact_reports_a_bound_that_the_brute_force_respects():
+    from coopt.formulations.lightcode import brute
+
+    for seed in (5, 9, 30):  # Llama makespan instances: the decomposition's segment MILPs
+        instance = brute.tiny(seed)
+        outcome = heuristics.exact(instance, EXACT)
+        truth = brute.optimum(instance)
+        assert outcome.status == "optimal" and outcome.bound is not None
+        assert outcome.bound <= truth * (1 + 1e-9) and outcome.bound >= truth * (1 - 1e-8)
+        assert close(objective(instance, outcome.solution), truth, rel=1e-9)
 
 
 def test_checker_catches_two_operators_on_one_device_at_once():
@@ -265,8 +354,8 @@ def test_energy_budget_sweep_gives_a_monotone_front():
     assert high > low
     front = []
     for share in (0.0, 0.25, 0.5, 0.75, 1.0):
-        budget = (low + share * (high - low)) * 1e3 * (1 + 1e-9)
-        instance = replace(base, limits=Limits(energy_budget_mj=budget))
+        budget = (low + share * (high - low)) * (1 + 1e-9)
+        instance = replace(base, limits=Limits(energy_budget=budget))
         front.append(objective(instance, optimum(instance)))
     assert front == sorted(front, reverse=True) and front[0] > front[-1]
 
@@ -355,10 +444,10 @@ def test_energy_crossover_matches_the_sequence_length_scan(family, name):
     ptu = instance.device("ptu")
     gpu = instance.device(instance.baseline)
     values = {
-        "e": gpu.mac_energy_pj * 1e-12,
-        "e_PTU": ptu.mac_energy_pj * 1e-12,
-        "E_DAC": ptu.dac_energy_pj * 1e-12,
-        "E_ADC": ptu.adc_energy_pj * 1e-12,
+        "e": gpu.mac_energy,
+        "e_PTU": ptu.mac_energy,
+        "E_DAC": ptu.dac_energy,
+        "E_ADC": ptu.adc_energy,
     }
     g = stacked_graph(instance)
     for op in g.ops:
@@ -386,16 +475,16 @@ def test_latency_crossover_matches_a_multiplexing_scan():
     gpu, ptu = instance.device("gpu"), instance.device("ptu")
     predicted = float(
         bounds()["lightcode.latency_crossover_lanes"].evaluate(
-            {"Phi": gpu.peak_tflops * 1e12, "f_PTU": ptu.clock_ghz * 1e9}
+            {"Phi": gpu.peak_flops, "f_PTU": ptu.clock}
         )
     )
     assert predicted == pytest.approx(25500, rel=1e-3)
     op = next(op for op in stacked_graph(instance).ops if op.role == "fc1")
-    gpu_time = 2 * op.macs / (gpu.peak_tflops * 1e12)  # compute-bound, launch excluded
+    gpu_time = 2 * op.macs / gpu.peak_flops  # compute-bound, launch excluded
 
     def ptu_faster(lanes: int) -> bool:
         return (
-            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=lanes)) / (ptu.clock_ghz * 1e9)
+            ptu_cycles(op, replace(ptu, cores=1, spatial=1, wavelengths=lanes)) / ptu.clock
             < gpu_time
         )
 
@@ -468,9 +557,105 @@ def test_dearer_conversions_never_move_the_energy_crossover_earlier():
     firsts = []
     for dac, adc in ((3.18, 1.6), (3.6, 1.6), (3.6, 2.4), (4.5, 3.0)):
         devices = tuple(
-            replace(d, dac_energy_pj=dac, adc_energy_pj=adc) if d.kind == "photonic" else d
+            replace(d, dac_energy=dac * 1e-12, adc_energy=adc * 1e-12) if d.photonic else d
             for d in base.devices
         )
         found = heuristics.photonic_lengths(replace(base, devices=devices), "qkv", lengths)
         firsts.append(found[0] if found else math.inf)
     assert firsts == sorted(firsts) and firsts[0] < firsts[-1]
+
+
+# -- presets and the readings of the authors' cost model -----------------------------------------
+def test_photonic_legs_readings_charge_what_they_say():
+    """every_operand: each operand and the weights pay SRAM -> PTU (SRAM + port + DAC);
+    first_operand (a424e5e): only the first operand; free (237609f): no energy on PTU legs."""
+    base = replace(shipped("0-llama-tiny-makespan.toml"), transfer_model="sram_hop")
+    mem, ptu = base.memory, base.device("ptu")
+    leg_in = mem.sram_energy + mem.port_energy + ptu.dac_energy
+    leg_out = mem.sram_energy + mem.port_energy + ptu.adc_energy
+    gpu_leg = mem.sram_energy + mem.port_energy
+    fetch = mem.dram_energy + 2 * mem.hbm_energy + mem.sram_energy
+    for legs, first, second, weight, out in (
+        ("every_operand", leg_in, leg_in, leg_in, leg_out),
+        ("first_operand", leg_in, 0.0, 0.0, leg_out),
+        ("free", 0.0, 0.0, 0.0, 0.0),
+    ):
+        g = stacked_graph(replace(base, photonic_legs=legs))
+        qk = next(v for v, op in enumerate(g.ops) if op.role == "qk")
+        q_edge, k_edge = sorted(g.in_edges[qk], key=lambda k: -g.edges[k].leading)
+        for k, per in ((q_edge, first), (k_edge, second)):
+            assert g.transfer_energy[k]["gpu", "ptu"] == pytest.approx(g.edges[k].elements * (gpu_leg + per))
+            assert g.transfer_energy[k]["gpu", "gpu"] == pytest.approx(g.edges[k].elements * 2 * gpu_leg)
+        scores = g.out_edges[qk][0]  # qk -> softmax
+        assert g.transfer_energy[scores]["ptu", "gpu"] == pytest.approx(g.edges[scores].elements * (out + gpu_leg))
+        q = next(v for v, op in enumerate(g.ops) if op.role == "q")
+        own = g.ops[q].macs * ptu.mac_energy
+        assert g.stacks[q]["ptu"].energy == pytest.approx(own + g.ops[q].weights * (fetch + weight))
+
+
+def test_the_cpu_large_dense_fit_times_only_wide_products():
+    tiny = shipped("0-llama-tiny-makespan.toml")
+    assert tiny.transfer_model == "realistic"
+    base = replace(tiny, devices=(tiny.device("cpu"),))
+    cpu = base.device("cpu")
+    fitted = replace(cpu, large_dense_min_dim=256, large_dense_s_per_mac=3.5e-10, large_dense_intercept=-1e-6)
+    g0, g1 = stacked_graph(base), stacked_graph(replace(base, devices=(fitted,)))
+    for v, op in enumerate(g1.ops):
+        if op.kind != "elementwise" and op.widest > 256:  # the lm_head: vocab 512
+            # realistic transfers, the CPU the only device: no weight or output latency on top
+            assert g1.stacks[v]["cpu"].latency == pytest.approx(max(0.0, 3.5e-10 * op.macs - 1e-6))
+        else:
+            assert g1.stacks[v]["cpu"].latency == g0.stacks[v]["cpu"].latency
+    negative = replace(fitted, large_dense_intercept=-1.0)  # a fit below zero is clamped, never negative
+    assert all(s["cpu"].latency >= 0 for s in stacked_graph(replace(base, devices=(negative,))).stacks)
+
+
+def test_every_preset_ships_a_llama_and_a_gpt2_instance():
+    from coopt.formulations.lightcode.presets import NAMES
+
+    found = {(p.instance.preset, p.instance.model.family) for p in (load(f) for f in SHIPPED.glob("*.toml"))}
+    assert {(name, family) for name in NAMES for family in ("llama", "gpt2")} <= found
+
+
+def test_the_paper_sweep_constants_reproduce_the_authors_energy_saving():
+    """Llama-2-7B, L = 3900, full graph, GPU + PTU: the authors' data give 46.8 %."""
+    instance = shipped("1-llama-full-L3900-energy-paper-sweep.toml")
+    g = stacked_graph(instance)
+    frugal = heuristics.segment_dp(instance)["objective"]
+    fast = energy(g, devices_of(instance, heuristics.segment_dp(replace(instance, objective="latency_sum"))))
+    assert abs(100 * (1 - frugal / (fast * 1e6)) - 46.8) <= 3
+
+
+# -- the dual bound -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(p.name for p in SHIPPED.glob("0-*.toml")))
+def test_the_dual_bound_is_valid_and_at_least_the_lp_relaxation(name):
+    from coopt.solvers.highs import lp_relaxation
+
+    instance = shipped(name)
+    bound = heuristics.dual_bound(instance, EXACT)
+    best = objective(instance, optimum(instance))
+    assert math.isfinite(bound) and bound <= best * (1 + 1e-9)
+    relaxed = lp_relaxation(PROBLEM, instance, EXACT)
+    assert relaxed is not None and bound >= relaxed * (1 - 1e-9)
+
+
+def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
+    from coopt.formulations.lightcode import brute
+
+    for seed in range(24):
+        instance = brute.tiny(seed)
+        truth = brute.optimum(instance)
+        if truth is not None:
+            assert heuristics.dual_bound(instance, EXACT) <= truth * (1 + 1e-9), seed
+
+
+def test_the_generator_writes_only_what_its_loader_reads(tmp_path):
+    from coopt.errors import UsageError
+    from coopt.formulations.lightcode.model import MAX_LAYERS
+    from coopt.instance import to_toml
+
+    path = tmp_path / "largest.toml"
+    path.write_text(to_toml(PROBLEM, PROBLEM.generate(0, MAX_LAYERS)))
+    assert load(path).instance.model.layers == MAX_LAYERS
+    with pytest.raises(UsageError, match="--size"):
+        PROBLEM.generate(0, MAX_LAYERS + 1)

@@ -13,10 +13,13 @@ Costs below are "sum costs": energy, or the latency sum, of the Stacked Graph in
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 import random
+import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -26,8 +29,8 @@ import pyomo.environ as pyo
 from coopt.formulations.lightcode import milp
 from coopt.formulations.lightcode.model import (
     MICRO,
+    SIDE_TOL,
     Assignment,
-    Edge,
     Instance,
     Limits,
     StackedGraph,
@@ -37,6 +40,7 @@ from coopt.formulations.lightcode.model import (
     energy,
     latency_sum,
     makespan,
+    objective,
     ptu_weight_bytes,
     stacked_graph,
     sum_cost,
@@ -64,31 +68,41 @@ def _tables(
 def upward_rank(
     graph: StackedGraph, assign: Assignment, window: tuple[int, int] | None = None
 ) -> list[float]:
-    """HEFT's upward rank: own latency plus the longest (transfer + rank) over the successors
-    (only operators inside ``window``, a range of operator indices, when given)."""
+    """HEFT's upward rank: own latency plus the longest (transfer + rank) over the successors; with
+    ``window`` (first, last), of operators first..last only, indexed from ``first``."""
     first, last = window if window is not None else (0, len(graph.ops) - 1)
-    rank = [0.0] * len(graph.ops)
+    rank = [0.0] * (last - first + 1)
     for u in reversed(range(first, last + 1)):
-        tail = max(
-            (
-                graph.transfer_latency[k][assign[u], assign[graph.edges[k].dst]] + rank[graph.edges[k].dst]
-                for k in graph.out_edges[u]
-                if graph.edges[k].dst <= last
-            ),
-            default=0.0,
-        )
-        rank[u] = graph.stacks[u][assign[u]].latency + tail
+        tail = 0.0
+        for k in graph.out_edges[u]:
+            w = graph.edges[k].dst
+            if w <= last:
+                tail = max(tail, graph.transfer_latency[k][assign[u], assign[w]] + rank[w - first])
+        rank[u - first] = graph.stacks[u][assign[u]].latency + tail
     return rank
 
 
-def _insert(busy: list[tuple[float, float]], ready: float, length: float) -> float:
-    """Earliest start >= ready of a gap of ``length`` in the sorted busy intervals of one device."""
-    start = ready
-    for s, f in busy:
-        if start + length <= s:
-            break
-        start = max(start, f)
-    return start
+class Timeline:
+    """One device's busy intervals, disjoint and sorted (so their ends are sorted too): the earliest
+    gap after a ready time is found by bisection, O(log n) plus the gaps skipped."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def earliest(self, ready: float, length: float) -> float:
+        """Earliest start >= ``ready`` of a gap of ``length`` (insertion policy)."""
+        start = ready
+        for i in range(bisect.bisect_right(self.ends, ready), len(self.starts)):
+            if start + length <= self.starts[i]:
+                break
+            start = max(start, self.ends[i])
+        return start
+
+    def add(self, start: float, finish: float) -> None:
+        i = bisect.bisect_left(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, finish)
 
 
 def list_schedule(
@@ -96,32 +110,29 @@ def list_schedule(
 ) -> list[float]:
     """HEFT-style list schedule of a fixed assignment: operators by decreasing upward rank, each at
     the earliest gap on its device after its inputs arrive (insertion policy). With ``window``
-    (first, last), only those operators are scheduled, from time 0.
+    (first, last), only those operators are scheduled, from time 0, and the start times are indexed
+    from ``first``.
 
     Guarantee: a feasible schedule (precedence with transfer delays, one operator at a time per
-    device). Complexity O(|E| + |V| (log |V| + busy intervals)). Source: Topcuoglu, Hariri, Wu,
-    "Performance-effective and low-complexity task scheduling for heterogeneous computing",
-    IEEE TPDS 13(3), 2002."""
+    device). Complexity O(|E| + |V| log |V|), plus the gaps each insertion skips. Source: Topcuoglu,
+    Hariri, Wu, "Performance-effective and low-complexity task scheduling for heterogeneous
+    computing", IEEE TPDS 13(3), 2002."""
     first, last = window if window is not None else (0, len(graph.ops) - 1)
     rank = upward_rank(graph, assign, window)
-    start = [0.0] * len(graph.ops)
-    busy: dict[str, list[tuple[float, float]]] = {}
-    for v in sorted(range(first, last + 1), key=lambda v: (-rank[v], v)):
-        ready = max(
-            (
-                start[graph.edges[k].src]
-                + graph.stacks[graph.edges[k].src][assign[graph.edges[k].src]].latency
-                + graph.transfer_latency[k][assign[graph.edges[k].src], assign[v]]
-                for k in graph.in_edges[v]
-                if graph.edges[k].src >= first
-            ),
-            default=0.0,
-        )
+    start = [0.0] * (last - first + 1)
+    busy: dict[str, Timeline] = {}
+    for v in sorted(range(first, last + 1), key=lambda v: (-rank[v - first], v)):
+        ready = 0.0
+        for k in graph.in_edges[v]:
+            u = graph.edges[k].src
+            if u >= first:
+                arrival = (start[u - first] + graph.stacks[u][assign[u]].latency
+                           + graph.transfer_latency[k][assign[u], assign[v]])
+                ready = max(ready, arrival)
         length = graph.stacks[v][assign[v]].latency
-        intervals = busy.setdefault(assign[v], [])
-        start[v] = _insert(intervals, ready, length)
-        intervals.append((start[v], start[v] + length))
-        intervals.sort()
+        timeline = busy.setdefault(assign[v], Timeline())
+        start[v - first] = timeline.earliest(ready, length)
+        timeline.add(start[v - first], start[v - first] + length)
     return start
 
 
@@ -132,7 +143,8 @@ class SegmentSpans:
     cut finishes, the ranks inside a segment differ from the global ones by a constant, and the
     global list schedule is the concatenation of the segments' own: makespan = sum of the spans
     (start of the closing cut minus start of the opening one) plus the last operator's latency. A
-    move then re-schedules only the segments it touches."""
+    move then re-schedules only the segments it touches, and a segment whose shape and devices
+    repeat an earlier one's (repeated blocks) reuses its span."""
 
     def __init__(self, graph: StackedGraph, assign: Assignment):
         self.graph = graph
@@ -141,12 +153,27 @@ class SegmentSpans:
         for j, (a, b) in enumerate(self.windows):
             for v in range(a, b + 1):
                 self.touching.setdefault(v, []).append(j)
+        # a segment's span depends only on its operators' realizations and its edges' tables,
+        # which repeated blocks share: (the segment's shape, its devices) -> span
+        self.shapes = [self._shape(a, b) for a, b in self.windows]
+        self.memo: dict[tuple, float] = {}
         self.spans = [self._span(assign, j) for j in range(len(self.windows))]
+        self.total = math.fsum(self.spans)
+
+    def _shape(self, a: int, b: int) -> tuple:
+        g = self.graph
+        edges = tuple((g.edges[k].src - a, v - a, id(g.transfer_latency[k]))
+                      for v in range(a + 1, b + 1) for k in g.in_edges[v] if g.edges[k].src >= a)
+        return tuple(id(g.stacks[v]) for v in range(a, b + 1)), edges
 
     def _span(self, assign: Assignment, j: int) -> float:
         a, b = self.windows[j]
-        start = list_schedule(self.graph, assign, (a, b))
-        return start[b] - start[a]
+        key = (self.shapes[j], tuple(assign[a : b + 1]))
+        span = self.memo.get(key)
+        if span is None:
+            start = list_schedule(self.graph, assign, (a, b))
+            span = self.memo[key] = start[-1] - start[0]
+        return span
 
     def makespan(
         self, assign: Assignment, changed: list[int] | None = None
@@ -156,11 +183,12 @@ class SegmentSpans:
         touched = sorted({j for v in changed or [] for j in self.touching[v]})
         new = {j: self._span(assign, j) for j in touched}
         last = len(self.graph.ops) - 1
-        total = sum(new.get(j, span) for j, span in enumerate(self.spans))
+        total = self.total + sum(span - self.spans[j] for j, span in new.items())
         return total + self.graph.stacks[last][assign[last]].latency, new
 
     def accept(self, new: dict[int, float]) -> None:
         for j, span in new.items():
+            self.total += span - self.spans[j]
             self.spans[j] = span
 
 
@@ -169,7 +197,7 @@ class SegmentSpans:
 # ------------------------------------------------------------------------------------------------
 def _stretched(instance: Instance, graph: StackedGraph, assign: Assignment, span: float) -> float:
     """A schedule stretched by idle time until it meets the power cap (E <= P T)."""
-    cap = instance.limits.power_cap_w
+    cap = instance.limits.power_cap
     return max(span, energy(graph, assign) / cap) if cap > 0 else span
 
 
@@ -190,19 +218,19 @@ def _excess(instance: Instance, graph: StackedGraph, assign: Assignment) -> floa
     """Total relative excess over the side constraints (0: all hold)."""
     total = 0.0
     for dev in instance.devices:
-        if dev.kind == "photonic" and dev.weight_capacity_mb > 0:
-            cap = dev.weight_capacity_mb * 1e6
+        if dev.photonic and dev.weight_capacity > 0:
+            cap = dev.weight_capacity
             total += max(0.0, ptu_weight_bytes(instance, graph, assign, dev.name) / cap - 1)
     lim = instance.limits
     if lim.max_conversion_elements > 0:
         total += max(0.0, conversion_elements(instance, graph, assign) / lim.max_conversion_elements - 1)
-    if lim.energy_budget_mj > 0 or lim.power_cap_w > 0:
+    if lim.energy_budget > 0 or lim.power_cap > 0:
         used = energy(graph, assign)
-        if lim.energy_budget_mj > 0:
-            total += max(0.0, used / (lim.energy_budget_mj * 1e-3) - 1)
-        if lim.power_cap_w > 0 and instance.objective != "makespan":  # a schedule can stretch instead
-            total += max(0.0, used / (lim.power_cap_w * latency_sum(graph, assign)) - 1)
-    return total if total > 1e-9 else 0.0
+        if lim.energy_budget > 0:
+            total += max(0.0, used / lim.energy_budget - 1)
+        if lim.power_cap > 0 and instance.objective != "makespan":  # a schedule can stretch instead
+            total += max(0.0, used / (lim.power_cap * latency_sum(graph, assign)) - 1)
+    return total if total > SIDE_TOL / 2 else 0.0
 
 
 def _uniform(instance: Instance, graph: StackedGraph, assign: Assignment) -> Assignment:
@@ -272,31 +300,48 @@ def _solution(
 # ------------------------------------------------------------------------------------------------
 def greedy_per_operator(instance: Instance, seed: int = 0) -> Solution:
     """Each operator (or class, with uniform blocks) takes the realization minimising its own cost
-    plus every incident transfer priced at the cheapest partner device.
+    plus every incident transfer priced at the cheapest partner device (:func:`_greedy_assignment`).
 
     Guarantee: optimal for energy and latency-sum under the authors' ``sram_hop`` transfers
     without side constraints (the cost is then a sum of per-operator terms); a heuristic otherwise.
-    Complexity O(|V| K + |E| K^2). Source: the notes' GREEDY-ISOLATED with endpoint attribution."""
+    Complexity O(|V| + |E|) for the operators with one realization, O(K deg K) for each other one;
+    an operator whose stack and incident tables repeat an earlier one's (repeated blocks share their
+    tables) reuses its scores. Source: the notes' GREEDY-ISOLATED with endpoint attribution."""
     graph = stacked_graph(instance)
-    own, transfer = _tables(graph, _surrogate(instance))
-    score = []
-    for v, stack in enumerate(graph.stacks):
-        row = {}
-        for d in stack:
-            cost = own[v][d]
-            cost += sum(
-                min(transfer[k][du, d] for du in graph.stacks[graph.edges[k].src]) for k in graph.in_edges[v]
-            )
-            cost += sum(
-                min(transfer[k][d, dv] for dv in graph.stacks[graph.edges[k].dst]) for k in graph.out_edges[v]
-            )
-            row[d] = cost
-        score.append(row)
-    assign = [min(sorted(row), key=row.__getitem__) for row in score]
-    for members in graph.classes(instance.uniform_blocks):
-        best = min(sorted(graph.stacks[members[0]]), key=lambda d: sum(score[v][d] for v in members))
-        assign = _set(assign, members, best)
-    return _finish(instance, graph, assign)
+    return _finish(instance, graph, _greedy_assignment(instance, graph))
+
+
+def _greedy_assignment(instance: Instance, graph: StackedGraph) -> Assignment:
+    """The assignment of :func:`greedy_per_operator`, before uniform blocks and repairs."""
+    attr = "energy" if _surrogate(instance) == "energy" else "latency"
+    transfer = graph.transfer_energy if attr == "energy" else graph.transfer_latency
+    assign = [next(iter(stack)) for stack in graph.stacks]
+    score: dict[int, dict[str, float]] = {}
+    memo: dict[tuple, dict[str, float]] = {}
+    for v in graph.free:
+        stack = graph.stacks[v]
+        ins = tuple((id(transfer[k]), id(graph.stacks[graph.edges[k].src])) for k in graph.in_edges[v])
+        outs = tuple((id(transfer[k]), id(graph.stacks[graph.edges[k].dst])) for k in graph.out_edges[v])
+        key = (id(stack), ins, outs)
+        row = memo.get(key)
+        if row is None:
+            row = {}
+            for d, realization in stack.items():
+                cost = getattr(realization, attr)
+                for k in graph.in_edges[v]:
+                    cost += min(transfer[k][du, d] for du in graph.stacks[graph.edges[k].src])
+                for k in graph.out_edges[v]:
+                    cost += min(transfer[k][d, dv] for dv in graph.stacks[graph.edges[k].dst])
+                row[d] = cost
+            memo[key] = row
+        score[v] = row
+        assign[v] = min(sorted(row), key=row.__getitem__)
+    if instance.uniform_blocks:
+        for members in graph.classes(True):
+            best = min(sorted(graph.stacks[members[0]]), key=lambda d: sum(score[v][d] for v in members))
+            for v in members:
+                assign[v] = best
+    return assign
 
 
 def greedy_topological(instance: Instance, seed: int = 0) -> Solution:
@@ -433,8 +478,9 @@ def segment_dp(instance: Instance, seed: int = 0) -> Solution:
     own, transfer = _tables(graph, _surrogate(instance))
     cuts = articulation_operators(graph)
     memo: dict[Any, dict[str, dict[str, tuple[float, tuple[str, ...]]]]] = {}
-    best: dict[str, tuple[float, list[str]]] = {
-        d: (own[cuts[0]][d], [d]) for d in sorted(graph.stacks[cuts[0]])
+    # best[d]: (cost so far, trail) where the trail is a linked list (earlier trail, segment devices)
+    best: dict[str, tuple[float, Any]] = {
+        d: (own[cuts[0]][d], (None, (d,))) for d in sorted(graph.stacks[cuts[0]])
     }
     for a, b in pairwise(cuts):
         seq = list(range(a, b + 1))
@@ -452,13 +498,18 @@ def segment_dp(instance: Instance, seed: int = 0) -> Solution:
         if signature not in memo:
             memo[signature] = {d: _frontier_dp(graph, seq, own, transfer, d) for d in sorted(graph.stacks[a])}
         table = memo[signature]
-        step: dict[str, tuple[float, list[str]]] = {}
-        for d, (base, path) in best.items():
+        step: dict[str, tuple[float, Any]] = {}
+        for d, (base, trail) in best.items():
             for d_end, (c, segment) in table[d].items():
                 if d_end not in step or base + c < step[d_end][0]:
-                    step[d_end] = (base + c, path + list(segment[1:]))
+                    step[d_end] = (base + c, (trail, segment[1:]))
         best = step
-    assign = min(best.values(), key=lambda item: item[0])[1]
+    trail = min(best.values(), key=lambda item: item[0])[1]
+    pieces = []
+    while trail is not None:
+        trail, piece = trail
+        pieces.append(piece)
+    assign = [d for piece in reversed(pieces) for d in piece]
     return _finish(instance, graph, assign)
 
 
@@ -470,12 +521,16 @@ def best_first(instance: Instance, seed: int = 0, beam: int = 256) -> Solution:
 
     Guarantee: optimal for energy and latency-sum without side constraints whenever the beam does
     not bind (the number of frontier states per operator <= beam). Complexity
-    O(|V| beam K (deg + log(|V| beam K))). Source: LightCode repo, selection by Dijkstra-style search
-    over (stack, realization) states; states deduplicated on the frontier here."""
+    O(|V| beam K (deg + log(|V| beam K))); it settles every operator's frontier states, so it stays
+    slower than the exact frontier DP, which runs once per distinct block (4x at 20,480 blocks).
+    Source: LightCode repo, selection by Dijkstra-style search over (stack, realization) states;
+    states deduplicated on the frontier here."""
     graph = stacked_graph(instance)
     own, transfer = _tables(graph, _surrogate(instance))
     n = len(graph.ops)
     last_use = [max(graph.succs[v], default=v) for v in range(n)]
+    devices = [sorted(s) for s in graph.stacks]
+    inputs = [[(k, graph.edges[k].src) for k in graph.in_edges[v]] for v in range(n)]
     heap: list[tuple[float, int, tuple, int]] = []
     trail: list[tuple[int, str]] = []  # (parent trail id, device) per pushed state
     for d in sorted(graph.stacks[0]):
@@ -495,13 +550,13 @@ def best_first(instance: Instance, seed: int = 0, beam: int = 256) -> Solution:
             return _finish(instance, graph, assign)
         v = i + 1
         placed = dict(frontier)
-        for d in sorted(graph.stacks[v]):
-            cost = c + own[v][d] + sum(transfer[k][placed[graph.edges[k].src], d] for k in graph.in_edges[v])
-            keep = tuple((u, du) for u, du in frontier if last_use[u] > v)
-            if last_use[v] > v:
-                keep += ((v, d),)
+        kept = tuple((u, du) for u, du in frontier if last_use[u] > v)
+        for d in devices[v]:
+            cost = c + own[v][d]
+            for k, u in inputs[v]:
+                cost += transfer[k][placed[u], d]
             trail.append((tid, d))
-            heapq.heappush(heap, (cost, v, keep, len(trail) - 1))
+            heapq.heappush(heap, (cost, v, (*kept, (v, d)) if last_use[v] > v else kept, len(trail) - 1))
     raise NoSolution("search exhausted")
 
 
@@ -512,35 +567,99 @@ def local_search(instance: Instance, seed: int = 0, passes: int = 20) -> Solutio
     a seeded random order, first improvement, until a pass finds none.
 
     Guarantee: a local optimum w.r.t. single-class moves (within ``passes``); never worse than its
-    start. Complexity O(passes |classes| K (|V| + |E|) log |V|); for the makespan a move
-    re-schedules only the segments it touches (:class:`SegmentSpans`). Source: notes' LOCAL-SEARCH."""
+    start. Complexity per pass, for |C| classes of K devices: O(|C| K deg) for the sums without side
+    constraints (a move's change is read off the class's own edges), O(|C| K s log s) for the
+    makespan (a move re-schedules only the segments of size s it touches, :class:`SegmentSpans`),
+    O(|C| K (|V| + |E|)) with side constraints (each trial re-evaluated whole). It examines every
+    class at least once, so on the sum objectives it stays slower than the exact DP, which runs
+    once per distinct block (about 3x at 20,480 blocks). Source: notes' LOCAL-SEARCH."""
     graph = stacked_graph(instance)
-    start = greedy_per_operator(instance, seed)
-    assign = [start["assignment"][op.name] for op in graph.ops]
+    assign = _repair(instance, graph, _uniform(instance, graph, _greedy_assignment(instance, graph)))
+    lim = instance.limits
+    limited = bool(lim.energy_budget or lim.power_cap or lim.max_conversion_elements) or any(
+        d.photonic and d.weight_capacity for d in instance.devices)
     spans = SegmentSpans(graph, assign) if instance.objective == "makespan" else None
+    incremental = spans is None and not limited
+    if spans is not None:
+        value = _stretched(instance, graph, assign, spans.makespan(assign)[0])
+    else:
+        value = _value(instance, graph, assign)
+    own, transfer = _tables(graph, instance.objective) if incremental else ([], [])
 
-    def evaluate(trial: Assignment, members: list[int]) -> tuple[float, dict[int, float]]:
-        if spans is None:
-            return _value(instance, graph, trial), {}
-        span, new_spans = spans.makespan(trial, members)
-        return _stretched(instance, graph, trial, span), new_spans
+    def change(members: list[int], device: str) -> float:
+        """The sum objective's change if ``members`` move to ``device``."""
+        moved = set(members)
+        out = sum(own[v][device] - own[v][assign[v]] for v in members)
+        seen: set[int] = set()
+        for v in members:
+            for k in (*graph.in_edges[v], *graph.out_edges[v]):
+                if k in seen:
+                    continue
+                seen.add(k)
+                e = graph.edges[k]
+                src = device if e.src in moved else assign[e.src]
+                dst = device if e.dst in moved else assign[e.dst]
+                out += transfer[k][src, dst] - transfer[k][assign[e.src], assign[e.dst]]
+        return out
 
-    value = evaluate(assign, [])[0]
     classes = graph.classes(instance.uniform_blocks)
+    # A class whose move values cannot have changed since it was last examined is skipped: they
+    # depend on the devices of its members and their neighbours (the sums), or of the segments
+    # they touch (the makespan); with side constraints, on everything (never skipped).
+    depends: list[list[int]] = []
+    for members in classes:
+        if limited:
+            depends.append([])
+        elif spans is not None:
+            windows = [spans.windows[j] for j in sorted({j for v in members for j in spans.touching[v]})]
+            depends.append(sorted({v for a, b in windows for v in range(a, b + 1)}))
+        else:
+            ends = {x for v in members for k in (*graph.in_edges[v], *graph.out_edges[v])
+                    for x in (graph.edges[k].src, graph.edges[k].dst)}
+            depends.append(sorted(ends | set(members)))
+    changed_at = [0] * len(graph.ops)
+    checked_at = [-1] * len(classes)
+    clock = 0
+    order = list(range(len(classes)))
     rng = random.Random(seed)
     for _ in range(passes):
-        rng.shuffle(classes)
+        rng.shuffle(order)
         improved = False
-        for members in classes:
+        for c in order:
+            members = classes[c]
+            if depends[c] and checked_at[c] >= max(changed_at[v] for v in depends[c]):
+                continue
             for d in sorted(graph.stacks[members[0]]):
                 if d == assign[members[0]]:
                     continue
-                trial = _set(assign, members, d)
-                trial_value, new_spans = evaluate(trial, members)
-                if trial_value < value * (1 - 1e-12) and _excess(instance, graph, trial) == 0:
-                    assign, value, improved = trial, trial_value, True
+                if incremental:
+                    gain = change(members, d)
+                    if gain < -1e-12 * abs(value):
+                        clock += 1
+                        for v in members:
+                            assign[v], changed_at[v] = d, clock
+                        value, improved = value + gain, True
+                    continue
+                before = [assign[v] for v in members]
+                for v in members:
+                    assign[v] = d
+                new_spans: dict[int, float] = {}
+                if spans is None:
+                    trial_value = _value(instance, graph, assign)
+                else:
+                    span, new_spans = spans.makespan(assign, members)
+                    trial_value = _stretched(instance, graph, assign, span)
+                if trial_value < value * (1 - 1e-12) and _excess(instance, graph, assign) == 0:
+                    value, improved = trial_value, True
+                    clock += 1
+                    for v in members:
+                        changed_at[v] = clock
                     if spans is not None:
                         spans.accept(new_spans)
+                else:
+                    for v, old in zip(members, before, strict=True):
+                        assign[v] = old
+            checked_at[c] = clock
         if not improved:
             break
     return _solution(instance, graph, assign)
@@ -551,7 +670,8 @@ def heft(instance: Instance, seed: int = 0) -> Solution:
     decreasing rank, on the device where it finishes earliest (insertion policy); the schedule is
     kept for the makespan objective.
 
-    Guarantee: a feasible schedule; no approximation guarantee. Complexity O(|V| K (deg + gaps)).
+    Guarantee: a feasible schedule; no approximation guarantee. Complexity O(|V| K (deg + log |V|))
+    plus the gaps each insertion skips.
     Source: Topcuoglu, Hariri, Wu, IEEE TPDS 13(3), 2002."""
     graph = stacked_graph(instance)
     n = len(graph.ops)
@@ -564,7 +684,7 @@ def heft(instance: Instance, seed: int = 0) -> Solution:
         )
     assign: Assignment = [""] * n
     start = [0.0] * n
-    busy: dict[str, list[tuple[float, float]]] = {}
+    busy = {d: Timeline() for d in instance.device_names}
     for v in sorted(range(n), key=lambda v: (-rank[v], v)):
         best = None
         for d in sorted(graph.stacks[v]):
@@ -578,12 +698,11 @@ def heft(instance: Instance, seed: int = 0) -> Solution:
                 default=0.0,
             )
             length = graph.stacks[v][d].latency
-            s = _insert(busy.get(d, []), ready, length)
+            s = busy[d].earliest(ready, length)
             if best is None or s + length < best[0]:
                 best = (s + length, s, d)
         _, start[v], assign[v] = best
-        busy.setdefault(assign[v], []).append((start[v], start[v] + graph.stacks[v][assign[v]].latency))
-        busy[assign[v]].sort()
+        busy[assign[v]].add(start[v], start[v] + graph.stacks[v][assign[v]].latency)
     repaired = _repair(instance, graph, _uniform(instance, graph, assign))
     return _solution(instance, graph, repaired, start if repaired == assign else None)
 
@@ -615,8 +734,8 @@ def min_cut(instance: Instance) -> Solution:
     if kind not in ("energy", "latency_sum") or len(instance.devices) != 2 or instance.uniform_blocks:
         raise ValueError("min cut needs two devices, a sum objective and no uniform-block constraint")
     if any(
-        getattr(instance.limits, f) for f in ("energy_budget_mj", "power_cap_w", "max_conversion_elements")
-    ) or any(getattr(d, "weight_capacity_mb", 0) for d in instance.devices):
+        getattr(instance.limits, f) for f in ("energy_budget", "power_cap", "max_conversion_elements")
+    ) or any(d.photonic and d.weight_capacity for d in instance.devices):
         raise ValueError("min cut does not handle side constraints")
     first, second = instance.device_names
     own, transfer = _tables(graph, kind)
@@ -671,7 +790,7 @@ def photonic_lengths(
     latency_sum, by the exact segment DP, side constraints dropped) runs the first operator with
     ``role`` on a photonic device. The repo scans L = 0..4095 the same way, one operator at a time
     with its neighbours fixed; here the whole graph is re-optimised at every length."""
-    photonic = {d.name for d in instance.devices if d.kind == "photonic"}
+    photonic = {d.name for d in instance.devices if d.photonic}
     found = []
     for length in lengths:
         model = replace(instance.model, sequence_length=length)
@@ -690,14 +809,14 @@ def photonic_lengths(
 def _coupled(instance: Instance) -> bool:
     """Side constraints that tie segments together (the decomposition then does not apply)."""
     lim = instance.limits
-    capacity = any(d.kind == "photonic" and d.weight_capacity_mb > 0 for d in instance.devices)
-    limits = lim.energy_budget_mj or lim.power_cap_w or lim.max_conversion_elements
+    capacity = any(d.photonic and d.weight_capacity > 0 for d in instance.devices)
+    limits = lim.energy_budget or lim.power_cap or lim.max_conversion_elements
     return bool(instance.uniform_blocks or capacity or limits)
 
 
 def _segment(graph: StackedGraph, a: int, b: int, first: str, last: str) -> StackedGraph:
     """Operators a..b with a pinned on ``first`` and b on ``last``, and the edges among them."""
-    keep = [k for k, e in enumerate(graph.edges) if a <= e.src and e.dst <= b]
+    keep = [k for v in range(a + 1, b + 1) for k in graph.in_edges[v] if graph.edges[k].src >= a]
     stacks = [dict(s) for s in graph.stacks[a : b + 1]]
     stacks[0], stacks[-1] = {first: stacks[0][first]}, {last: stacks[-1][last]}
 
@@ -711,79 +830,118 @@ def _segment(graph: StackedGraph, a: int, b: int, first: str, last: str) -> Stac
 
     return StackedGraph(
         graph.ops[a : b + 1],
-        [Edge(graph.edges[k].src - a, graph.edges[k].dst - a, graph.edges[k].elements) for k in keep],
+        [replace(graph.edges[k], src=graph.edges[k].src - a, dst=graph.edges[k].dst - a) for k in keep],
         stacks,
         [table(graph.transfer_energy[k], k) for k in keep],
         [table(graph.transfer_latency[k], k) for k in keep],
     )
 
 
-def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOptions) -> tuple[Any, str]:
-    """Solve one segment's disjunctive makespan model; (assignment, start times in s) and status."""
+@dataclass(frozen=True)
+class _Part:
+    """One segment's solved makespan model: assignment and start times (s), status, and a lower
+    bound on its span ``S_b - S_a`` (s; None when the solve found nothing)."""
+
+    found: tuple[list[str], list[float]] | None
+    status: str
+    span_bound: float | None
+
+
+def _segment_makespan(instance: Instance, part: StackedGraph, options: SolveOptions) -> _Part:
+    """Solve one segment's disjunctive makespan model. Its sink is the closing cut ``b``, pinned to
+    one device, so the model's minimum ``T = S_b + p_b`` less the constant ``p_b`` bounds the span
+    (an optimal segment schedule starts at 0)."""
     m, _, _ = milp.assignment_model(instance, part)
-    milp.add_schedule(m, part, disjunctive=True)
-    m.cost = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+    milp.add_schedule(m, part, True, milp.schedule_horizon(part))
+    m.cost = pyo.Objective(expr=m.span, sense=pyo.minimize)
+    m.objective_unit = m.time_unit
     result = solve_model(m, options)
+    closing = next(iter(part.stacks[-1].values())).latency
+    span_bound = None if result.bound is None else max(0.0, result.bound / MICRO - closing)
     if result.objective is None:
-        return None, result.status
+        return _Part(None, result.status, span_bound)
     assign = [
         next(iter(s)) if len(s) == 1 else max(sorted(s), key=lambda d, v=v: pyo.value(m.x[v, d]))
         for v, s in enumerate(part.stacks)
     ]
     start = [pyo.value(m.start[v]) * m.time_unit / MICRO for v in range(len(part.ops))]
-    return (assign, start), result.status
+    return _Part((assign, start), result.status, span_bound)
 
 
 def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
-    """Exact by decomposition. Every source-to-sink path passes each articulation operator, so
-    operators of different segments never overlap in time and both the sum objectives and the
-    makespan add up over segments: the makespan is ``sum_j (S_{c_j+1} - S_{c_j}) + p_last``. Each
-    segment is solved exactly for every pair of devices of its two cut operators (frontier DP for
-    sums, the disjunctive MILP for the makespan), once per distinct segment (repeated blocks are
-    solved once), then a DP over the cut devices chains them. Side constraints couple the
-    segments: such instances go to the full MILP."""
+    """Exact by decomposition; the bound it reports is valid whatever the segments' status.
+
+    Proof. The graph has one source and one sink and every operator lies on a source-to-sink path;
+    an articulation operator ``c`` lies on every such path, so every other operator is an ancestor
+    or a descendant of ``c``: it finishes before ``c`` starts or starts after ``c`` finishes. Hence
+    in any feasible schedule no two operators of different segments overlap, and the makespan is
+    ``sum_j (S_{c_{j+1}} - S_{c_j}) + p_last`` (the sink is the last cut), each term depending only
+    on segment ``j``'s own devices and starts, given its two cut devices. Minimising the sum is a
+    shortest path over the cut devices whose arc costs are the segments' minimum spans; the sum
+    objectives separate over the segments the same way (no edge jumps a cut). So no schedule or
+    device is excluded. Each distinct segment is solved once per pair of cut devices (repeated
+    blocks are solved once): the frontier DP for the sums, the disjunctive MILP for the makespan.
+    The chain of the segments' lower bounds (a second shortest path) bounds the optimum. Side
+    constraints couple the segments: such instances go to the one-piece MILP. The time limit, if
+    any, is shared by all segment solves."""
     if _coupled(instance):
         model = milp.build(instance)
         result = solve_model(model, options)
         if result.objective is None:
             return ExactOutcome(None, result.status, result.bound)
         solution = milp.extract(model, instance)
-        solution["objective"] = result.objective
+        solution["objective"] = objective(instance, solution)
         return ExactOutcome(solution, result.status, result.bound)
     if instance.objective != "makespan":
         solution = segment_dp(instance)
         return ExactOutcome(solution, "optimal", solution["objective"])
     graph = stacked_graph(instance)
     cuts = articulation_operators(graph)
-    memo: dict[Any, tuple[Any, str]] = {}
+    deadline = None if options.time_limit is None else time.perf_counter() + options.time_limit
+    memo: dict[Any, _Part] = {}
     status = "optimal"
-    # best[d] = (length up to the start of the current cut on d, [(cut a, cut b, segment solution)])
-    best: dict[str, tuple[float, list]] = {d: (0.0, []) for d in sorted(graph.stacks[cuts[0]])}
+    # best[d]: (length up to the start of the current cut on d, its segment solutions); low[d]: a bound
+    best: dict[str, tuple[float, Any]] = {d: (0.0, None) for d in sorted(graph.stacks[cuts[0]])}
+    low: dict[str, float] | None = dict.fromkeys(best, 0.0)
     for a, b in pairwise(cuts):
-        step: dict[str, tuple[float, list]] = {}
-        for first, (length, trail) in best.items():
+        step: dict[str, tuple[float, Any]] = {}
+        low_step: dict[str, float] = {}
+        bounded = low is not None
+        for first in sorted(set(best) | set(low or {})):
             for last in sorted(graph.stacks[b]):
                 part = _segment(graph, a, b, first, last)
                 key = (part.ops[0].role, part.ops[-1].role, first, last, _signature(part))
                 if key not in memo:
-                    memo[key] = _segment_makespan(instance, part, options)
-                found, part_status = memo[key]
-                if found is None:
-                    continue
-                if part_status != "optimal":
+                    left = None if deadline is None else max(0.01, deadline - time.perf_counter())
+                    memo[key] = _segment_makespan(instance, part, replace(options, time_limit=left))
+                solved = memo[key]
+                if solved.status not in ("optimal", "infeasible"):
                     status = "feasible"
-                total = length + found[1][-1] - found[1][0]
+                if low is not None and first in low and solved.status != "infeasible":
+                    if solved.span_bound is None:
+                        bounded = False
+                    else:
+                        low_step[last] = min(low_step.get(last, math.inf), low[first] + solved.span_bound)
+                if solved.found is None or first not in best:
+                    continue
+                length, trail = best[first]
+                total = length + solved.found[1][-1] - solved.found[1][0]
                 if last not in step or total < step[last][0]:
-                    step[last] = (total, [*trail, (a, found)])
+                    step[last] = (total, (trail, (a, solved.found)))  # a linked list, not a copy
+        low = low_step if bounded else None
         if not step:
             return ExactOutcome(None, "infeasible" if status == "optimal" else "time_limit")
         best = step
     last_cut = cuts[-1]
     _, trail = min(best.items(), key=lambda item: item[1][0] + graph.stacks[last_cut][item[0]].latency)[1]
+    parts = []
+    while trail is not None:
+        trail, part = trail
+        parts.append(part)
     assign = [""] * len(graph.ops)
     rank = [0.0] * len(graph.ops)
     offset = 0.0
-    for a, (part_assign, part_start) in trail:
+    for a, (part_assign, part_start) in reversed(parts):
         for i, (d, s) in enumerate(zip(part_assign, part_start, strict=True)):
             assign[a + i] = d
             rank[a + i] = offset + s - part_start[0] + 0.5 * graph.stacks[a + i][d].latency
@@ -791,7 +949,11 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
     start = earliest_starts(graph, assign, rank)
     solution = as_solution(graph, assign, start)
     solution["objective"] = makespan(graph, assign, start) * MICRO
-    return ExactOutcome(solution, status, solution["objective"] if status == "optimal" else None)
+    bound = None
+    if low:
+        bound = min(value + graph.stacks[last_cut][d].latency for d, value in low.items()) * MICRO
+        bound = min(bound, solution["objective"])
+    return ExactOutcome(solution, status, bound)
 
 
 def _signature(part: StackedGraph) -> tuple:
@@ -803,3 +965,51 @@ def _signature(part: StackedGraph) -> tuple:
             for e, t in zip(part.edges, part.transfer_latency, strict=True)
         ),
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# A dual bound at any size
+# ------------------------------------------------------------------------------------------------
+#: The one-piece LP relaxation joins the bound of side-constrained instances up to this many operators.
+LP_BOUND_OPERATORS = 5000
+
+
+def dual_bound(instance: Instance, options: SolveOptions) -> float:
+    """A lower bound on the optimum (problem units, uJ or us), at any size.
+
+    * No side constraints, energy or latency sum: the frontier DP's optimum (the decomposition is
+      exact, so the bound is tight).
+    * No side constraints, makespan: the decomposition's chain of the segments' dual bounds
+      (:func:`exact`, valid whatever their status), and never below the critical path at the
+      fastest realizations nor the total fastest work spread over every device.
+    * Side constraints or uniform blocks: the largest of (a) the optimum of the same instance with
+      them dropped, a relaxation (for a makespan under a power cap also ``E_min / P``, since
+      ``T >= E / P >= E_min / P`` for every schedule), and (b) the LP relaxation of the one-piece
+      MILP, up to :data:`LP_BOUND_OPERATORS` operators.
+
+    Each of these is at least the LP relaxation where that exists: the DP and the chained
+    segment bounds bound the integer optimum (and a segment's dual bound is at least its own LP
+    bound; gluing segment LP solutions at integral cut devices gives a solution of the whole LP).
+    """
+    graph = stacked_graph(instance)
+    if not _coupled(instance):
+        if instance.objective != "makespan":
+            return segment_dp(instance)["objective"]
+        early, _ = milp.time_windows(graph, 0.0)
+        fastest = [min(r.latency for r in s.values()) for s in graph.stacks]
+        floor = max(early[-1] + fastest[-1], sum(fastest) / len(instance.devices)) * MICRO
+        outcome = exact(instance, options)
+        return max(floor, outcome.bound or 0.0)
+    free = replace(instance, uniform_blocks=False, limits=Limits(), devices=tuple(
+        replace(d, weight_capacity=0.0) if d.photonic else d for d in instance.devices))
+    candidates = [dual_bound(free, options)]
+    cap = instance.limits.power_cap
+    if cap > 0 and instance.objective == "makespan":
+        candidates.append(dual_bound(replace(free, objective="energy"), options) / cap)
+    if len(graph.ops) <= LP_BOUND_OPERATORS:
+        model = milp.build(instance)
+        pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
+        result = solve_model(model, options)
+        if result.status == "optimal" and result.objective is not None:
+            candidates.append(result.objective)
+    return max(candidates)

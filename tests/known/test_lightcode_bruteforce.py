@@ -1,7 +1,13 @@
-"""LightCode's exact MILP against brute force (itertools) on instances small enough to enumerate:
-every assignment of the free operators, and for the makespan every precedence-feasible order
-scheduled greedily (an optimal schedule is among them: order the operators of an optimal schedule
-by start time and start each as early as its inputs and its device allow)."""
+"""LightCode's exact methods against brute force on instances small enough to enumerate.
+
+``coopt.formulations.lightcode.brute`` is the oracle (every assignment; for the makespan a pruned
+search over appended schedules). Here it is checked once more against the plainest enumeration
+there is, every assignment times every linear extension of the operators, each scheduled greedily
+(an optimal schedule is among them: order an optimal schedule's operators by start time and start
+each as early as its inputs and its device allow), and then it judges the MILP and the
+decomposition on hand-picked cases: both transfer models, every objective, uniform blocks,
+parallel branches, and each side constraint set so that it binds.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.lightcode import PROBLEM
+from coopt.formulations.lightcode import PROBLEM, brute
 from coopt.formulations.lightcode.milp import incomparable_pairs
 from coopt.formulations.lightcode.model import (
     Limits,
@@ -43,8 +49,8 @@ def gpt2_tiny(layers: int = 1, sequence_length: int = 32, **changes):
         base.model, layers=layers, d_model=64, heads=2, d_ff=256, vocab=512, sequence_length=sequence_length
     )
     devices = tuple(
-        replace(d, mac_energy_pj=2.0)
-        if d.kind == "electronic"
+        replace(d, mac_energy=2e-12)
+        if not d.photonic
         else replace(d, cores=1, wavelengths=16, spatial=1)
         for d in base.devices
     )
@@ -108,15 +114,16 @@ def append_schedule(graph, assign, order) -> float:
     return max(finish)
 
 
-def brute_force(instance) -> float:
+def plain(instance) -> float:
+    """Every assignment x every linear extension (a power cap stretches a schedule to E / P)."""
     graph = stacked_graph(instance)
     orders = list(linear_extensions(graph)) if instance.objective == "makespan" else []
     best = math.inf
     for assign in assignments(graph):
         if instance.objective == "makespan":
             span = min(append_schedule(graph, assign, order) for order in orders)
-            if instance.limits.power_cap_w:  # idle time may stretch a schedule to meet the cap
-                span = max(span, energy(graph, assign) / instance.limits.power_cap_w)
+            if instance.limits.power_cap:  # idle time may stretch a schedule to meet the cap
+                span = max(span, energy(graph, assign) / instance.limits.power_cap)
             value = span
         else:
             span = latency_sum(graph, assign)
@@ -124,6 +131,38 @@ def brute_force(instance) -> float:
         if not side_violations(instance, graph, assign, span):
             best = min(best, value)
     return best * 1e6
+
+
+def brute_force(instance) -> float:
+    value = brute.optimum(instance)
+    assert value is not None
+    return value
+
+
+@pytest.mark.parametrize("seed", [1, 3, 14, 91, 108])  # makespan: GPT-2, the last two under a power cap
+def test_the_pruned_search_equals_plain_enumeration(seed):
+    """The oracle's makespan search skips orders whose starts decrease: it loses nothing."""
+    instance = brute.tiny(seed)
+    expected = plain(instance)
+    found = brute.optimum(instance)
+    assert (found is None) == math.isinf(expected)
+    assert found is None or math.isclose(found, expected, rel_tol=1e-12)
+
+
+def test_the_oracle_instances_are_not_trivial():
+    """The oracle's tiny instances mix devices, bind their side constraints and include infeasible
+    ones (else agreeing with it would prove little)."""
+    mixed = infeasible = constrained = 0
+    for seed in range(40):
+        instance = brute.tiny(seed)
+        report = run(PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+        if report.status == "infeasible":
+            infeasible += 1
+            continue
+        mixed += len(set(report.solution["assignment"].values())) > 1
+        constrained += any(vars(instance.limits).values()) or any(
+            d.photonic and d.weight_capacity for d in instance.devices)
+    assert mixed >= 20 and infeasible >= 1 and constrained >= 8
 
 
 def milp(instance) -> float:
@@ -177,10 +216,10 @@ def test_makespan_milp_matches_brute_force_with_parallel_branches():
     assert math.isclose(milp(instance), brute_force(instance), rel_tol=1e-7)
 
 
-def side_constrained(objective: str, limits: Limits, capacity_mb: float = 0.0):
+def side_constrained(objective: str, limits: Limits, capacity: float = 0.0):
     base = gpt2_tiny(layers=1, objective=objective, limits=limits)
     devices = tuple(
-        replace(d, weight_capacity_mb=capacity_mb) if d.kind == "photonic" else d for d in base.devices
+        replace(d, weight_capacity=capacity) if d.photonic else d for d in base.devices
     )
     return replace(base, devices=devices)
 
@@ -201,7 +240,7 @@ def test_milp_matches_brute_force_under_binding_side_constraints(kind):
     graph, assign = optimal_assignment(free)
     if kind == "capacity":
         used = ptu_weight_bytes(free, graph, assign, "ptu")
-        instance = side_constrained(objective, Limits(), capacity_mb=used / 2e6)
+        instance = side_constrained(objective, Limits(), capacity=used / 2)
     elif kind == "conversion":
         instance = side_constrained(
             objective, Limits(max_conversion_elements=conversion_elements(free, graph, assign) / 2)
@@ -209,13 +248,13 @@ def test_milp_matches_brute_force_under_binding_side_constraints(kind):
     elif kind == "energy_budget":
         _, frugal = optimal_assignment(side_constrained("energy", Limits()))
         budget = 0.5 * (energy(graph, frugal) + energy(graph, assign))
-        instance = side_constrained(objective, Limits(energy_budget_mj=budget * 1e3))
+        instance = side_constrained(objective, Limits(energy_budget=budget))
     elif kind == "power_cap":
         power = energy(graph, assign) / latency_sum(graph, assign)
-        instance = side_constrained(objective, Limits(power_cap_w=0.9 * power))
+        instance = side_constrained(objective, Limits(power_cap=0.9 * power))
     else:
         power = energy(graph, assign) / (brute_force(free) / 1e6)
-        instance = side_constrained(objective, Limits(power_cap_w=0.5 * power))
+        instance = side_constrained(objective, Limits(power_cap=0.5 * power))
     expected = brute_force(instance)
     assert math.isfinite(expected)
     assert expected > brute_force(free) * (1 + 1e-9)

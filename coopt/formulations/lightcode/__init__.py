@@ -4,27 +4,41 @@ to minimise energy, serial latency or the makespan of the resulting schedule.
 Source: R. Tomich et al., "LightCode: compiling LLM inference for photonic-electronic systems",
 arXiv 2509.16443 (2025), and the authors' code (``RyanTomich/LightCode``).
 
-Layout: the data model, the Stacked Graph, the cost model, the checker and the generator are in
-:mod:`.model`; the one-piece MILP in :mod:`.milp`; the block-decomposition DP (``exact``) and the
-heuristics in :mod:`coopt.solvers.lightcode`.
+Layout: the data model, the declared fields, the Stacked Graph, the cost model, the checker and the
+generator are in :mod:`.model`; the named constant sets in :mod:`.presets`; the one-piece MILP in
+:mod:`.milp`; the brute force, the oracle of both exact methods, in :mod:`.brute`; the
+block-decomposition method (``exact``), the heuristics and the dual bound in
+:mod:`coopt.solvers.lightcode`.
 
 Methods: ``milp`` is the model of :mod:`.milp` on the whole graph. ``exact``
 (:func:`coopt.solvers.lightcode.exact`) decomposes at the articulation operators (the residual
 adds): each segment is solved exactly (the disjunctive model of one block for the makespan, a
 frontier DP for the sums) once per distinct segment and pair of cut devices, and a DP chains
-them. It solves Llama-2-7B prefill makespan in under a second where the one-piece MILP keeps a 7%
-gap after two minutes; with side constraints, which couple the segments, it hands over to the
-one-piece MILP.
+them. With side constraints, which couple the segments, it hands over to the one-piece MILP.
+:func:`coopt.solvers.lightcode.dual_bound` is a lower bound at any size: the DP where it is exact
+(the sums), the chain of segment dual bounds (the makespan), relaxations otherwise. It is not yet
+registered as ``Problem.bound``: tests/test_contract.py's LP check asserts ``bound <= LP`` (it calls
+``better(relaxed, bound)``), so a bound tighter than the LP relaxation fails it.
 
-Objectives are reported in microjoules (energy) or microseconds (latency), so values are O(1) and
-larger; schedule start times in a solution are in seconds.
+Objectives are reported in microjoules (energy) or microseconds (latency); schedule start times in
+a solution are in seconds (the unit string says so).
 """
 
 from __future__ import annotations
 
+from coopt.formulations.lightcode import brute
 from coopt.formulations.lightcode.milp import build, extract
-from coopt.formulations.lightcode.model import check, dump, generate, load, objective
-from coopt.problem import HeuristicsOf, MethodOf, Problem
+from coopt.formulations.lightcode.model import (
+    SCHEMA,
+    check,
+    dump,
+    generate,
+    load,
+    objective,
+    objective_name,
+    objective_unit,
+)
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="lightcode",
@@ -42,4 +56,8 @@ PROBLEM = Problem(
     exact=MethodOf("coopt.solvers.lightcode", "exact"),
     sizes=(1, 2, 4),
     size_doc="transformer blocks",
+    schema=SCHEMA,
+    objective_name=objective_name,
+    objective_unit=objective_unit,
+    oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
 )

@@ -27,8 +27,19 @@ operator starts once its inputs have arrived:
 The disjunctions make the model exact. Pairs ordered by a path need none (precedence already
 keeps them apart), and transformer graphs are chains of blocks joined at residual adds, so the
 incomparable pairs stay inside one block. :func:`makespan_relaxation` drops the disjunctions
-(critical path plus device-load bounds), a lower bound for benchmarks. ``M`` is the serial length
-of the slowest assignment.
+(critical path plus device-load bounds), a lower bound for benchmarks.
+
+Time windows and big-M (no optimum is cut off). ``ES_v`` is the longest path from the source to
+``v`` with every operator and transfer at its fastest realization, a lower bound on ``S_v`` in any
+schedule; ``tail_v`` the same from ``v``'s finish to the end. ``H`` is an upper bound on the
+optimal value: the serial length of the slowest assignment, or less, the value of one feasible
+schedule (every operator on its fastest device, started as early as the data allow; used only
+where that assignment meets the side constraints; a power cap stretches it to ``E / P``). Every
+optimal schedule has span at most ``H``, so ``S_v <= LS_v = H - t_v,min - tail_v`` holds in each of
+them, and the window ``ES_v <= S_v <= LS_v`` keeps all of them. In that box ``S_u + t_ud - S_v <=
+LS_u + t_ud - ES_v =: M_uvd``, the smallest valid big-M of the pair's two rows. Small ``M`` matters
+beyond the LP bound: HiGHS accepts a binary within 1e-6 of an integer, and each such row then
+leaks ``1e-6 M`` of overlap into the reported makespan.
 
 Side constraints (all optional):
   PTU weight capacity   sum_v b w_v x_v,PTU <= Cap_PTU
@@ -54,14 +65,19 @@ import pyomo.environ as pyo
 
 from coopt.formulations.lightcode.model import (
     MICRO,
+    SIDE_TOL,
     Instance,
     StackedGraph,
     earliest_starts,
     energy,
     makespan,
+    side_violations,
     stacked_graph,
 )
 from coopt.problem import Solution
+
+#: Objectives and start times are O(RESOLUTION) in model units (see :func:`_units`).
+RESOLUTION = 1000.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -78,10 +94,14 @@ def incomparable_pairs(graph: StackedGraph) -> list[tuple[int, int]]:
 
 
 def _units(graph: StackedGraph) -> tuple[float, float]:
-    """Reference energy (uJ) and time (us): the cheapest realization of each operator, summed."""
+    """Model units of energy (uJ) and time (us): 1/:data:`RESOLUTION` of the cheapest realization
+    of each operator, summed, so that objectives and start times are O(RESOLUTION). HiGHS'
+    tolerances are absolute (dual feasibility 1e-7 on reduced costs, primal 1e-7 on each row): at
+    O(1) they let a proven optimum miss a better assignment by 2e-7 of the objective, and a chain
+    of precedence rows shave 1e-6 off a makespan; at O(1e3) both stay below 1e-9."""
     e = sum(min(r.energy for r in s.values()) for s in graph.stacks) * MICRO
     t = sum(min(r.latency for r in s.values()) for s in graph.stacks) * MICRO
-    return max(e, 1e-12), max(t, 1e-12)
+    return max(e, 1e-12) / RESOLUTION, max(t, 1e-12) / RESOLUTION
 
 
 def assignment_model(instance: Instance, graph: StackedGraph) -> tuple[pyo.ConcreteModel, Any, Any]:
@@ -142,8 +162,10 @@ def assignment_model(instance: Instance, graph: StackedGraph) -> tuple[pyo.Concr
     return m, energy_var + m.energy_fixed, latency_var + m.latency_fixed
 
 
-def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -> None:
-    """Start times, makespan, precedence with transfer delays, device loads, disjunctions."""
+def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool, horizon: float) -> None:
+    """Start times, makespan ``m.span``, precedence with transfer delays, device loads, disjunctions,
+    in the model's time unit. ``horizon`` (s) bounds the optimal span (:func:`schedule_horizon`); it
+    sets the time windows and the big-Ms."""
     a, t_unit = m.a, m.time_unit
     n = len(graph.ops)
 
@@ -156,11 +178,9 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             return sum(table[du, dv] * MICRO / t_unit * m.y[k, du, dv] for du, dv in sorted(table))
         return next(iter(table.values())) * MICRO / t_unit
 
-    horizon = sum(max(r.latency for r in s.values()) for s in graph.stacks)
-    horizon += sum(max(table.values()) for table in graph.transfer_latency)
-    big_m = horizon * MICRO / t_unit
-    m.start = pyo.Var(range(n), bounds=(0, big_m))
-    m.makespan = pyo.Var(bounds=(0, None))  # unbounded above: a power cap may stretch it
+    early, late = time_windows(graph, horizon)
+    m.start = pyo.Var(range(n), bounds=lambda m, v: (early[v] * MICRO / t_unit, late[v] * MICRO / t_unit))
+    m.span = pyo.Var(bounds=(0, None))  # the makespan; unbounded above: a power cap may stretch it
     m.precedence = pyo.Constraint(
         range(len(graph.edges)),
         rule=lambda m, k: (
@@ -168,12 +188,12 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
         ),
     )
     sinks = [v for v in range(n) if not graph.succs[v]]
-    m.finish = pyo.Constraint(sinks, rule=lambda m, v: m.makespan >= m.start[v] + p(v))
+    m.finish = pyo.Constraint(sinks, rule=lambda m, v: m.span >= m.start[v] + p(v))
     devices = sorted({d for s in graph.stacks for d in s})
     m.device_load = pyo.Constraint(
         devices,
         rule=lambda m, d: (
-            m.makespan
+            m.span
             >= sum(s[d].latency * MICRO / t_unit * a(v, d) for v, s in enumerate(graph.stacks) if d in s)
         ),
     )
@@ -187,8 +207,12 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
                 triples.append((u, v, d))
     m.order = pyo.Var(sorted({(u, v) for u, v, _ in triples}), domain=pyo.Binary)
 
-    def both_on(u: int, v: int, d: str) -> Any:
-        return big_m * (2 - a(u, d) - a(v, d))
+    def big_m(u: int, v: int, d: str) -> float:
+        """The largest S_u + t_ud - S_v in the windows (row units)."""
+        return max(0.0, late[u] + graph.stacks[u][d].latency - early[v]) * MICRO / t_unit
+
+    def both_on(u: int, v: int, d: str, gap: float) -> Any:
+        return gap * (2 - a(u, d) - a(v, d))
 
     m.u_first = pyo.Constraint(
         triples,
@@ -196,8 +220,8 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             m.start[v]
             >= m.start[u]
             + graph.stacks[u][d].latency * MICRO / t_unit
-            - big_m * (1 - m.order[u, v])
-            - both_on(u, v, d)
+            - big_m(u, v, d) * (1 - m.order[u, v])
+            - both_on(u, v, d, big_m(u, v, d))
         ),
     )
     m.v_first = pyo.Constraint(
@@ -206,10 +230,46 @@ def add_schedule(m: pyo.ConcreteModel, graph: StackedGraph, disjunctive: bool) -
             m.start[u]
             >= m.start[v]
             + graph.stacks[v][d].latency * MICRO / t_unit
-            - big_m * m.order[u, v]
-            - both_on(u, v, d)
+            - big_m(v, u, d) * m.order[u, v]
+            - both_on(u, v, d, big_m(v, u, d))
         ),
     )
+
+
+def time_windows(graph: StackedGraph, horizon: float) -> tuple[list[float], list[float]]:
+    """``(ES_v, LS_v)`` in seconds: the earliest start over any schedule, and the latest start of
+    any schedule of span at most ``horizon`` (see the module docstring)."""
+    n = len(graph.ops)
+    fastest = [min(r.latency for r in s.values()) for s in graph.stacks]
+    hop = [min(t.values()) for t in graph.transfer_latency]
+    early, tail = [0.0] * n, [0.0] * n
+    for v in range(n):  # operators are in topological order
+        for k in graph.in_edges[v]:
+            u = graph.edges[k].src
+            early[v] = max(early[v], early[u] + fastest[u] + hop[k])
+    for u in reversed(range(n)):
+        for k in graph.out_edges[u]:
+            w = graph.edges[k].dst
+            tail[u] = max(tail[u], hop[k] + fastest[w] + tail[w])
+    late = [max(early[v], horizon * (1 + 1e-9) - fastest[v] - tail[v]) for v in range(n)]
+    return early, late
+
+
+def schedule_horizon(graph: StackedGraph, instance: Instance | None = None) -> float:
+    """An upper bound (s) on the optimal makespan: the serial length of the slowest assignment, or
+    the value of the schedule of the fastest devices when that assignment meets ``instance``'s side
+    constraints (a power cap stretches it to E / P); without ``instance``, no side constraints."""
+    serial = sum(max(r.latency for r in s.values()) for s in graph.stacks)
+    serial += sum(max(table.values()) for table in graph.transfer_latency)
+    assign = [min(sorted(s), key=lambda d, s=s: s[d].latency) for s in graph.stacks]
+    start = earliest_starts(graph, assign, [float(v) for v in range(len(graph.ops))])
+    span = makespan(graph, assign, start)
+    if instance is not None:
+        if instance.limits.power_cap > 0:
+            span = max(span, energy(graph, assign) / instance.limits.power_cap)
+        if side_violations(instance, graph, assign, span):
+            return serial
+    return min(serial, span)
 
 
 def _add_side_constraints(
@@ -217,7 +277,8 @@ def _add_side_constraints(
 ) -> None:
     a = m.a
     b = instance.memory.bytes_per_element
-    caps = [d for d in instance.devices if d.kind == "photonic" and d.weight_capacity_mb > 0]
+    slack = 1 + SIDE_TOL  # the checker's bound (coopt.formulations.lightcode.model.side_violations)
+    caps = [d for d in instance.devices if d.photonic and d.weight_capacity > 0]
     m.capacity = pyo.Constraint(
         [d.name for d in caps],
         rule=lambda m, name: (
@@ -226,11 +287,11 @@ def _add_side_constraints(
                 for v, op in enumerate(graph.ops)
                 if name in graph.stacks[v] and op.weights
             )
-            <= instance.device(name).weight_capacity_mb * 1e6
+            <= instance.device(name).weight_capacity * slack
         ),
     )
     lim = instance.limits
-    photonic = {d.name for d in instance.devices if d.kind == "photonic"}
+    photonic = {d.name for d in instance.devices if d.photonic}
     if lim.max_conversion_elements > 0:
         crossing = 0
         for k, e in enumerate(graph.edges):
@@ -238,12 +299,13 @@ def _add_side_constraints(
                 if (du in photonic) != (dv in photonic):
                     coupled = (k, du, dv) in m.y  # else both ends are fixed on this pair
                     crossing += e.elements * (m.y[k, du, dv] if coupled else 1)
-        m.conversion = pyo.Constraint(expr=crossing <= lim.max_conversion_elements)
-    if lim.energy_budget_mj > 0:
-        m.energy_budget = pyo.Constraint(expr=energy_expr <= lim.energy_budget_mj * 1e3 / m.energy_unit)
-    if lim.power_cap_w > 0:  # Energy [uJ] <= P [W] * span [us]
+        m.conversion = pyo.Constraint(expr=crossing <= lim.max_conversion_elements * slack)
+    if lim.energy_budget > 0:
+        budget = lim.energy_budget * MICRO / m.energy_unit * slack
+        m.energy_budget = pyo.Constraint(expr=energy_expr <= budget)
+    if lim.power_cap > 0:  # Energy [uJ] <= P [W] * span [us]
         m.power_cap = pyo.Constraint(
-            expr=energy_expr * m.energy_unit <= lim.power_cap_w * span_expr * m.time_unit
+            expr=energy_expr * m.energy_unit <= lim.power_cap * span_expr * m.time_unit * slack
         )
     if instance.uniform_blocks:
         first: dict[str, int] = {}
@@ -272,8 +334,8 @@ def _build(instance: Instance, disjunctive: bool, objective: str | None = None) 
     objective = objective or instance.objective
     m, energy_expr, latency_expr = assignment_model(instance, graph)
     if objective == "makespan":
-        add_schedule(m, graph, disjunctive)
-        span = m.makespan
+        add_schedule(m, graph, disjunctive, schedule_horizon(graph, instance))
+        span = m.span
     else:
         span = latency_expr
     _add_side_constraints(m, instance, graph, energy_expr, span)
@@ -306,9 +368,9 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
             for v in range(len(graph.ops))
         ]
         start = earliest_starts(graph, assign, mid)
-        if instance.limits.power_cap_w > 0:
+        if instance.limits.power_cap > 0:
             # a binding power cap stretches the schedule (E <= P T): the last operator waits
-            stretch = energy(graph, assign) / instance.limits.power_cap_w - makespan(graph, assign, start)
+            stretch = energy(graph, assign) / instance.limits.power_cap - makespan(graph, assign, start)
             start[-1] += max(0.0, stretch)
         solution["start"] = {op.name: s for op, s in zip(graph.ops, start, strict=True)}
     return solution
