@@ -193,6 +193,10 @@ def run(
         check = judge(problem, instance, solution)
     if error is not None:
         check["violations"] = [error, *check["violations"]]
+    if check.get("feasible") and check.get("objective_recomputed") is not None:
+        # the report states what the solution achieves, as the checker recomputes it; the method's
+        # own claim stays in solution["objective"] (a MILP's value can sit a solver tolerance off)
+        objective = check["objective_recomputed"]
     objective, bound = finite_or_none(objective), finite_or_none(bound)
     if solution is not None and non_finite(solution):
         solution = None  # strict JSON cannot hold it; the check above says what was wrong

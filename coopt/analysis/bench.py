@@ -240,7 +240,8 @@ def verdict(row: dict[str, Any]) -> str:
     check = row.get("check") or {}
     if not check.get("feasible"):
         return "failed"
-    claimed, recomputed = row.get("objective"), check.get("objective_recomputed")
+    claimed = (row.get("solution") or {}).get("objective", row.get("objective"))
+    recomputed = check.get("objective_recomputed")
     if claimed is None or recomputed is None or not close(float(claimed), float(recomputed)):
         return "failed"
     return "ok"

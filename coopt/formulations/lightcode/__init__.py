@@ -15,10 +15,9 @@ Methods: ``milp`` is the model of :mod:`.milp` on the whole graph. ``exact``
 adds): each segment is solved exactly (the disjunctive model of one block for the makespan, a
 frontier DP for the sums) once per distinct segment and pair of cut devices, and a DP chains
 them. With side constraints, which couple the segments, it hands over to the one-piece MILP.
-:func:`coopt.solvers.lightcode.dual_bound` is a lower bound at any size: the DP where it is exact
-(the sums), the chain of segment dual bounds (the makespan), relaxations otherwise. It is not yet
-registered as ``Problem.bound``: tests/test_contract.py's LP check asserts ``bound <= LP`` (it calls
-``better(relaxed, bound)``), so a bound tighter than the LP relaxation fails it.
+:func:`coopt.solvers.lightcode.dual_bound` (method ``bound``) is a lower bound at any size: the DP
+where it is exact (the sums), the chain of segment dual bounds (the makespan), relaxations
+otherwise.
 
 Objectives are reported in microjoules (energy) or microseconds (latency); schedule start times in
 a solution are in seconds (the unit string says so).
@@ -54,6 +53,7 @@ PROBLEM = Problem(
     extract=extract,
     heuristics=HeuristicsOf("coopt.solvers.lightcode"),
     exact=MethodOf("coopt.solvers.lightcode", "exact"),
+    bound=MethodOf("coopt.solvers.lightcode", "dual_bound"),
     sizes=(1, 2, 4),
     size_doc="transformer blocks",
     schema=SCHEMA,
