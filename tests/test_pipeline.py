@@ -305,3 +305,13 @@ def test_offload_never_shortens_a_fixed_order():
             assert pm.check(instance, pm.to_solution(instance, timed)) == []
             if tau == 0.25 and n == 1:
                 assert close(timed.makespan(instance), keep)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_checker_rejects_non_finite_times(bad):
+    instance = toy(2, 2, None, off=True)
+    solution = schedules.one_f_one_b(instance)
+    assert pm.check(instance, solution) == []
+    assert pm.check(instance, _move(solution, "F", 0, 0, bad))
+    offloaded = {**solution, "offload": [{"stage": 0, "microbatch": 0, "d2h_start": bad, "h2d_start": 5.0}]}
+    assert any(v.constraint == "format" for v in pm.check(instance, offloaded))

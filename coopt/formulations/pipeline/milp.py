@@ -16,8 +16,28 @@ Constraints:
 
 * (P1) precedence ``S_F(k,j) >= E_F(k-1,j) + c``, ``S_B(K-1,j) >= E_F(K-1,j)``,
   ``S_B(k,j) >= E_B(k+1,j) + c``, ``S_W(k,j) >= E_B(k,j)``; ``C >= E_x`` for sinks;
-* (P2) symmetry breaking: FIFO per (kind, k): ``S_X(k,j) >= E_X(k,j-1)``. This is the
-  restriction every production runtime shares; optima are over FIFO schedules;
+* (P2) symmetry breaking, only where a proof says it loses nothing:
+
+  - *keep-only instances* (no recompute, no offload): FIFO per (kind, k),
+    ``S_X(k,j) >= E_X(k,j-1)``. Proof: all passes of one lane (kind, k) have the same duration
+    and the same memory delta, whatever j. Take any feasible schedule and relabel, lane by lane,
+    the i-th pass to start as micro-batch i. Every precedence edge joins two lanes with a
+    constant lag (``F(k-1) -> F(k)``, ``F(K-1) -> B(K-1)``, ``B(k+1) -> B(k)``, ``B(k) -> W(k)``);
+    if some bijection matches each pass of the upstream lane to a later-starting one downstream
+    (start >= end + lag), the sorted matching does too (exchange argument), so the relabelled
+    schedule meets every precedence. The start times, hence exclusivity, the memory profile and
+    the objective, are unchanged.
+  - *with recompute or offload*: items of one lane may differ in mode (a recomputing B is longer,
+    an offloaded item releases memory early), the relabelling carries modes along and the
+    matching argument fails. Issue 13's instance (``0-p3m3-offload-overtake``) has optimum 22
+    against a FIFO optimum of 23. Only two restrictions are kept: (a) ``F(0, j-1)`` before
+    ``F(0, j)``: micro-batches are identical, so a global relabelling (all stages and modes at
+    once) orders the first lane; (b) (P2') the W passes of a stage run in the order of its B passes
+    (``P_{W(k,j),W(k,j')} = P_{B(k,j),B(k,j')}``, no binary of its own): W's duration and release
+    do not depend on j or on the mode, W has no successor, and the sorted matching of the W lane to
+    the B lane's ends keeps ``S_W >= E_B``. Copy lanes are not FIFO either (every pair of copies
+    of a device gets an order binary). ``build(..., fifo=True)`` is the restricted model, a
+    labelled heuristic (``fifo_milp``), never ``exact``;
 * (P3) exclusivity ``S_y >= E_x - M(1 - P_xy)``, ``S_x >= E_y - M P_xy``, M = best heuristic
   makespan (or the serial bound); order implied by (P1)+(P2) (transitive closure) needs no binary;
 * (P4) memory at every allocation event e (F starts; B starts when recompute is allowed; H2D starts
@@ -25,7 +45,8 @@ Constraints:
   Between compute passes "before" is the order indicator; the products with r are linearised
   one-sidedly (z <= r, z <= P where the term lowers memory, z >= r + P - 1 where it raises it);
 * (P5) offload: ``D_i >= E_F(i)``, ``U_i >= D_i + tau_d o_i``, ``S_B(i) >= U_i + tau_u o_i``, FIFO
-  copies per chunk and disjunctive copies across chunks of a device. Copy events against an
+  disjunctive copies (binaries ``Q``) for every pair of items of a device (FIFO per chunk only
+  under ``fifo=True``). Copy events against an
   allocation event e use binaries ``delta`` (D2H ended by e, conservative: delta = 1 forces it) and
   ``nu`` (H2D started before e, forcing: nu = 0 forces U_i >= S_e); compute passes against an H2D
   start use ``sigma`` (started before, forcing) and ``epsilon`` (ended before, conservative); two
@@ -34,8 +55,8 @@ Constraints:
 * (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start).
 
 Objective ``min C`` (``model.objective_unit = u``), or with ``objective = "stage_span"`` (P6)
-``min Z``, ``Z >= E_x - S_F(k_first(d), 0)`` for the last passes x of every device d
-(F(k_first, 0) is the device's first pass under (P1) + (P2)) and ``Z >= sum of d_x on d``.
+``min Z``, ``Z >= E_x - A_d`` for the last passes x of every device d, ``A_d <= S_F(k_first(d), j)``
+for every j (every pass of d follows some forward of its first chunk) and ``Z >= sum of d_x on d``.
 """
 
 from __future__ import annotations
@@ -45,25 +66,36 @@ import pyomo.environ as pyo
 from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
 from coopt.problem import NoSolution, Solution
 
+POSITION_CUTS = True
+
 
 # --------------------------------------------------------------------------------------------
 # Order implied by precedence and FIFO (transitive closure)
 # --------------------------------------------------------------------------------------------
-def successors(instance: Instance) -> dict[PassKey, list[PassKey]]:
-    """Direct successors of every pass: data-flow edges and the FIFO edges (P2)."""
+def fifo_is_lossless(instance: Instance) -> bool:
+    """True when FIFO per (kind, virtual stage) loses nothing: keep-only instances (proof in the
+    module docstring, (P2)). With recompute or offload it can lose (issue 13's instance)."""
+    return not (instance.allow_recompute or instance.allow_offload)
+
+
+def successors(instance: Instance, fifo: bool | None = None) -> dict[PassKey, list[PassKey]]:
+    """Direct successors of every pass: data-flow edges (P1) and the symmetry-breaking edges (P2):
+    FIFO per (kind, k) where it is lossless (``fifo``, default :func:`fifo_is_lossless`), else the
+    relabelling edges F(0, j-1) -> F(0, j) only."""
+    fifo = fifo_is_lossless(instance) if fifo is None else fifo
     succ: dict[PassKey, list[PassKey]] = {x: [] for x in instance.passes()}
     for x in instance.passes():
         for q, _ in instance.predecessors(x):
             succ[q].append(x)
         kind, k, j = x
-        if j > 0:
+        if j > 0 and (fifo or (kind, k) == ("F", 0)):
             succ[(kind, k, j - 1)].append(x)
     return succ
 
 
-def reachability(instance: Instance) -> dict[PassKey, set[PassKey]]:
+def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, set[PassKey]]:
     """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
-    succ = successors(instance)
+    succ = successors(instance, fifo)
     indegree = {x: 0 for x in succ}
     for targets in succ.values():
         for y in targets:
@@ -110,15 +142,19 @@ def horizon(instance: Instance) -> float:
 # --------------------------------------------------------------------------------------------
 # Build
 # --------------------------------------------------------------------------------------------
-def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
-    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds)."""
+def build(instance: Instance, upper: float | None = None, fifo: bool | None = None) -> pyo.ConcreteModel:
+    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds).
+    ``fifo=True`` imposes FIFO per (kind, stage) and per copy lane even where it may lose (the
+    restricted model of :func:`coopt.solvers.pipeline.fifo_milp`); the default imposes it only
+    where it is lossless."""
+    fifo = fifo_is_lossless(instance) if fifo is None else fifo
     K, m = instance.virtual_stages, instance.microbatches
     passes = instance.passes()
     u = max(instance.duration(x) for x in passes)
     g = max(instance.a(k) for k in range(K))
     M = (upper if upper is not None else horizon(instance)) / u * (1 + 1e-6) + 1e-6
     items = [(k, j) for k in range(K) for j in range(m)]
-    reach = reachability(instance)
+    reach = reachability(instance, fifo)
 
     model = pyo.ConcreteModel(name="pipeline")
     model.objective_unit = u
@@ -149,12 +185,12 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
     def E(x: PassKey):
         return model.S[x] + dur(x)
 
-    # (P1) precedence, (P2) FIFO, makespan
+    # (P1) precedence, (P2) FIFO or relabelling, makespan
     for x in passes:
         for q, lag in instance.predecessors(x):
             add(model.S[x] >= E(q) + lag / u)
         kind, k, j = x
-        if j > 0:
+        if j > 0 and (fifo or (kind, k) == ("F", 0)):
             add(model.S[x] >= E((kind, k, j - 1)))
         if not reach[x]:
             add(E(x) <= model.C)
@@ -163,18 +199,22 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
     by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
     for x in passes:
         by_device[instance.device(x[1])].append(x)
-    free_pairs = [
+    unordered = [
         (x, y)
         for d in range(instance.stages)
         for n, x in enumerate(by_device[d])
         for y in by_device[d][n + 1 :]
         if y not in reach[x] and x not in reach[y]
     ]
+    # (P2') without FIFO, the W passes of a stage run in the order of their B passes
+    aliased = {
+        (x, y): (("B", x[1], x[2]), ("B", y[1], y[2]))
+        for x, y in unordered
+        if not fifo and x[0] == y[0] == "W" and x[1] == y[1]
+    }
+    free_pairs = [pair for pair in unordered if pair not in aliased]
     pair_set = set(free_pairs)
     model.P = pyo.Var(free_pairs, domain=pyo.Binary)
-    for x, y in free_pairs:
-        add(model.S[y] >= E(x) - M * (1 - model.P[x, y]))
-        add(model.S[x] >= E(y) - M * model.P[x, y])
 
     def before(x: PassKey, y: PassKey):
         """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
@@ -182,13 +222,27 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
             return 1
         if x in reach[y]:
             return 0
+        if (x, y) in aliased:
+            return before(*aliased[x, y])
+        if (y, x) in aliased:
+            return 1 - before(*aliased[y, x])
         return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
+
+    for x, y in unordered:
+        add(model.S[y] >= E(x) - M * (1 - before(x, y)))
+        add(model.S[x] >= E(y) - M * before(x, y))
 
     # (P7) load cut
     for d in range(instance.stages):
         first = min(instance.stages_on(d))
         head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first)) / u
         add(head + sum(dur(x) for x in by_device[d]) <= model.C)
+        if POSITION_CUTS:
+            # (P8) position cuts: what runs before x on d delays x, what runs after x delays C
+            for x in by_device[d]:
+                others = [(y, instance.duration(y) / u) for y in by_device[d] if y != x]
+                add(model.S[x] >= head + sum(t * before(y, x) for y, t in others))
+                add(E(x) + sum(t * (1 - before(y, x)) for y, t in others) <= model.C)
 
     # (P5) offload copies
     if off:
@@ -197,14 +251,16 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
             add(model.D[i] >= E(("F", k, j)))
             add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
             add(model.S[("B", k, j)] >= model.U[i] + instance.tau_u(k) / u * model.o[i])
-            if j > 0:
+            if fifo and j > 0:
                 add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
                 add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
         cross = [
             (i, i2)
             for i in items
             for i2 in items
-            if i < i2 and i[0] != i2[0] and instance.device(i[0]) == instance.device(i2[0])
+            if i < i2
+            and (i[0] != i2[0] or not fifo)
+            and instance.device(i[0]) == instance.device(i2[0])
         ]
         model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
         for i, i2 in cross:
@@ -218,11 +274,14 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
 
     if instance.objective == "stage_span":
         model.Z = pyo.Var(bounds=(0, M))
+        model.A = pyo.Var(range(instance.stages), bounds=(0, M))  # first start on each device
         for d, on_device in by_device.items():
-            first = ("F", min(instance.stages_on(d)), 0)  # first pass on d under (P1) + (P2)
+            k_first = min(instance.stages_on(d))  # every pass on d follows some F(k_first, j)
+            for j in range(m):
+                add(model.A[d] <= model.S[("F", k_first, j)])
             for x in on_device:
                 if not any(y in reach[x] for y in on_device):
-                    add(E(x) - model.S[first] <= model.Z)
+                    add(E(x) - model.A[d] <= model.Z)
             add(sum(dur(x) for x in on_device) <= model.Z)
         model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
     else:
@@ -252,6 +311,11 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
 
     def binary(name: tuple):
         return model.bin[name]
+
+    def copies_after(i: tuple[int, int], e: PassKey) -> bool:
+        """True when item i's copies cannot touch the level at event e: i is e's own item (its F
+        precedes its D2H; its reload is netted with its release), or F(i) starts after e ends."""
+        return i == (e[1], e[2]) or ("F", *i) in reach[e]
 
     a = {k: instance.a(k) / g for k in range(instance.virtual_stages)}
     a_w = {k: instance.a_w(k) / g for k in a}
@@ -288,8 +352,8 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
             if off:
                 for i in items:
                     ki, ji = i
-                    if (kind == "F" and ki == k and ji >= j) or (kind == "B" and i == (k, j)):
-                        continue  # offloaded only after e, or e's own reloaded item
+                    if copies_after(i, e):
+                        continue
                     delta, nu = binary(("dE", i, e)), binary(("nE", i, e))
                     add(delta <= model.o[i])
                     add(nu <= model.o[i])
@@ -320,14 +384,15 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
                         level -= (a[xk] - a_c[xk]) * product(
                             ("sUr", x, i), model.r[(xk, xj)], sigma, raises=False
                         )
-                    if not (i[0] == xk and i[1] >= xj):
+                    if not copies_after(i, x):
                         add(sigma + binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
                 elif x[0] == "B":
                     if rec:
                         level += (a[xk] - a_c[xk]) * product(
                             ("sUr", x, i), model.r[(xk, xj)], sigma, raises=True
                         )
-                        add(sigma + binary(("nE", i, x)) >= model.o[i])
+                        if not copies_after(i, x):
+                            add(sigma + binary(("nE", i, x)) >= model.o[i])
                     level -= (a[xk] - a_w[xk]) * eps
                 else:
                     level -= a_w[xk] * eps

@@ -48,6 +48,7 @@ Memory is in GB (the instance files' unit); times are in seconds.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -490,7 +491,8 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
         )
 
     def number(value: Any) -> float | None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        """A finite number (inf and NaN are malformed)."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             return None
         return float(value)
 
