@@ -156,6 +156,7 @@ VARIANTS = [
     toy(4, 8, 5.0, rec=True, off=True),
     toy(4, 8, None, v=2),
     toy(4, 8, 7.0, v=2, placement="vshape"),
+    toy(4, 8, None, v=2, placement="vshape"),
     toy(3, 6, None, split=False),
     toy(4, 8, 4.0, v=2, rec=True),
     replace(toy(4, 8, 6.0, off=True), d2h_s=(0.5,) * 4, h2d_s=(0.5,) * 4),

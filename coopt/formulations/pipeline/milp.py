@@ -63,10 +63,9 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
+from coopt.formulations.pipeline.brute import serial_bound
 from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
 from coopt.problem import NoSolution, Solution
-
-POSITION_CUTS = True
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,29 +113,31 @@ def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, 
     return reach
 
 
-def horizon(instance: Instance) -> float:
-    """An upper bound on the optimal makespan: the best heuristic's, else the serial bound (every
-    pass, lag and copy one after another, which bounds any semi-active schedule). For the
-    per-stage span, whose optima may delay whole devices, twice the serial bound."""
+def incumbent(instance: Instance) -> tuple[float, Solution | None]:
+    """The best heuristic schedule that the checker accepts, with its objective, or the serial
+    bound and no schedule."""
+    from coopt.formulations.pipeline.model import check
     from coopt.solvers.pipeline import HEURISTICS
 
-    serial = sum(
-        instance.duration(x, RECOMPUTE if instance.allow_recompute else KEEP) for x in instance.passes()
-    )
-    serial += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
-    serial += (
-        sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
-        * instance.microbatches
-    )
-    if instance.objective == "stage_span":
-        return 2 * serial
-    best = serial
+    best: tuple[float, Solution | None] = (serial_bound(instance), None)
     for fn in HEURISTICS.values():
         try:
-            best = min(best, fn(instance)["objective"])
+            solution = fn(instance)
         except NoSolution:
             continue
+        if solution["objective"] < best[0] and not check(instance, solution):
+            best = (solution["objective"], solution)
     return best
+
+
+def horizon(instance: Instance, best: float | None = None) -> float:
+    """An upper bound on every start and end time of some optimal schedule: the best heuristic
+    makespan (``best``, else computed), capped by the serial bound (every pass, lag and copy one
+    after another, which bounds any semi-active schedule). For the per-stage span, whose optima
+    may delay whole devices, twice the serial bound."""
+    if instance.objective == "stage_span":
+        return 2 * serial_bound(instance)
+    return min(serial_bound(instance), incumbent(instance)[0] if best is None else best)
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,7 +153,8 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     passes = instance.passes()
     u = max(instance.duration(x) for x in passes)
     g = max(instance.a(k) for k in range(K))
-    M = (upper if upper is not None else horizon(instance)) / u * (1 + 1e-6) + 1e-6
+    best, start = incumbent(instance)
+    M = (upper if upper is not None else horizon(instance, best)) / u * (1 + 1e-6) + 1e-6
     items = [(k, j) for k in range(K) for j in range(m)]
     reach = reachability(instance, fifo)
 
@@ -237,12 +239,6 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         first = min(instance.stages_on(d))
         head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first)) / u
         add(head + sum(dur(x) for x in by_device[d]) <= model.C)
-        if POSITION_CUTS:
-            # (P8) position cuts: what runs before x on d delays x, what runs after x delays C
-            for x in by_device[d]:
-                others = [(y, instance.duration(y) / u) for y in by_device[d] if y != x]
-                add(model.S[x] >= head + sum(t * before(y, x) for y, t in others))
-                add(E(x) + sum(t * (1 - before(y, x)) for y, t in others) <= model.C)
 
     # (P5) offload copies
     if off:
@@ -286,7 +282,34 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
     else:
         model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    if start is not None:
+        _warm_start(model, instance, start, u, free_pairs)
     return model
+
+
+def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution, u: float,
+                free_pairs: list[tuple[PassKey, PassKey]]) -> None:
+    """The heuristic schedule as HiGHS' first incumbent: starts, modes, copies and the order
+    binaries (HiGHS completes the memory indicators itself)."""
+    start = {(x["kind"], x["stage"], x["microbatch"]): x["start"] / u for x in solution["passes"]}
+    recompute = {tuple(item) for item in solution["recompute"]}
+    offload = {(c["stage"], c["microbatch"]): c for c in solution["offload"]}
+    for x, t in start.items():
+        model.S[x].value = t
+    for x, y in free_pairs:
+        model.P[x, y].value = 1.0 if start[x] < start[y] else 0.0
+    ends = [t + instance.duration(x, RECOMPUTE if x[1:] in recompute else KEEP) / u for x, t in start.items()]
+    model.C.value = max(ends)
+    for k in range(instance.virtual_stages):
+        for j in range(instance.microbatches):
+            if instance.allow_recompute:
+                model.r[k, j].value = 1.0 if (k, j) in recompute else 0.0
+            if instance.allow_offload:
+                copy = offload.get((k, j))
+                model.o[k, j].value = 1.0 if copy else 0.0
+                if copy:
+                    model.D[k, j].value, model.U[k, j].value = copy["d2h_start"] / u, copy["h2d_start"] / u
+    model.warm_start = True
 
 
 def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:

@@ -349,9 +349,14 @@ class Deadlock(Exception):
 
 
 def simulate(
-    instance: Instance, orders: Mapping[int, list[PassKey]], modes: Mapping[Item, str] | None = None
+    instance: Instance,
+    orders: Mapping[int, list[PassKey]],
+    modes: Mapping[Item, str] | None = None,
+    waits: Mapping[PassKey, list[tuple[PassKey, float]]] | None = None,
 ) -> Timed:
-    """Earliest start of every pass given each device's order (list scheduling).
+    """Earliest start of every pass given each device's order (list scheduling). ``waits`` adds
+    edges beyond the data flow (pass -> [(pass it waits for, lag after its end)]), e.g. a runtime
+    that sends the input gradient only after the fused B + W.
 
     Offloaded items: D2H starts as soon as F ends and the D2H engine is free (engines serve copies
     in the device's F order); H2D starts when the device starts the pass just before B (one-pass
@@ -373,7 +378,7 @@ def simulate(
         for d, order in orders.items():
             while position[d] < len(order):
                 key = order[position[d]]
-                preds = instance.predecessors(key)
+                preds = instance.predecessors(key) + (waits.get(key, []) if waits else [])
                 if any(q not in end for q, _ in preds):
                     break
                 kind, k, j = key
