@@ -10,6 +10,7 @@ activation memory above its cap). All are deterministic; the seed is unused.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,7 @@ from coopt.formulations.pipeline.model import (
     Item,
     PassKey,
     Timed,
+    parse,
     peaks,
     simulate,
     to_solution,
@@ -706,8 +708,9 @@ def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
     """Shared loop of the Chronos policies. For each base order (the uncapped Chronos-Pipe list
     schedule with warm-up slack 0, 2, 4, and with windows scaled by m, whose long F -> B gaps
     leave room for copies), while a device exceeds its cap, switch its keep item with the longest
-    F-start -> B-end lifetime per unit of added cost to ``mode`` and re-simulate; return the
-    shortest schedule that fits."""
+    F-start -> B-end lifetime per unit of added cost to ``mode`` and re-simulate (recompute), or
+    add the longest-lived valid item to the PipeOffload slot train (offload,
+    :func:`_offload_until_fit`); return the shortest schedule that fits."""
     best: Timed | None = None
     bases = [(1, slack) for slack in WARMUP_SLACK[::2]] + [(instance.microbatches, 0)]
     for widen, slack in bases:
@@ -715,12 +718,138 @@ def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
         orders: Orders = {d: [] for d in range(instance.stages)}
         for key in sorted(base.start, key=lambda x: (base.start[x], x)):
             orders[instance.device(key[1])].append(key)
-        timed = _switch_until_fit(instance, orders, mode)
+        if mode == OFFLOAD:
+            timed = _offload_until_fit(instance, simulate(instance, orders))
+        else:
+            timed = _switch_until_fit(instance, orders, mode)
         if timed is not None and (best is None or timed.makespan(instance) < best.makespan(instance) - 1e-12):
             best = timed
     if best is None:
         raise NoSolution(f"{name}: no base order fits the cap")
     return _finish(instance, best)
+
+
+# --------------------------------------------------------------------------------------------
+# PipeOffload: validity rule and the shared copy slot train
+# --------------------------------------------------------------------------------------------
+def offload_valid(instance: Instance, timed: Timed, item: Item) -> bool:
+    """PipeOffload's validity rule (``scheduler/offloading.py`` ``add_send_recv``, line 128):
+    offload item (k, j) only if ``B.start - T_B - F.end > 3 (tau_d + tau_u)``: the backward's own
+    length is kept as a buffer before it, and the round trip must fit three times in the rest."""
+    k, j = item
+    f_end = timed.start[("F", k, j)] + instance.t_f(k)
+    b_start = timed.start[("B", k, j)]
+    b_length = instance.duration(("B", k, j), timed.modes.get(item, KEEP))
+    return b_start - b_length - f_end > 3 * (instance.tau_d(k) + instance.tau_u(k))
+
+
+def slot_train(instance: Instance, timed: Timed, items: list[Item]) -> Timed:
+    """``timed`` with the valid ``items`` offloaded on PipeOffload's copy slot train
+    (``scheduler/offloading.py`` ``add_send_recv``, lines 114-165, and ``add_offload_passes``,
+    lines 331-336): device d's copies run in slots of length ``tau_d + tau_u`` from
+    ``(d mod 2) tau_d`` on (the two devices of a pair alternate on their shared link), a D2H at
+    a slot's start, an H2D right after it. Sends take the first free slot after their F ends, in
+    F order; receives, from the last B back, the latest free slot that ends by
+    ``B.start - T_B``; an item whose receive would not start after its send ends is dropped, as
+    PipeOffload's assertion forbids it. Pass times are unchanged (copies only fill gaps).
+    O(n log n)."""
+    by_device: dict[int, list[Item]] = {}
+    for item in items:
+        if timed.modes.get(item, KEEP) == KEEP and offload_valid(instance, timed, item):
+            by_device.setdefault(instance.device(item[0]), []).append(item)
+    modes, d2h, h2d = dict(timed.modes), {}, {}
+    for d, chosen in by_device.items():
+        k0 = chosen[0][0]
+        tau_d, tau_u = instance.tau_d(k0), instance.tau_u(k0)
+        period, origin = tau_d + tau_u, (d % 2) * tau_d
+        sends: dict[Item, int] = {}
+        slot = 0
+        for item in sorted(chosen, key=lambda i: timed.start[("F", *i)]):
+            f_end = timed.start[("F", *item)] + instance.t_f(item[0])
+            slot = max(slot, math.ceil((f_end - origin) / period - 1e-9))
+            sends[item] = slot
+            slot += 1
+        receives: dict[Item, int] = {}
+        slot = math.inf
+        for item in sorted(chosen, key=lambda i: -timed.start[("B", *i)]):
+            b_start = timed.start[("B", *item)]
+            latest_end = b_start - instance.duration(("B", *item), KEEP)
+            last = math.floor((latest_end - origin - tau_d - tau_u) / period + 1e-9)
+            slot = min(slot - 1, last)
+            if origin + slot * period + tau_d <= origin + sends[item] * period + tau_d + 1e-9:
+                continue  # the receive would not start after the send ends: not offloaded
+            receives[item] = slot
+        for item, r in receives.items():
+            modes[item] = OFFLOAD
+            d2h[item] = origin + sends[item] * period
+            h2d[item] = origin + r * period + tau_d
+    return Timed(start=dict(timed.start), modes=modes, d2h=d2h, h2d=h2d)
+
+
+def _over_cap(instance: Instance, timed: Timed) -> list[int]:
+    return [d for d, peak in enumerate(peaks(instance, timed)) if peak > instance.cap(d) * (1 + 1e-9)]
+
+
+def _offload_until_fit(instance: Instance, base: Timed) -> Timed | None:
+    """Add items to the slot train, longest F-end -> B-start gap times offloaded bytes first on a
+    device over its cap, until every device fits (None when the valid items run out)."""
+    chosen: list[Item] = []
+    timed = base
+    while True:
+        over = _over_cap(instance, timed)
+        if not over:
+            return timed
+        d = over[0]
+        left = [
+            (k, j)
+            for k in instance.stages_on(d)
+            for j in range(instance.microbatches)
+            if (k, j) not in chosen and offload_valid(instance, base, (k, j))
+        ]
+        if not left:
+            return None
+
+        def value(item: Item) -> float:
+            k, j = item
+            return (base.start[("B", k, j)] - base.start[("F", k, j)]) * instance.a_o(k)
+
+        chosen.append(max(left, key=lambda x: (value(x), -x[1], -x[0])))
+        timed = slot_train(instance, base, chosen)
+
+
+def pipeoffload(instance: Instance, seed: int = 0) -> Solution:
+    """PipeOffload (Wan et al., ICML 2025; ``scheduler/offloading.py`` ``add_offload``, lines
+    383-404, on the authors' interleaved / V schedules): take the uncapped base schedule of the
+    instance's placement (ZB-V for a V of two chunks, interleaved 1F1B for round-robin chunks,
+    ZB-H1 or 1F1B for one chunk), and offload whole chunks: the first n chunks of every device
+    (the longest-lived activations), n = 1, 2, ... (``--offload-chunk-num``), every valid item of
+    them (:func:`offload_valid`) on the shared slot train (:func:`slot_train`); the first n that
+    fits every cap wins.
+
+    Guarantee: the base schedule's timing (copies only fill gaps), or NoSolution. O(v n log n).
+    """
+    if not instance.allow_offload:
+        raise NoSolution("pipeoffload needs allow_offload = true")
+    uncapped = replace(instance, memory_cap_gb=None)
+    base_name = (
+        "zb_v" if instance.chunks == 2 and instance.placement == "vshape"
+        else "interleaved_1f1b" if instance.chunks > 1
+        else "zb_h1" if instance.split_backward else "1f1b"
+    )
+    base, _ = parse(instance, HEURISTICS[base_name](uncapped))
+    if base is None:
+        raise NoSolution(f"pipeoffload: the base schedule {base_name} does not apply")
+    for n in range(1, instance.chunks + 1):
+        items = [
+            (k, j)
+            for d in range(instance.stages)
+            for k in instance.stages_on(d)[:n]
+            for j in range(instance.microbatches)
+        ]
+        timed = slot_train(instance, base, items)
+        if not _over_cap(instance, timed):
+            return _finish(instance, timed, base=base_name, offloaded_chunks=n)
+    raise NoSolution("pipeoffload: offloading every valid item of every chunk does not fit the cap")
 
 
 def _switch_until_fit(instance: Instance, orders: Orders, mode: str) -> Timed | None:
@@ -766,8 +895,10 @@ def chronos_recomp(instance: Instance, seed: int = 0) -> Solution:
 
 def chronos_offload(instance: Instance, seed: int = 0) -> Solution:
     """Chronos-Offload, reconstructed for activations (the paper also offloads weights/optimizer
-    state, outside this stage-level memory model): offload the longest-lived activations whose
-    F -> B gap covers the round trip (PipeOffload's validity rule), on the Chronos-Pipe order.
+    state, outside this stage-level memory model): offload the longest-lived activations that pass
+    PipeOffload's validity rule (:func:`offload_valid`), on PipeOffload's shared copy slot train
+    (:func:`slot_train`), on the Chronos-Pipe order; with v >= 2 chunks an item is one chunk's
+    activation of one micro-batch (chunk-level offload).
 
     Guarantee: feasible under the cap or NoSolution. O(p v m) simulations.
     """
@@ -813,5 +944,6 @@ HEURISTICS = {
     "chronos_recomp": chronos_recomp,
     "chronos_offload": chronos_offload,
     "megatron_full": megatron_full,
+    "pipeoffload": pipeoffload,
     "megatron_selective": megatron_selective,
 }
