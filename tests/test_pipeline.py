@@ -160,6 +160,7 @@ VARIANTS = [
     toy(3, 6, None, split=False),
     toy(4, 8, 4.0, v=2, rec=True),
     replace(toy(4, 8, 6.0, off=True), d2h_s=(0.5,) * 4, h2d_s=(0.5,) * 4),
+    replace(toy(4, 8, 4.0, off=True, v=2), d2h_s=(0.1,) * 4, h2d_s=(0.1,) * 4),  # PipeOffload's copies
 ]
 
 
