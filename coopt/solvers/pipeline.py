@@ -391,6 +391,167 @@ def zb_h2(instance: Instance, seed: int = 0) -> Solution:
     return best
 
 
+def zb_auto(instance: Instance, seed: int = 0) -> Solution:
+    """Zero Bubble's automatic scheduler (Qi et al., ICLR 2024, Sec. 3.1; the authors'
+    ``scheduler/zb.py`` ``Graph.manual_order``, lines 92-318, and ``initial_solution``, lines
+    321-339, read and rewritten): micro-batch 0 runs through every stage; each stage then warms up
+    with as many forwards as fit its memory limit before the first backward comes back (lines
+    151-187); afterwards, round by round, one F per stage (skipped where the next stage lags or
+    the bubble budget allows, ``prioritize_b``) and one B per stage from the last stage back, W
+    passes inserted where memory requires it or where they fill the wait for the input (lines
+    188-286); the remaining W's close each stage. The memory limit is the cap (default: 3m
+    micro-batches, i.e. none). The 8 variants of the three switches are tried; the least span
+    wins (the authors then polish with an ILP, which is our ``exact``).
+
+    Guarantee: within the cap or NoSolution. O(p m) per variant.
+    """
+    _need_single_chunk(instance, "zb_auto")
+    _need_split(instance, "zb_auto")
+    best: tuple[float, Orders] | None = None
+    for bubble_first in (True, False):
+        for prefer_b in (True, False):
+            for greedy in (True, False):
+                try:
+                    orders = _zb_auto_orders(instance, bubble_first, prefer_b, greedy)
+                    timed = _run(instance, orders, "zb_auto")
+                except (_ZbvStuck, NoSolution):
+                    continue
+                value = timed.stage_span(instance)
+                if best is None or value < best[0] - 1e-12:
+                    best = (value, orders)
+    if best is None:
+        raise NoSolution("zb_auto: no variant fits the memory limit")
+    return _finish(instance, _run(instance, best[1], "zb_auto"))
+
+
+def _zb_auto_orders(instance: Instance, bubble_first: bool, prefer_b: bool, greedy: bool) -> Orders:
+    """One ``manual_order`` pass (switches: ``allow_bubble_before_first_b``, ``prioritize_b``,
+    ``no_bubble_greedy``)."""
+    p, m, lag = instance.stages, instance.microbatches, instance.lag_s
+    cost = {x: [instance.duration((x, s, 0)) for s in range(p)] for x in ("F", "B", "W")}
+    delta = {
+        "F": [instance.a(s) for s in range(p)],
+        "B": [-(instance.a(s) - instance.a_w(s)) for s in range(p)],
+        "W": [-instance.a_w(s) for s in range(p)],
+    }
+    limit = [
+        min(instance.cap(s), 3 * m * instance.a(s)) * (1 + 1e-9) for s in range(p)
+    ]
+    count = {x: [0] * p for x in ("F", "B", "W")}
+    now = [0.0] * p
+    mem = [0.0] * p
+    bubble = [0.0] * p
+    end: dict[PassKey, float] = {}
+    orders: Orders = {s: [] for s in range(p)}
+
+    def put(s: int, x: str) -> None:
+        j = count[x][s]
+        t = idle_free = now[s] + cost[x][s]
+        if s > 0 and x == "F":
+            t = max(t, end[("F", s - 1, j)] + lag + cost[x][s])
+        if s < p - 1 and x == "B":
+            t = max(t, end[("B", s + 1, j)] + lag + cost[x][s])
+        if count["F"][s] > 0:
+            bubble[s] += t - idle_free
+        now[s] = end[(x, s, j)] = t
+        mem[s] += delta[x][s]
+        orders[s].append((x, s, j))
+        count[x][s] += 1
+
+    def put_w(s: int) -> None:
+        if count["W"][s] >= count["B"][s]:
+            raise _ZbvStuck
+        put(s, "W")
+
+    for i in range(m):
+        if i == 0:
+            for s in range(p):
+                put(s, "F")
+            extra = [0] * p
+            back = 0.0
+            for s in range(p - 1, -1, -1):
+                if s == p - 1:
+                    back = end[("F", s, 0)] + cost["B"][s]
+                    continue
+                level, clock = mem[s], now[s]
+                while count["F"][s] + extra[s] < m and level + delta["F"][s] <= limit[s]:
+                    if bubble_first and clock + cost["F"][s] > back + lag:
+                        break
+                    if not bubble_first and clock >= back + lag:
+                        break
+                    level += delta["F"][s]
+                    clock += cost["F"][s]
+                    extra[s] += 1
+                back = max(clock, back + lag) + cost["B"][s]
+            for s in range(1, p):
+                while extra[s] > 0 and extra[s] >= extra[s - 1] and count["F"][s] + extra[s] < m:
+                    extra[s] -= 1
+            for s in range(p):
+                for _ in range(extra[s]):
+                    put(s, "F")
+            for s in range(p - 1, -1, -1):
+                put(s, "B")
+            continue
+        want = [0] * p
+        for s in range(p):
+            if count["F"][s] >= m:
+                continue
+            if s + 1 < p and count["F"][s] >= count["F"][s + 1] + 2 and prefer_b:
+                next_fb = now[s + 1] + cost["F"][s + 1] + cost["B"][s + 1] + lag
+                if now[s] >= next_fb:
+                    continue
+                w_cost, w_count, level = 0.0, 0, mem[s] + delta["F"][s]
+                while level > limit[s] and count["W"][s] + w_count < count["B"][s]:
+                    w_cost += cost["W"][s]
+                    level += delta["W"][s]
+                    w_count += 1
+                if now[s] + cost["F"][s] + w_cost <= next_fb:
+                    want[s] = 1
+                    continue
+                if next_fb - now[s] <= max(bubble) - bubble[s]:
+                    continue
+            want[s] = 1
+        for s in range(p - 2, -1, -1):
+            want[s] = min(want[s], want[s + 1])
+        for s in range(p):
+            if not want[s]:
+                continue
+            while mem[s] + delta["F"][s] > limit[s]:
+                put_w(s)
+            if s > 0:
+                source = end[("F", s - 1, count["F"][s])] + lag
+                while count["W"][s] < count["B"][s] and now[s] + cost["W"][s] <= source:
+                    put(s, "W")
+                if count["W"][s] < count["B"][s] and now[s] < source:
+                    if source - now[s] <= max(bubble) - bubble[s]:
+                        if greedy:
+                            put(s, "W")
+                    else:
+                        put(s, "W")
+            put(s, "F")
+        for s in range(p - 1, -1, -1):
+            while mem[s] + delta["B"][s] > limit[s]:
+                put_w(s)
+            if s + 1 < p:
+                source = end[("B", s + 1, i)] + lag
+                while count["W"][s] < count["B"][s] and now[s] + cost["W"][s] <= source:
+                    put(s, "W")
+                if count["W"][s] < count["B"][s] and now[s] < source:
+                    if source - now[s] <= max(bubble) - bubble[s]:
+                        if greedy:
+                            put(s, "W")
+                    else:
+                        put(s, "W")
+            if s == 0 and count["F"][s] == m:
+                while count["W"][s] < count["B"][s]:
+                    put(s, "W")
+            put(s, "B")
+    for s in range(p):
+        while count["W"][s] < m:
+            put(s, "W")
+    return orders
+
+
 def zb_v(instance: Instance, seed: int = 0) -> Solution:
     """ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024; Zero
     Bubble's ``scheduler/zbv.py`` ``PipelineGraph.try_v_schedule``, lines 31-252, and
@@ -585,6 +746,198 @@ def _zb_v_orders(
         if again is not None and again_bubble < worst:
             return again, again_bubble
     return orders, worst
+
+
+# --------------------------------------------------------------------------------------------
+# Controllable-memory V schedules (Qi et al., NeurIPS 2024): V-Half and V-Min
+# --------------------------------------------------------------------------------------------
+def _v_pattern(p: int, kind: str) -> list[list[int]]:
+    """The stable pattern: per device, the unit-slot offsets of F (first chunk), F (second chunk),
+    B (second chunk) and B (first chunk) within a period of 6 slots (``zbv_greedy.py``
+    ``stable_pattern_v_min`` / ``stable_pattern_v_half``, lines 22-42)."""
+    if kind == "min":
+        gap = 2 if p % 3 == 0 else 0
+        return [[i, 2 * p - i - 1, 2 * p + gap + i, 4 * p + gap - i - 1] for i in range(p)]
+    gap = 3 if p % 2 == 0 else 0
+    return [[2 * i, 3 * p - i - 2, 3 * p + gap + 2 * i - 1, 6 * p + gap - i - 2] for i in range(p)]
+
+
+def _next_slot(lists: list[list[int]], heads: list[int]) -> tuple[int, int]:
+    """(slot, list index) of the earliest unprocessed entry (ties: the lower list index)."""
+    return min((lists[t][heads[t]] if heads[t] < len(lists[t]) else math.inf, t) for t in range(len(lists)))
+
+
+def _put_w(lists: list[list[int]], split: bool) -> list[list[int]]:
+    """Append the W lists: each W takes the first idle slot after its B (``put_w``, lines
+    44-72); with ``split`` one W list per chunk, else one."""
+    lists = [list(x) for x in lists[:4]] + ([[], []] if split else [[]])
+    pending = [0, 0]
+    heads = [0] * 4
+    last = max(x[-1] for x in lists[:4])
+    for slot in range(last + 1):
+        when, t = _next_slot(lists[:4], heads)
+        if when == slot:
+            heads[t] += 1
+            if t >= 2:
+                pending[t - 2 if split else 0] += 1
+            continue
+        for w in range(2):
+            if pending[w]:
+                lists[4 + w].append(slot)
+                pending[w] -= 1
+                break
+    slot = last
+    for w in range(2):
+        while pending[w]:
+            slot += 1
+            lists[4 + w].append(slot)
+            pending[w] -= 1
+    return lists
+
+
+def _slot_memory(lists: list[list[int]]) -> int:
+    """Peak activation units of one device in unit slots: +1 per F, -1 per W, and without W
+    lists a W in every idle slot after a B (``mem_of_stage``, lines 74-97)."""
+    delta = (1, 1, 0, 0, -1)
+    has_w = len(lists) > 4
+    heads = [0] * len(lists)
+    last = max(x[-1] for x in lists if x)
+    level = peak = pending = 0
+    for slot in range(last + 1):
+        when, t = _next_slot(lists, heads)
+        if when == slot:
+            heads[t] += 1
+            level += delta[t]
+            if 2 <= t < 4:
+                pending += 1
+        elif not has_w and pending:
+            level -= 1
+            pending -= 1
+        peak = max(peak, level)
+    return peak
+
+
+def _squeeze(lists: list[list[list[int]]]) -> list[list[list[int]]]:
+    """Eager execution with unit costs and no lag: every entry as early as its dependencies and
+    its device's previous entry allow, in slot order (``eager_execution_time``, lines 100-145)."""
+    p, kinds = len(lists), len(lists[0])
+    heads = [[0] * kinds for _ in range(p)]
+    end: dict[tuple[int, int, int], int] = {}
+    last_on: list[tuple[int, int] | None] = [None] * p
+    total = p * sum(len(x) for x in lists[0])
+    out = [[[0] * len(x) for x in stage] for stage in lists]
+    for _ in range(total):
+        when, d, t, j = min(
+            (lists[d][t][heads[d][t]] if heads[d][t] < len(lists[d][t]) else math.inf, d, t, heads[d][t])
+            for d in range(p) for t in range(kinds)
+        )
+        heads[d][t] += 1
+        ready = 0
+        if t in (0, 2) and d > 0:
+            ready = max(ready, end[(d - 1, t, j)])
+        if t in (1, 3) and d + 1 < p:
+            ready = max(ready, end[(d + 1, t, j)])
+        if 0 < t < 4:
+            ready = max(ready, end[(d, t - 1, j)])
+        if j > 0:
+            ready = max(ready, end[(d, t, j - 1)])
+        if last_on[d] is not None:
+            ready = max(ready, end[(d, *last_on[d])])
+        end[(d, t, j)] = ready + 1
+        out[d][t][j] = ready
+        last_on[d] = (t, j)
+    return out
+
+
+def _reorder(lists: list[list[list[int]]], with_w: bool) -> list[list[list[int]]]:
+    """The authors' greedy (``reorder``, lines 147-215): outside the steady phase, move every
+    entry to the earliest idle slot after its dependencies that does not raise the device's
+    peak; then squeeze."""
+    lists = [_put_w(x, split=False) if with_w else [list(t) for t in x] for x in lists]
+    kinds = len(lists[0])
+    budget = max(_slot_memory(x) for x in lists)
+    p = len(lists)
+    heads = [[0] * kinds for _ in range(p)]
+    size = max(v for stage in lists for t in stage for v in t) + 2
+    occupied = [[False] * size for _ in range(p)]
+    total = p * sum(len(t) for t in lists[0])
+    phase = 0
+    for _ in range(total):
+        when, d, t, j = min(
+            (lists[d][t][heads[d][t]] if heads[d][t] < len(lists[d][t]) else math.inf, d, t, heads[d][t])
+            for d in range(p) for t in range(kinds)
+        )
+        heads[d][t] += 1
+        if t == 3 and d == 0 and phase == 0:
+            phase = 1
+        if phase == 1:
+            if t == 0 and j == len(lists[0][0]) - 1:
+                phase = 2
+            occupied[d][lists[d][t][j]] = True
+            continue
+        if phase == 0 and not with_w:
+            occupied[d][lists[d][t][j]] = True
+            continue
+        ready = -1
+        if t in (0, 2) and d > 0:
+            ready = max(ready, lists[d - 1][t][j])
+        if t in (1, 3) and d + 1 < p:
+            ready = max(ready, lists[d + 1][t][j])
+        if 0 < t < 4:
+            ready = max(ready, lists[d][t - 1][j])
+        if t == 4:
+            ready = max(ready, sorted(lists[d][2] + lists[d][3])[j])
+        if j > 0:
+            ready = max(ready, lists[d][t][j - 1])
+        for slot in range(ready + 1, when):
+            if not occupied[d][slot]:
+                lists[d][t][j] = slot
+                if _slot_memory(lists[d]) <= budget:
+                    break
+        else:
+            lists[d][t][j] = when
+        occupied[d][lists[d][t][j]] = True
+    if not with_w:
+        lists = [_put_w(x, split=False) for x in lists]
+    return _squeeze(lists)
+
+
+def _v_memory_schedule(instance: Instance, kind: str, name: str) -> Solution:
+    """V-Half / V-Min orders from the stable pattern (``schedule_from_pattern``, lines 217-233):
+    reorder with W, drop W, reorder without, split W per chunk; then our simulator times them."""
+    if instance.chunks != 2 or instance.placement != "vshape" or not instance.split_backward:
+        raise NoSolution(f"{name} needs chunks = 2, placement 'vshape' and split_backward = true")
+    p, m = instance.stages, instance.microbatches
+    lists = [[list(range(x, x + 6 * m, 6)) for x in stage] for stage in _v_pattern(p, kind)]
+    lists = [x[:4] for x in _reorder(lists, with_w=True)]
+    lists = [_put_w(x[:4], split=True) for x in _reorder(lists, with_w=False)]
+    orders: Orders = {}
+    for d in range(p):
+        first, second = d, 2 * p - 1 - d
+        keys = (("F", first), ("F", second), ("B", second), ("B", first), ("W", second), ("W", first))
+        entries = sorted((slot, t, j) for t, slots in enumerate(lists[d]) for j, slot in enumerate(slots))
+        orders[d] = [(keys[t][0], keys[t][1], j) for _, t, j in entries]
+    return _finish(instance, _run(instance, orders, name))
+
+
+def v_half(instance: Instance, seed: int = 0) -> Solution:
+    """V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024; the
+    authors' ``scheduler/zbv_greedy.py``, read and rewritten): the V placement's building block
+    with lifespan 3p, repeated every 6 slots, then greedily reordered and squeezed.
+
+    Guarantee (paper, uniform F = B = W): about half of 1F1B's activation memory, bubble about
+    1F1B's / 2. The construction is in unit slots; times come from the instance. O(n^2 m) for the
+    greedy's memory checks (the authors' own cost).
+    """
+    return _v_memory_schedule(instance, "half", "v_half")
+
+
+def v_min(instance: Instance, seed: int = 0) -> Solution:
+    """V-Min (same paper and file): building block of lifespan 2p, about a third of 1F1B's
+    activation memory, bubble about 2/3 of 1F1B's; the authors note that V-Min alone degrades
+    when F, B and W differ. O(n^2 m).
+    """
+    return _v_memory_schedule(instance, "min", "v_min")
 
 
 def _chronos_window(instance: Instance) -> Callable[[int], int]:
@@ -937,8 +1290,11 @@ HEURISTICS = {
     "interleaved_1f1b": interleaved_one_f_one_b,
     "zb_h1": zb_h1,
     "zb_h2": zb_h2,
+    "zb_auto": zb_auto,
     "1f1b_split": one_f_one_b_split,
     "zb_v": zb_v,
+    "v_half": v_half,
+    "v_min": v_min,
     "portfolio": portfolio,
     "chronos_pipe": chronos_pipe,
     "chronos_recomp": chronos_recomp,
