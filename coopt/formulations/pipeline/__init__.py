@@ -2,8 +2,9 @@
 
 The data model, event simulator and checker live in :mod:`.model`, the exact MILP (Model P) in
 :mod:`.milp`, the time-indexed Model T in :mod:`.timeindexed`, the oracle (enumeration of every
-order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`, the schedules in
-:mod:`coopt.solvers.pipeline` and the closed forms in :mod:`coopt.analysis.bounds.pipeline`.
+order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`,
+the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
+:mod:`coopt.analysis.bounds.pipeline`.
 """
 
 from __future__ import annotations
