@@ -19,6 +19,7 @@ from pathlib import Path
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution, SolveOptions
 from coopt.run import run
 from coopt.solvers import pipeline as schedules
@@ -59,14 +60,14 @@ def toy(
         forward_s=(1.0,) * p,
         backward_s=(1.0,) * p,
         weight_s=(1.0,) * p,
-        activation_gb=(2.0,) * p,
-        weight_grad_gb=(1.0,) * p,
-        memory_cap_gb=None if cap is None else (cap,) * p,
+        activation_bytes=(2 * GB,) * p,
+        weight_grad_bytes=(GB,) * p,
+        memory_cap_bytes=None if cap is None else (cap * GB,) * p,
         allow_recompute=recompute,
         recompute_s=(1.0,) * p,
-        checkpoint_gb=(0.5,) * p,
+        checkpoint_bytes=(0.5 * GB,) * p,
         allow_offload=offload,
-        offload_gb=(2.0,) * p if offload else (),
+        offload_bytes=(2 * GB,) * p if offload else (),
         d2h_s=(1.0,) * p if offload else (),
         h2d_s=(1.0,) * p if offload else (),
     )
@@ -152,9 +153,9 @@ FLOPS, PCIE = 220e12, 15e9  # A100 profiled training FLOP/s and D2H bytes/s (ZB 
 def llama(layers: int, v: int, placement: str) -> pm.Instance:
     per = layers / PP
     t_f = per * 2 * P_LAYER * SEQ / TP / FLOPS
-    a = per * SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP)) / 1e9  # TP-only activations, GB
-    a_c = per * 2 * SEQ * H / TP / 1e9
-    cap = HBM - RESERVE - BETA * P_LAYER * per / TP / 1e9
+    a = per * SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP))  # TP-only activations, bytes
+    a_c = per * 2 * SEQ * H / TP
+    cap = (HBM - RESERVE) * GB - BETA * P_LAYER * per / TP
     return pm.Instance(
         stages=PP,
         microbatches=M,
@@ -163,24 +164,24 @@ def llama(layers: int, v: int, placement: str) -> pm.Instance:
         forward_s=(t_f,) * PP,
         backward_s=(1.04 * t_f,) * PP,
         weight_s=(0.96 * t_f,) * PP,
-        activation_gb=(a,) * PP,
-        weight_grad_gb=(a * 32 / (34 + 5 * HEADS * SEQ / H),) * PP,
-        memory_cap_gb=(max(cap, 1e-3),) * PP,
+        activation_bytes=(a,) * PP,
+        weight_grad_bytes=(a * 32 / (34 + 5 * HEADS * SEQ / H),) * PP,
+        memory_cap_bytes=(max(cap, 1e6),) * PP,
         lag_s=2e-4,
         allow_recompute=True,
         recompute_s=(t_f,) * PP,
-        checkpoint_gb=(a_c,) * PP,
+        checkpoint_bytes=(a_c,) * PP,
         allow_offload=True,
-        offload_gb=(a,) * PP,
-        d2h_s=(a * 1e9 / PCIE,) * PP,
-        h2d_s=(a * 1e9 / PCIE,) * PP,
+        offload_bytes=(a,) * PP,
+        d2h_s=(a / PCIE,) * PP,
+        h2d_s=(a / PCIE,) * PP,
     )
 
 
 def largest() -> None:
     layers = list(range(16, 305, 16))
     reference = {
-        L: schedules.one_f_one_b(replace(llama(L, 1, "interleaved"), memory_cap_gb=None))["objective"]
+        L: schedules.one_f_one_b(replace(llama(L, 1, "interleaved"), memory_cap_bytes=None))["objective"]
         for L in layers
     }
     bands = (0.05, 0.35, None)
@@ -229,17 +230,17 @@ def closed_form() -> None:
     ]
     print("\nC. closed-form L_max (pipeline.largest_model_layers) with the simulated peak n_X")
     print(f"{'schedule':30s}{'n_X':>8s}{'makespan/1F1B':>15s}{'L_max beta=18':>15s}{'beta=6':>9s}")
-    reference = schedules.one_f_one_b(replace(llama(48, 1, "interleaved"), memory_cap_gb=None))["objective"]
+    reference = schedules.one_f_one_b(replace(llama(48, 1, "interleaved"), memory_cap_bytes=None))["objective"]
     base = None
     rows = []
     for label, name, v, placement in cases:
-        instance = replace(llama(48, v, placement), memory_cap_gb=None)
+        instance = replace(llama(48, v, placement), memory_cap_bytes=None)
         timed, _ = pm.parse(instance, schedules.HEURISTICS[name](instance))
         rows.append((label, instance, timed))
-    instance = replace(llama(48, 2, "vshape"), memory_cap_gb=None)
+    instance = replace(llama(48, 2, "vshape"), memory_cap_bytes=None)
     rows.append(("Chronos-Pipe, minimal warm-up", instance, schedules._chronos_timed(instance, slack=0)))
     for label, instance, timed in rows:
-        n_x = max(pm.peaks(instance, timed)) / instance.activation_gb[0]
+        n_x = max(pm.peaks(instance, timed)) / instance.activation_bytes[0]
         per_layer = a_dev / (48 / PP)
         values = [
             float(

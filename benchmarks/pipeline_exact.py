@@ -17,6 +17,7 @@ from typing import Any
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
@@ -25,14 +26,14 @@ from coopt.shipped import shipped
 
 def i1(cap: float | None, *, recompute: bool = True, offload: bool = False, p: int = 4, m: int = 8
        ) -> pm.Instance:
-    """Research instance I1 (research-pipeline-memory.md b.5) with a uniform cap."""
+    """Research instance I1 (research-pipeline-memory.md b.5) with a uniform cap (GB)."""
     return pm.Instance(
         stages=p, microbatches=m, forward_s=(1.0,) * p, backward_s=(1.0,) * p, weight_s=(1.0,) * p,
-        activation_gb=(2.0,) * p, weight_grad_gb=(1.0,) * p,
-        memory_cap_gb=None if cap is None else (cap,) * p,
+        activation_bytes=(2 * GB,) * p, weight_grad_bytes=(GB,) * p,
+        memory_cap_bytes=None if cap is None else (cap * GB,) * p,
         allow_recompute=recompute, recompute_s=(1.0,) * p if recompute else (),
-        checkpoint_gb=(0.5,) * p if recompute else (),
-        allow_offload=offload, offload_gb=(2.0,) * p if offload else (),
+        checkpoint_bytes=(0.5 * GB,) * p if recompute else (),
+        allow_offload=offload, offload_bytes=(2 * GB,) * p if offload else (),
         d2h_s=(1.0,) * p if offload else (), h2d_s=(1.0,) * p if offload else (),
     )
 

@@ -18,6 +18,7 @@ import argparse
 import time
 
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution
 from coopt.solvers import pipeline as schedules
 
@@ -39,12 +40,12 @@ def instance(p: int, m: int, ratio: tuple[float, float, float], chunks: int) -> 
     return pm.Instance(
         stages=p, microbatches=m, chunks=chunks, placement="vshape" if chunks == 2 else "interleaved",
         forward_s=(f,) * p, backward_s=(b,) * p, weight_s=(w,) * p,
-        activation_gb=(2.0,) * p, weight_grad_gb=(2.0,) * p, objective="stage_span",
+        activation_bytes=(2 * GB,) * p, weight_grad_bytes=(2 * GB,) * p, objective="stage_span",
     )
 
 
 def measure(method: str, inst: pm.Instance) -> tuple[float, float] | None:
-    """(span bubble, peak GB) of one schedule, or None when it does not apply."""
+    """(span bubble, peak bytes) of one schedule, or None when it does not apply."""
     try:
         solution = schedules.HEURISTICS[method](inst)
     except NoSolution:

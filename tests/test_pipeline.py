@@ -111,7 +111,7 @@ def test_checker_finds_overlap_and_memory_excess():
     )
     late = _move(solution, "F", 0, 3, b0 + 0.5)  # lands on B(0,0)
     assert "exclusivity" in {v.constraint for v in pm.check(instance, late)}
-    capped = replace(instance, memory_cap_gb=(3.9, 3.9))  # 1F1B keeps 2 micro-batches (4 GB) on stage 0
+    capped = replace(instance, memory_cap_bytes=(3.9 * pm.GB, 3.9 * pm.GB))  # 1F1B keeps 2 micro-batches (4 GB) on stage 0
     assert [v.constraint for v in pm.check(capped, solution)] == ["memory"]
 
 
@@ -139,7 +139,7 @@ def test_simulator_memory_returns_to_zero_and_respects_tie_rule():
     assert profile[-1][1] == 0.0
     # F(0,1) starts exactly when W(0,0) ends: the release a_W = 1 is applied first, so the peak is
     # a = 2 (allocation first would give a + a_W = 3)
-    assert pm.peaks(instance, timed) == [2.0]
+    assert pm.peaks(instance, timed) == [2.0 * pm.GB]
     assert pm.check(instance, solution) == []
 
 
@@ -344,3 +344,21 @@ def test_memory_fill_bound_by_hand():
     split = toy(2, 4, 2.0)
     assert PROBLEM.bound(split, OPTIONS) == pytest.approx(16.0)
     assert run(PROBLEM, split, "exact", OPTIONS).objective == pytest.approx(20.0)
+
+
+def test_generator_never_writes_a_file_its_loader_rejects(tmp_path):
+    from coopt.errors import UsageError
+
+    for size in (1, 64):
+        path = tmp_path / f"g{size}.toml"
+        path.write_text(to_toml(PROBLEM, PROBLEM.generate(0, size)))
+        assert load(path).instance.stages == size
+    with pytest.raises(UsageError, match="1..64"):
+        PROBLEM.generate(0, 1000)
+
+
+def test_memory_is_bytes_inside_and_gb_in_the_file(tmp_path):
+    instance = toy(2, 2, 3.0)
+    assert instance.memory_cap_bytes == (3e9, 3e9)
+    text = to_toml(PROBLEM, instance)
+    assert "memory_cap_gb = [\n    3.0," in text or "memory_cap_gb = [3.0, 3.0]" in text

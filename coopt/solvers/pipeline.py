@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from coopt.formulations.pipeline.model import (
+    GB,
     KEEP,
     OFFLOAD,
     RECOMPUTE,
@@ -123,7 +124,7 @@ def _fits(instance: Instance, timed: Timed, name: str) -> Timed:
     over = [(d, peak) for d, peak in enumerate(peaks(instance, timed)) if peak > instance.cap(d) * (1 + 1e-9)]
     if over:
         d, peak = over[0]
-        raise NoSolution(f"{name}: device {d} needs {peak:g} GB > cap {instance.cap(d):g} GB")
+        raise NoSolution(f"{name}: device {d} needs {peak / GB:g} GB > cap {instance.cap(d) / GB:g} GB")
     return timed
 
 
@@ -375,7 +376,7 @@ def zb_h2(instance: Instance, seed: int = 0) -> Solution:
             lambda k: 2 * (p - k) - 1,
             lambda x, _: (rank[x[0]], x[2]),
             "zb_h2",
-            budget=lambda d: 2 * p * instance.activation_gb[d],
+            budget=lambda d: 2 * p * instance.activation_bytes[d],
         )
         best = _finish(instance, timed)
     except NoSolution:
@@ -574,7 +575,7 @@ def zb_v(instance: Instance, seed: int = 0) -> Solution:
     if instance.chunks != 2 or instance.placement != "vshape" or not instance.split_backward:
         raise NoSolution("zb_v needs chunks = 2, placement 'vshape' and split_backward = true")
     p = instance.stages
-    limit = [min(instance.cap(d), p * instance.activation_gb[d]) * (1 + 1e-9) for d in range(p)]
+    limit = [min(instance.cap(d), p * instance.activation_bytes[d]) * (1 + 1e-9) for d in range(p)]
     best: tuple[float, Orders] | None = None
     for fill_b in (True, False):
         for fill_f in (True, False):
@@ -963,7 +964,7 @@ WARMUP_SLACK = (0, 1, 2, 3, 4)
 
 
 def _chronos_timed(instance: Instance, capped: bool = True, widen: int = 1, slack: int = 0) -> Timed:
-    target = instance if capped else replace(instance, memory_cap_gb=None)
+    target = instance if capped else replace(instance, memory_cap_bytes=None)
     window = _chronos_window(instance)
     return _list_schedule(target, lambda k: widen * window(k) + slack, _chronos_priority, "chronos_pipe")
 
@@ -1001,7 +1002,7 @@ def _natural_orders(instance: Instance) -> Orders:
         return _one_f_one_b_orders(instance)
     if instance.placement != "interleaved" or instance.microbatches % instance.stages:
         raise NoSolution("Megatron's schedules need chunks = 1, or placement 'interleaved' with p dividing m")
-    uncapped = replace(instance, memory_cap_gb=None, allow_recompute=False, allow_offload=False)
+    uncapped = replace(instance, memory_cap_bytes=None, allow_recompute=False, allow_offload=False)
     solution = interleaved_one_f_one_b(uncapped)
     orders: Orders = {d: [] for d in range(instance.stages)}
     for item in solution["passes"]:
@@ -1183,7 +1184,7 @@ def pipeoffload(instance: Instance, seed: int = 0) -> Solution:
     """
     if not instance.allow_offload:
         raise NoSolution("pipeoffload needs allow_offload = true")
-    uncapped = replace(instance, memory_cap_gb=None)
+    uncapped = replace(instance, memory_cap_bytes=None)
     base_name = (
         "zb_v" if instance.chunks == 2 and instance.placement == "vshape"
         else "interleaved_1f1b" if instance.chunks > 1

@@ -14,6 +14,7 @@ import pytest
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
 from coopt.formulations.pipeline.milp import build
 from coopt.formulations.pipeline.timeindexed import build_time_indexed, extract_time_indexed
@@ -37,7 +38,8 @@ def toy(
     placement: str = "interleaved",
     t: float = 1.0,
 ) -> pm.Instance:
-    """Research instance family I1: unit times (x t), a = 2, a_W = 1, a_c = 0.5, tau = 2."""
+    """Research instance family I1: unit times (x t), a = 2 GB, a_W = 1 GB, a_c = 0.5 GB, tau = 2;
+    ``cap`` in GB."""
     return pm.Instance(
         stages=p,
         microbatches=m,
@@ -47,14 +49,14 @@ def toy(
         forward_s=(t,) * p,
         backward_s=((1.0 if split else 2.0) * t,) * p,
         weight_s=((t if split else 0.0),) * p,
-        activation_gb=(2.0,) * p,
-        weight_grad_gb=((1.0 if split else 0.0),) * p,
-        memory_cap_gb=None if cap is None else (float(cap),) * p,
+        activation_bytes=(2.0 * GB,) * p,
+        weight_grad_bytes=((GB if split else 0.0),) * p,
+        memory_cap_bytes=None if cap is None else (float(cap) * GB,) * p,
         allow_recompute=rec,
         recompute_s=(t,) * p if rec else (),
-        checkpoint_gb=(0.5,) * p if rec else (),
+        checkpoint_bytes=(0.5 * GB,) * p if rec else (),
         allow_offload=off,
-        offload_gb=(2.0,) * p if off else (),
+        offload_bytes=(2.0 * GB,) * p if off else (),
         d2h_s=(2 * t,) * p if off else (),
         h2d_s=(2 * t,) * p if off else (),
     )
@@ -117,7 +119,7 @@ def test_offload_gap_rule_rejects_too_short_round_trips():
     a cap that needs offload is infeasible, and with the cap that fits keep it equals keep-only."""
     instance = toy(2, 2, 2.0, off=True)
     slow = replace(instance, d2h_s=(50.0, 50.0), h2d_s=(50.0, 50.0))
-    keep_only = replace(instance, allow_offload=False, offload_gb=(), d2h_s=(), h2d_s=())
+    keep_only = replace(instance, allow_offload=False, offload_bytes=(), d2h_s=(), h2d_s=())
     fast = run(PROBLEM, instance, "exact", OPTIONS).objective
     assert close(
         run(PROBLEM, slow, "exact", OPTIONS).objective, run(PROBLEM, keep_only, "exact", OPTIONS).objective

@@ -31,4 +31,7 @@ PROBLEM = Problem(
     showcase="0-p3m4-cap6.toml",  # a cap where 1F1B, ZB and Chronos fit and GPipe does not
     oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
     bound=bound.lower_bound,
+    schema=model.SCHEMA,
+    objective_name=lambda instance: "per-stage span" if instance.objective == "stage_span" else "iteration time",
+    objective_unit="s",
 )

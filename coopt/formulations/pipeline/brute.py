@@ -21,7 +21,7 @@ Two independent ways, chosen by the instance:
 
 The generator draws integer times (so that Model T applies), a lag of 0 or 1, caps from below one
 micro-batch's activation (infeasible) to a few, and sizes whose enumeration stays within about
-20,000 timed schedules. The objective is the makespan (ASAP timing is not optimal for the
+20,000 timed schedules (with offload, at most four items, so that Model T stays within seconds). The objective is the makespan (ASAP timing is not optimal for the
 per-stage span).
 """
 
@@ -33,6 +33,7 @@ import random
 from dataclasses import replace
 
 from coopt.formulations.pipeline.model import (
+    GB,
     KEEP,
     RECOMPUTE,
     Deadlock,
@@ -53,6 +54,8 @@ SHAPES = (
     (2, 1, 2, "vshape", True),
     (2, 1, 2, "interleaved", False),
 )
+#: The shapes with offload, whose Model T stays within seconds (at most 4 items).
+OFFLOAD_SHAPES = tuple(shape for shape in SHAPES if shape[0] * shape[1] * shape[2] <= 4)
 #: Enumeration budget: orders times mode choices.
 BUDGET = 20_000
 
@@ -176,15 +179,15 @@ def optimum(instance: Instance) -> float | None:
 def tiny(seed: int) -> Instance:
     """A seeded tiny instance (see the module docstring)."""
     rng = random.Random(seed)
-    p, m, v, placement, split = rng.choice(SHAPES)
     mode = rng.choice(("keep", "keep", "recompute", "offload", "both"))
     rec = mode in ("recompute", "both")
     off = mode in ("offload", "both")
+    p, m, v, placement, split = rng.choice(OFFLOAD_SHAPES if off else SHAPES)
 
     def ints(lo: int, hi: int) -> tuple[float, ...]:
         return tuple(float(rng.randint(lo, hi)) for _ in range(p))
 
-    a = ints(1, 4)
+    a = tuple(x * GB for x in ints(1, 4))
     instance = Instance(
         stages=p,
         microbatches=m,
@@ -194,18 +197,18 @@ def tiny(seed: int) -> Instance:
         forward_s=tuple(x * v for x in ints(1, 3)),
         backward_s=tuple(x * v for x in ints(1, 3)),
         weight_s=tuple(x * v for x in ints(1, 2)) if split else (0.0,) * p,
-        activation_gb=tuple(x * v for x in a),
-        weight_grad_gb=tuple(x * v * rng.choice((0.0, 0.5)) for x in a) if split else (0.0,) * p,
-        memory_cap_gb=tuple(x * v * rng.choice((0.75, 1.0, 1.0, 1.5, 1.5, 2.0, 3.0)) for x in a),
+        activation_bytes=tuple(x * v for x in a),
+        weight_grad_bytes=tuple(x * v * rng.choice((0.0, 0.5)) for x in a) if split else (0.0,) * p,
+        memory_cap_bytes=tuple(x * v * rng.choice((0.75, 1.0, 1.0, 1.5, 1.5, 2.0, 3.0)) for x in a),
         lag_s=float(rng.choice((0, 0, 1))),
         allow_recompute=rec,
         recompute_s=tuple(x * v for x in ints(1, 2)) if rec else (),
-        checkpoint_gb=tuple(x * v * rng.choice((0.0, 0.25, 0.5)) for x in a) if rec else (),
+        checkpoint_bytes=tuple(x * v * rng.choice((0.0, 0.25, 0.5)) for x in a) if rec else (),
         allow_offload=off,
-        offload_gb=tuple(x * v * rng.choice((0.5, 1.0)) for x in a) if off else (),
+        offload_bytes=tuple(x * v * rng.choice((0.5, 1.0)) for x in a) if off else (),
         d2h_s=tuple(x * v for x in ints(1, 2)) if off else (),
         h2d_s=tuple(x * v for x in ints(1, 2)) if off else (),
     )
     if not off and enumeration_size(instance) > BUDGET:
-        instance = replace(instance, allow_recompute=False, recompute_s=(), checkpoint_gb=())
+        instance = replace(instance, allow_recompute=False, recompute_s=(), checkpoint_bytes=())
     return instance

@@ -52,7 +52,9 @@ Constraints:
   start use ``sigma`` (started before, forcing) and ``epsilon`` (ended before, conservative); two
   allocations at the same instant always count each other (sigma + nu >= o). These H2D-start checks
   are what the research prototype lacked;
-* (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start).
+* (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start);
+* (P9) the objective is at least the dual bound of :mod:`.bound` (critical path, device load with
+  head and tail, memory fill): a valid cut that closes the root gap where a heuristic attains it.
 
 Objective ``min C`` (``model.objective_unit = u``), or with ``objective = "stage_span"`` (P6)
 ``min Z``, ``Z >= E_x - A_d`` for the last passes x of every device d, ``A_d <= S_F(k_first(d), j)``
@@ -60,6 +62,8 @@ for every j (every pass of d follows some forward of its first chunk) and ``Z >=
 """
 
 from __future__ import annotations
+
+import math
 
 import pyomo.environ as pyo
 
@@ -265,7 +269,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
                 add(V[i2] >= V[i] + tau(i[0]) / u * model.o[i] - M * (1 - q))
                 add(V[i] >= V[i2] + tau(i2[0]) / u * model.o[i2] - M * q)
 
-    if instance.memory_cap_gb is not None:
+    if instance.memory_cap_bytes is not None:
         _memory(instance, model, by_device, reach, before, E, u, g, M)
 
     if instance.objective == "stage_span":
@@ -273,8 +277,11 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         model.A = pyo.Var(range(instance.stages), bounds=(0, M))  # first start on each device
         for d, on_device in by_device.items():
             k_first = min(instance.stages_on(d))  # every pass on d follows some F(k_first, j)
-            for j in range(m):
-                add(model.A[d] <= model.S[("F", k_first, j)])
+            if fifo or k_first == 0:  # (P2) makes F(k_first, 0) the first pass on d
+                add(model.A[d] == model.S[("F", k_first, 0)])
+            else:
+                for j in range(m):
+                    add(model.A[d] <= model.S[("F", k_first, j)])
             for x in on_device:
                 if not any(y in reach[x] for y in on_device):
                     add(E(x) - model.A[d] <= model.Z)
@@ -282,6 +289,14 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
     else:
         model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    # (P9) the dual bound of :mod:`.bound` as a cut on the objective
+    from coopt.formulations.pipeline.bound import lower_bound
+
+    floor = lower_bound(instance)
+    if math.isinf(floor):
+        add(model.C <= -1)  # not even one micro-batch fits a device: infeasible
+    else:
+        add(model.objective.expr >= floor / u * (1 - 1e-9))
     if start is not None:
         _warm_start(model, instance, start, u, free_pairs)
     return model
