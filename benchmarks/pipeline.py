@@ -230,7 +230,8 @@ def closed_form() -> None:
     ]
     print("\nC. closed-form L_max (pipeline.largest_model_layers) with the simulated peak n_X")
     print(f"{'schedule':30s}{'n_X':>8s}{'makespan/1F1B':>15s}{'L_max beta=18':>15s}{'beta=6':>9s}")
-    reference = schedules.one_f_one_b(replace(llama(48, 1, "interleaved"), memory_cap_bytes=None))["objective"]
+    uncapped = replace(llama(48, 1, "interleaved"), memory_cap_bytes=None)
+    reference = schedules.one_f_one_b(uncapped)["objective"]
     base = None
     rows = []
     for label, name, v, placement in cases:

@@ -14,9 +14,9 @@ import pytest
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
 from coopt.formulations.pipeline.milp import build
+from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.timeindexed import build_time_indexed, extract_time_indexed
 from coopt.instance import load
 from coopt.problem import SolveOptions, close

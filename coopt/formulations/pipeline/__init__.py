@@ -32,6 +32,8 @@ PROBLEM = Problem(
     oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
     bound=bound.lower_bound,
     schema=model.SCHEMA,
-    objective_name=lambda instance: "per-stage span" if instance.objective == "stage_span" else "iteration time",
+    objective_name=lambda instance: (
+        "per-stage span" if instance.objective == "stage_span" else "iteration time"
+    ),
     objective_unit="s",
 )

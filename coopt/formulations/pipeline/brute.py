@@ -21,7 +21,8 @@ Two independent ways, chosen by the instance:
 
 The generator draws integer times (so that Model T applies), a lag of 0 or 1, caps from below one
 micro-batch's activation (infeasible) to a few, and sizes whose enumeration stays within about
-20,000 timed schedules (with offload, at most four items, so that Model T stays within seconds). The objective is the makespan (ASAP timing is not optimal for the
+20,000 timed schedules (with offload, at most four items, so that Model T stays within
+seconds). The objective is the makespan (ASAP timing is not optimal for the
 per-stage span).
 """
 

@@ -659,7 +659,8 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         cap = instance.cap(d)
         for t, level in profile:
             if level > cap + 1e-6 * max(1.0, cap):
-                bad.append(Violation("memory", f"device {d} holds {level / GB:g} GB at t={t:g} > cap {cap / GB:g} GB"))
+                bad.append(Violation(
+                    "memory", f"device {d} holds {level / GB:g} GB at t={t:g} > cap {cap / GB:g} GB"))
                 break
         if profile and abs(profile[-1][1]) > 1e-6 * max(1.0, sum(instance.activation_bytes)):
             bad.append(Violation("memory", f"device {d} ends holding {profile[-1][1] / GB:g} GB"))
