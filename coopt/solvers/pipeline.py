@@ -1275,7 +1275,8 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     another, which FIFO schedules never do), and switch one item's mode (keep / recompute /
     offload, as the instance allows). Each candidate is timed by the event simulator (ASAP, copies
     as :func:`~coopt.formulations.pipeline.model.simulate` places them) and kept when it fits every
-    cap and shortens the objective; when no move improves, a seeded perturbation (a few random
+    cap and shortens the objective, or keeps it and lowers the sum of pass ends (which lets the
+    climb cross plateaus of equal makespan); when no move improves, a seeded perturbation (a few random
     swaps) restarts the climb from the best schedule. At most ``max(200, 2 n)`` timed schedules
     for n passes.
 
@@ -1305,17 +1306,23 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     rng = random.Random(seed)
     budget = max(200, ILS_EVALUATIONS_PER_PASS * len(instance.passes()))
 
-    def value(orders: Orders, modes: dict[Item, str]) -> float | None:
+    def value(orders: Orders, modes: dict[Item, str]) -> tuple[float, float] | None:
+        """(objective, sum of pass ends): the second term steers the climb across plateaus."""
         try:
             timed = simulate(instance, orders, modes)
         except Deadlock:
             return None
         if _over_cap(instance, timed):
             return None
-        return timed.value(instance)
+        ends = sum(t + instance.duration(x, modes.get(x[1:], KEEP)) for x, t in timed.start.items())
+        return timed.value(instance), ends
+
+    def better(a: tuple[float, float] | None, b: tuple[float, float]) -> bool:
+        scale = 1e-9 * max(1.0, abs(b[0]))
+        return a is not None and (a[0] < b[0] - scale or (a[0] <= b[0] + scale and a[1] < b[1] - scale))
 
     best_value = value(orders, modes)
-    if best_value is None or best_value > start["objective"] + 1e-9:
+    if best_value is None or best_value[0] > start["objective"] + 1e-9:
         return start  # the start's own timing (span shift, slot train) is not reproducible here
     best = ({d: list(o) for d, o in orders.items()}, dict(modes))
     current = best_value
@@ -1334,7 +1341,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
                 order[n], order[n + 1] = y, x
                 got = value(orders, modes)
                 used += 1
-                if got is not None and got < current - 1e-9:
+                if better(got, current):
                     current, improved = got, True
                 else:
                     order[n], order[n + 1] = x, y
@@ -1348,13 +1355,13 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
                 modes[item] = mode
                 got = value(orders, modes)
                 used += 1
-                if got is not None and got < current - 1e-9:
+                if better(got, current):
                     current, improved, old = got, True, mode
                     break
                 modes[item] = old
             if modes.get(item) == KEEP:
                 modes.pop(item, None)
-        if current < best_value - 1e-9:
+        if better(current, best_value):
             best_value = current
             best = ({d: list(o) for d, o in orders.items()}, dict(modes))
         if not improved:
@@ -1367,8 +1374,8 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
                     orders[d][n], orders[d][n + 1] = orders[d][n + 1], orders[d][n]
             got = value(orders, modes)
             used += 1
-            current = got if got is not None else math.inf
-    if best_value >= start["objective"] - 1e-9:
+            current = got if got is not None else (math.inf, math.inf)
+    if best_value[0] >= start["objective"] - 1e-9:
         return start
     return _finish(instance, _run(instance, best[0], "local_search", best[1]))
 
