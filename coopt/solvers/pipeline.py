@@ -289,8 +289,11 @@ def _list_schedule(
     for a forward, keeps fewer than ``window(k)`` micro-batches in flight on virtual stage k.
     A forward also reserves room for the same micro-batch's later chunks on its device, so a
     micro-batch that entered a device can always finish there (no memory deadlock from chunks).
-    O(n^2) for n passes."""
+    O(n p v) for n passes (each dispatch scans the p v lane heads)."""
     p, m = instance.stages, instance.microbatches
+    on = [instance.stages_on(d) for d in range(p)]
+    preds_of = {x: instance.predecessors(x) for x in instance.passes()}
+    size = {k: instance.a(k) for k in range(instance.virtual_stages)}
     nxt = {(x, k): 0 for x in instance.kinds for k in range(instance.virtual_stages)}
     start: dict[PassKey, float] = {}
     end: dict[PassKey, float] = {}
@@ -299,10 +302,9 @@ def _list_schedule(
     reserved = [0.0] * p
     inflight = [0] * instance.virtual_stages
     limit = [min(instance.cap(d), budget(d) if budget else float("inf")) * (1 + 1e-9) for d in range(p)]
-    first = [min(instance.stages_on(d)) for d in range(p)]
+    first = [min(on[d]) for d in range(p)]
     later = {
-        k: sum(instance.a(q) for q in instance.stages_on(instance.device(k)) if q > k)
-        for k in range(instance.virtual_stages)
+        k: sum(size[q] for q in on[instance.device(k)] if q > k) for k in range(instance.virtual_stages)
     }
 
     def admissible(key: PassKey, d: int) -> bool:
@@ -311,19 +313,19 @@ def _list_schedule(
             return True
         if k != first[d]:
             return True  # a later chunk of a micro-batch already on this device: room is reserved
-        return inflight[k] < window(k) and level[d] + reserved[d] + instance.a(k) + later[k] <= limit[d]
+        return inflight[k] < window(k) and level[d] + reserved[d] + size[k] + later[k] <= limit[d]
 
     while len(start) < len(nxt) * m:
         best: tuple | None = None
         for d in range(p):
             cands = []
-            for k in instance.stages_on(d):
+            for k in on[d]:
                 for kind in instance.kinds:
                     j = nxt[(kind, k)]
                     if j >= m:
                         continue
                     key = (kind, k, j)
-                    preds = instance.predecessors(key)
+                    preds = preds_of[key]
                     if any(q not in end for q, _ in preds) or not admissible(key, d):
                         continue
                     cands.append((max([free[d]] + [end[q] + lag for q, lag in preds]), key))
@@ -1146,7 +1148,8 @@ def _over_cap(instance: Instance, timed: Timed) -> list[int]:
 
 def _offload_until_fit(instance: Instance, base: Timed) -> Timed | None:
     """Add items to the slot train, longest F-end -> B-start gap times offloaded bytes first on a
-    device over its cap, until every device fits (None when the valid items run out)."""
+    device over its cap, as many per round as the excess certainly needs, until every device fits
+    (None when the valid items run out)."""
     chosen: list[Item] = []
     timed = base
     while True:
@@ -1167,7 +1170,9 @@ def _offload_until_fit(instance: Instance, base: Timed) -> Timed | None:
             k, j = item
             return (base.start[("B", k, j)] - base.start[("F", k, j)]) * instance.a_o(k)
 
-        chosen.append(max(left, key=lambda x: (value(x), -x[1], -x[0])))
+        excess = peaks(instance, timed)[d] - instance.cap(d)
+        count = max(1, int(excess / max(instance.a_o(k) for k, _ in left)))
+        chosen += sorted(left, key=lambda x: (-value(x), x[1], x[0]))[:count]
         timed = slot_train(instance, base, chosen)
 
 
@@ -1207,32 +1212,38 @@ def pipeoffload(instance: Instance, seed: int = 0) -> Solution:
 
 
 def _switch_until_fit(instance: Instance, orders: Orders, mode: str) -> Timed | None:
+    """Recompute items until every device fits: on every device over its cap, the keep items
+    of longest F-start -> B-end lifetime per second of recompute first, as many per round as the
+    excess certainly needs (each saves at most ``a - a_c`` at the peak), then re-simulate."""
     modes: dict[Item, str] = {}
     while True:
         try:
             timed = simulate(instance, orders, modes)
         except Deadlock:
             return None
-        over = [d for d, peak in enumerate(peaks(instance, timed)) if peak > instance.cap(d) * (1 + 1e-9)]
+        levels = peaks(instance, timed)
+        over = [d for d, peak in enumerate(levels) if peak > instance.cap(d) * (1 + 1e-9)]
         if not over:
             return timed
-        d = over[0]
 
         def value(item: Item, timed: Timed = timed) -> float:
             k, j = item
             life = timed.start[("B", k, j)] + instance.t_b(k) - timed.start[("F", k, j)]
-            if mode == RECOMPUTE:
-                return life * (instance.a(k) - instance.a_c(k)) / instance.t_r(k)
-            gap = timed.start[("B", k, j)] - timed.start[("F", k, j)] - instance.t_f(k)
-            return life * instance.a_o(k) if gap >= instance.tau_d(k) + instance.tau_u(k) else -1.0
+            return life * (instance.a(k) - instance.a_c(k)) / instance.t_r(k)
 
-        items = [
-            (k, j) for k in instance.stages_on(d) for j in range(instance.microbatches) if (k, j) not in modes
-        ]
-        items = [x for x in items if value(x) >= 0]
-        if not items:
-            return None
-        modes[max(items, key=lambda x: (value(x), -x[1], -x[0]))] = mode
+        for d in over:
+            items = [
+                (k, j)
+                for k in instance.stages_on(d)
+                for j in range(instance.microbatches)
+                if (k, j) not in modes
+            ]
+            if not items:
+                return None
+            saving = max(instance.a(k) - instance.a_c(k) for k, _ in items)
+            count = max(1, int((levels[d] - instance.cap(d)) / saving)) if saving > 0 else 1
+            for item in sorted(items, key=lambda x: (-value(x), x[1], x[0]))[:count]:
+                modes[item] = mode
 
 
 def chronos_recomp(instance: Instance, seed: int = 0) -> Solution:

@@ -53,6 +53,7 @@ import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from coopt.errors import UsageError
@@ -100,12 +101,17 @@ class Instance:
     def virtual_stages(self) -> int:
         return self.stages * self.chunks
 
+    @cached_property
+    def _devices(self) -> tuple[int, ...]:
+        out = []
+        for k in range(self.virtual_stages):
+            q, r = divmod(k, self.stages)
+            out.append(self.stages - 1 - r if self.placement == "vshape" and q % 2 == 1 else r)
+        return tuple(out)
+
     def device(self, k: int) -> int:
         """Device that runs virtual stage ``k``."""
-        q, r = divmod(k, self.stages)
-        if self.placement == "vshape" and q % 2 == 1:
-            return self.stages - 1 - r
-        return r
+        return self._devices[k]
 
     def stages_on(self, d: int) -> list[int]:
         return [k for k in range(self.virtual_stages) if self.device(k) == d]
