@@ -1391,8 +1391,11 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     return _finish(instance, _run(instance, best[0], "local_search", best[1]))
 
 
-#: The cheap schedules ``portfolio`` runs (each O(n^2) or less).
-PORTFOLIO = ("1f1b", "1f1b_split", "zb_h1", "zb_h2", "zb_v", "interleaved_1f1b", "gpipe", "chronos_pipe")
+#: The cheap schedules ``portfolio`` runs (each at most O(n p v), V-Half / V-Min O(n^2 m)).
+PORTFOLIO = (
+    "1f1b", "1f1b_split", "zb_h1", "zb_h2", "zb_v", "v_half", "v_min", "interleaved_1f1b", "gpipe",
+    "chronos_pipe",
+)
 
 
 def portfolio(instance: Instance, seed: int = 0) -> Solution:
