@@ -1275,8 +1275,8 @@ def chronos_offload(instance: Instance, seed: int = 0) -> Solution:
 # --------------------------------------------------------------------------------------------
 # Ours: iterated local search on per-device orders and modes
 # --------------------------------------------------------------------------------------------
-#: Timed schedules the local search may evaluate, per pass of the instance (and at least 200).
-ILS_EVALUATIONS_PER_PASS = 2
+#: Timed schedules the local search may evaluate, per pass of the instance (and at least 100).
+ILS_EVALUATIONS_PER_PASS = 1
 
 
 def local_search(instance: Instance, seed: int = 0) -> Solution:
@@ -1288,7 +1288,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     as :func:`~coopt.formulations.pipeline.model.simulate` places them) and kept when it fits every
     cap and shortens the objective, or keeps it and lowers the sum of pass ends (which lets the
     climb cross plateaus of equal makespan); when no move improves, a seeded perturbation (a few random
-    swaps) restarts the climb from the best schedule. At most ``max(200, 2 n)`` timed schedules
+    swaps) restarts the climb from the best schedule. At most ``max(100, n)`` timed schedules
     for n passes.
 
     Guarantee: never worse than the best other heuristic; feasible or NoSolution. Running time
@@ -1315,7 +1315,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     modes = dict(timed.modes)
     allowed = [KEEP] + [RECOMPUTE] * instance.allow_recompute + [OFFLOAD] * instance.allow_offload
     rng = random.Random(seed)
-    budget = max(200, ILS_EVALUATIONS_PER_PASS * len(instance.passes()))
+    budget = max(100, ILS_EVALUATIONS_PER_PASS * len(instance.passes()))
 
     def value(orders: Orders, modes: dict[Item, str]) -> tuple[float, float] | None:
         """(objective, sum of pass ends): the second term steers the climb across plateaus."""
