@@ -213,19 +213,6 @@ def test_fused_backward_optimum_is_1f1b():
     assert close(schedules.one_f_one_b(instance)["objective"], (5 + 3 - 1) * 3.0)
 
 
-@pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.name)
-def test_no_schedule_beats_the_proven_optimum(path):
-    instance = load(path).instance
-    report = _exact(instance)
-    assert report.status == "optimal" and report.gap is not None and report.gap < 1e-6
-    for name, fn in schedules.HEURISTICS.items():
-        try:
-            value = fn(instance)["objective"]
-        except NoSolution:
-            continue
-        assert value >= report.objective - 1e-6 * report.objective, name
-
-
 def test_optimum_is_monotone_in_cap_and_modes():
     caps = (2.0, 2.5, 3.0, 4.0)
     keep = [_exact(toy(2, 3, cap)).objective for cap in caps]
@@ -322,17 +309,13 @@ def test_checker_rejects_non_finite_times(bad):
 
 
 @pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.stem)
-def test_dual_bound_lies_between_the_lp_relaxation_and_the_optimum(path):
-    """The registered bound never cuts off the proven optimum and is at least as tight as Model P's
-    LP relaxation (a larger lower bound is a tighter one)."""
+def test_dual_bound_is_at_least_the_lp_relaxation(path):
+    """A larger lower bound is a tighter one: the registered bound is never below Model P's LP
+    relaxation (that it never exceeds the optimum is the contract suite's test)."""
     from coopt.solvers.highs import lp_relaxation
 
     instance = load(path).instance
-    bound = PROBLEM.bound(instance, OPTIONS)
-    report = _exact(instance)
-    assert report.status == "optimal"
-    assert bound <= report.objective * (1 + 1e-9)
-    assert bound >= lp_relaxation(PROBLEM, instance, OPTIONS) * (1 - 1e-9)
+    assert PROBLEM.bound(instance, OPTIONS) >= lp_relaxation(PROBLEM, instance, OPTIONS) * (1 - 1e-9)
 
 
 def test_memory_fill_bound_by_hand():

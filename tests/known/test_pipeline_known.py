@@ -143,17 +143,14 @@ OVERTAKE = Path(__file__).resolve().parents[2] / "instances" / "pipeline" / "0-p
 
 def test_fifo_loses_where_recompute_and_offload_meet_a_cap():
     """Issue 13: the FIFO-restricted model proves 23, the checker accepts a schedule of 22 in
-    which micro-batch 1 overtakes the offloaded micro-batch 0; `exact` (no FIFO there) finds 22
-    and Model T, which never imposed FIFO, agrees."""
+    which micro-batch 1 overtakes the offloaded micro-batch 0; `exact` (no FIFO there) finds 22.
+    (Model T, which never imposed FIFO, agrees: benchmarks/pipeline_exact.py --only overtake.)"""
     instance = load(OVERTAKE).instance
     report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.status == "optimal" and report.check["feasible"], report.check["violations"]
     assert report.objective == pytest.approx(22.0, abs=1e-6)
     fifo = solve_model(build(instance, fifo=True), OPTIONS)
     assert fifo.status == "optimal" and fifo.objective == pytest.approx(23.0, abs=1e-6)
-    # Model T over 23 slots: any schedule shorter than 22 would fit too, so its 22 is the optimum
-    result = solve_model(build_time_indexed(instance, 23), OPTIONS)
-    assert result.status == "optimal" and result.objective == pytest.approx(22.0, abs=1e-6)
     overtakes = [
         j for j in range(1, 3)
         if _start(report.solution, "F", 2, j) < _start(report.solution, "F", 2, j - 1)
