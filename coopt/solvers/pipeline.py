@@ -1298,7 +1298,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
 
     start: Solution | None = None
     for name, fn in HEURISTICS.items():
-        if name == "local_search":
+        if name in COMBINED:
             continue
         try:
             solution = fn(instance)
@@ -1417,6 +1417,9 @@ def portfolio(instance: Instance, seed: int = 0) -> Solution:
         raise NoSolution("portfolio: no cheap schedule applies and fits the cap")
     return best
 
+
+#: The heuristics that only combine the others (skipped where every schedule is run anyway).
+COMBINED = ("portfolio", "local_search")
 
 HEURISTICS = {
     "gpipe": gpipe,

@@ -138,10 +138,12 @@ def horizon(instance: Instance) -> int:
     checker accepts, else the serial bound."""
     from coopt.formulations.pipeline.model import check
     from coopt.problem import NoSolution
-    from coopt.solvers.pipeline import HEURISTICS
+    from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
     best = serial_bound(instance)
-    for fn in HEURISTICS.values():
+    for name, fn in HEURISTICS.items():
+        if name in COMBINED:
+            continue
         try:
             solution = fn(instance)
         except NoSolution:
