@@ -56,6 +56,28 @@ Constraints:
 * (P9) the objective is at least the dual bound of :mod:`.bound` (critical path, device load with
   head and tail, memory fill): a valid cut that closes the root gap where a heuristic attains it.
 
+Model rows and checker violations (``model.check``), each way:
+
+==============================================  =============================================
+model                                           checker
+==============================================  =============================================
+every pass has a start S_x (variables)          ``completeness`` (each pass once), ``format``
+S_x >= 0                                        ``time`` (start < 0)
+(P1) precedence with lags                       ``precedence``
+(P3) one compute pass per device at a time      ``exclusivity`` (device compute lane)
+r_i, o_i binary, r_i + o_i <= 1                 ``mode`` (mode not allowed, or both)
+(P5) D_i >= E_F, U_i >= D_i + tau_d, S_B >= U   ``offload`` (D2H before F ends, H2D before D2H
+     + tau_u                                    ends, B before H2D ends)
+(P5) disjunctive copies per device and engine   ``exclusivity`` (D2H engine, H2D engine)
+(P4) level <= cap at every allocation event     ``memory`` (level above the cap at any event)
+(the level returns to 0: every F is matched)    ``memory`` (device ends holding memory)
+objective C / Z                                 ``objective`` recomputed from the starts
+==============================================  =============================================
+
+(P2), (P2'), (P7), (P9) and the big-M bounds only exclude schedules a proof shows are not needed
+or that no schedule can beat; the checker has no counterpart for them, by design. The level is
+only checked at allocation events, which suffices: between two allocations it only falls.
+
 Objective ``min C`` (``model.objective_unit = u``), or with ``objective = "stage_span"`` (P6)
 ``min Z``, ``Z >= E_x - A_d`` for the last passes x of every device d, ``A_d <= S_F(k_first(d), j)``
 for every j (every pass of d follows some forward of its first chunk) and ``Z >= sum of d_x on d``.
