@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
+from coopt.formulations.pipeline.milp import incumbent
 from coopt.formulations.pipeline.model import (
     GB,
     KEEP,
@@ -466,6 +467,16 @@ def _zb_auto_orders(instance: Instance, bubble_first: bool, prefer_b: bool, gree
             raise _ZbvStuck
         put(s, "W")
 
+    def fill(s: int, source: float) -> None:
+        """W passes into the wait for the input that arrives at ``source`` (lines 238-255): all
+        that end by then, and one more where the wait exceeds the bubble budget (or, with
+        ``greedy``, also where it does not)."""
+        while count["W"][s] < count["B"][s] and now[s] + cost["W"][s] <= source:
+            put(s, "W")
+        waiting = count["W"][s] < count["B"][s] and now[s] < source
+        if waiting and (greedy or source - now[s] > max(bubble) - bubble[s]):
+            put(s, "W")
+
     for i in range(m):
         if i == 0:
             for s in range(p):
@@ -522,29 +533,13 @@ def _zb_auto_orders(instance: Instance, bubble_first: bool, prefer_b: bool, gree
             while mem[s] + delta["F"][s] > limit[s]:
                 put_w(s)
             if s > 0:
-                source = end[("F", s - 1, count["F"][s])] + lag
-                while count["W"][s] < count["B"][s] and now[s] + cost["W"][s] <= source:
-                    put(s, "W")
-                if count["W"][s] < count["B"][s] and now[s] < source:
-                    if source - now[s] <= max(bubble) - bubble[s]:
-                        if greedy:
-                            put(s, "W")
-                    else:
-                        put(s, "W")
+                fill(s, end[("F", s - 1, count["F"][s])] + lag)
             put(s, "F")
         for s in range(p - 1, -1, -1):
             while mem[s] + delta["B"][s] > limit[s]:
                 put_w(s)
             if s + 1 < p:
-                source = end[("B", s + 1, i)] + lag
-                while count["W"][s] < count["B"][s] and now[s] + cost["W"][s] <= source:
-                    put(s, "W")
-                if count["W"][s] < count["B"][s] and now[s] < source:
-                    if source - now[s] <= max(bubble) - bubble[s]:
-                        if greedy:
-                            put(s, "W")
-                    else:
-                        put(s, "W")
+                fill(s, end[("B", s + 1, i)] + lag)
             if s == 0 and count["F"][s] == m:
                 while count["W"][s] < count["B"][s]:
                     put(s, "W")
@@ -1296,16 +1291,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     """
     import random
 
-    start: Solution | None = None
-    for name, fn in HEURISTICS.items():
-        if name in COMBINED:
-            continue
-        try:
-            solution = fn(instance)
-        except NoSolution:
-            continue
-        if start is None or solution["objective"] < start["objective"] - 1e-12:
-            start = solution
+    _, start = incumbent(instance)
     if start is None:
         raise NoSolution("local_search: no heuristic gives a starting schedule")
     timed, _ = parse(instance, start)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from coopt.formulations.pipeline.milp import fifo_is_lossless, successors
+from coopt.formulations.pipeline.milp import fifo_is_lossless, successors, topological_order
 from coopt.formulations.pipeline.model import Instance, PassKey
 
 
@@ -45,16 +45,7 @@ def _longest_paths(instance: Instance, sources: list[PassKey] | None = None) -> 
     or, with ``sources``, from the start of the first of them that reaches it; unreached passes
     are absent)."""
     succ = successors(instance)
-    indegree = dict.fromkeys(succ, 0)
-    for targets in succ.values():
-        for y in targets:
-            indegree[y] += 1
-    order = [x for x in succ if indegree[x] == 0]
-    for x in order:
-        for y in succ[x]:
-            indegree[y] -= 1
-            if indegree[y] == 0:
-                order.append(y)
+    order = topological_order(succ)
     start: dict[PassKey, float] = {x: 0.0 for x in (sources if sources is not None else order)}
     end: dict[PassKey, float] = {}
     for x in order:

@@ -35,7 +35,6 @@ from dataclasses import replace
 
 from coopt.formulations.pipeline.model import (
     GB,
-    KEEP,
     RECOMPUTE,
     Deadlock,
     Instance,
@@ -124,33 +123,12 @@ def enumerate_optimum(instance: Instance) -> float | None:
     return None if best == math.inf else best
 
 
-def serial_bound(instance: Instance) -> float:
-    """Every pass (recompute-long), lag and copy one after another: no tight chain is longer."""
-    mode = RECOMPUTE if instance.allow_recompute else KEEP
-    total = sum(instance.duration(x, mode) for x in instance.passes())
-    total += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
-    copies = sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
-    return total + copies * instance.microbatches
-
-
 def horizon(instance: Instance) -> int:
     """A horizon no shorter than the optimum: the best schedule among the heuristics' that the
-    checker accepts, else the serial bound."""
-    from coopt.formulations.pipeline.model import check
-    from coopt.problem import NoSolution
-    from coopt.solvers.pipeline import COMBINED, HEURISTICS
+    checker accepts, else the serial bound (:func:`coopt.formulations.pipeline.milp.incumbent`)."""
+    from coopt.formulations.pipeline.milp import incumbent
 
-    best = serial_bound(instance)
-    for name, fn in HEURISTICS.items():
-        if name in COMBINED:
-            continue
-        try:
-            solution = fn(instance)
-        except NoSolution:
-            continue
-        if not check(instance, solution):
-            best = min(best, solution["objective"])
-    return int(math.floor(best + 1e-9))
+    return int(math.floor(incumbent(instance)[0] + 1e-9))
 
 
 def time_indexed_optimum(instance: Instance) -> float | None:

@@ -89,8 +89,16 @@ import math
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline.brute import serial_bound
-from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
+from coopt.formulations.pipeline.model import (
+    KEEP,
+    OFFLOAD,
+    RECOMPUTE,
+    Instance,
+    PassKey,
+    Timed,
+    serial_bound,
+    to_solution,
+)
 from coopt.problem import NoSolution, Solution
 
 
@@ -118,10 +126,9 @@ def successors(instance: Instance, fifo: bool | None = None) -> dict[PassKey, li
     return succ
 
 
-def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, set[PassKey]]:
-    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
-    succ = successors(instance, fifo)
-    indegree = {x: 0 for x in succ}
+def topological_order(succ: dict[PassKey, list[PassKey]]) -> list[PassKey]:
+    """The passes in an order that puts every pass after its predecessors (Kahn)."""
+    indegree = dict.fromkeys(succ, 0)
     for targets in succ.values():
         for y in targets:
             indegree[y] += 1
@@ -131,6 +138,13 @@ def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, 
             indegree[y] -= 1
             if indegree[y] == 0:
                 order.append(y)
+    return order
+
+
+def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, set[PassKey]]:
+    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
+    succ = successors(instance, fifo)
+    order = topological_order(succ)
     reach: dict[PassKey, set[PassKey]] = {}
     for x in reversed(order):
         reach[x] = set()

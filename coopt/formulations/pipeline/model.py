@@ -193,6 +193,15 @@ class Instance:
         return sum(self.duration(x) for x in self.passes())
 
 
+def serial_bound(instance: Instance) -> float:
+    """Every pass (recompute-long), lag and copy one after another: no tight chain is longer."""
+    mode = RECOMPUTE if instance.allow_recompute else KEEP
+    total = sum(instance.duration(x, mode) for x in instance.passes())
+    total += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
+    copies = sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
+    return total + copies * instance.microbatches
+
+
 # --------------------------------------------------------------------------------------------
 # TOML in and out
 # --------------------------------------------------------------------------------------------
