@@ -3,9 +3,12 @@
 A. Makespan vs activation-memory cap for every schedule and for the exact MILP (keep-only and
    keep + recompute) on research instance I1 (p = 4, m = 8, T_F = T_B = T_W = T_R = 1, a = 2,
    a_W = 1, a_c = 0.5 GB): the memory/time Pareto front, as a table and a PNG.
-B. Largest LLaMA-2-70B-architecture model (layers L) that fits 80 GB per device with PP8 x TP8,
-   seq 4096, micro-batch 1, m = 32, A100 timing, for each schedule: at any throughput, and at a
-   throughput within 5% of uncapped 1F1B. Ratios beside ChronosPipe's reported 2.4x and 1.5x.
+B. Largest trainable LLaMA-2-70B-architecture model (layers L, steps of 4) with PP8 x TP8, seq
+   4096, micro-batch 1, m = 32, A100 timing, under the paper's reading (issue 18): the device
+   memory at which 1F1B tops out at 20 layers, then every schedule's largest L there, at any
+   throughput and within 5% of uncapped 1F1B, with PipeOffload's copy size and with ours; the
+   ratios beside ChronosPipe's 2.4x (48 / 20) and 1.5x (48 / 32); a sweep over device memory.
+C. The closed form ``pipeline.largest_model_layers`` with each schedule's simulated peak.
 
 Run: ``python benchmarks/pipeline.py [--out DIR] [--time-limit S]``.
 """
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution, SolveOptions
 from coopt.run import run
 from coopt.solvers import pipeline as schedules
@@ -27,15 +31,22 @@ from coopt.solvers import pipeline as schedules
 ROWS = [
     ("GPipe", "gpipe", 1, "interleaved"),
     ("1F1B", "1f1b", 1, "interleaved"),
+    ("1F1B, early send (1f1b_split)", "1f1b_split", 1, "interleaved"),
     ("interleaved 1F1B (v=2)", "interleaved_1f1b", 2, "interleaved"),
     ("ZB-H1", "zb_h1", 1, "interleaved"),
     ("ZB-H2", "zb_h2", 1, "interleaved"),
-    ("V-shape (v=2)", "v_shape", 2, "vshape"),
+    ("ZB auto", "zb_auto", 1, "interleaved"),
+    ("ZB-V (v=2)", "zb_v", 2, "vshape"),
+    ("V-Half (v=2)", "v_half", 2, "vshape"),
+    ("V-Min (v=2)", "v_min", 2, "vshape"),
     ("Chronos-Pipe (v=2, V)", "chronos_pipe", 2, "vshape"),
     ("1F1B + full recompute", "megatron_full", 1, "interleaved"),
     ("1F1B + selective recompute", "megatron_selective", 1, "interleaved"),
     ("Chronos-Recomp (v=2, V)", "chronos_recomp", 2, "vshape"),
     ("Chronos-Offload (v=2, V)", "chronos_offload", 2, "vshape"),
+    ("PipeOffload (v=2, V)", "pipeoffload", 2, "vshape"),
+    ("portfolio (v=1)", "portfolio", 1, "interleaved"),
+    ("local search (v=1)", "local_search", 1, "interleaved"),
 ]
 
 
@@ -59,14 +70,14 @@ def toy(
         forward_s=(1.0,) * p,
         backward_s=(1.0,) * p,
         weight_s=(1.0,) * p,
-        activation_gb=(2.0,) * p,
-        weight_grad_gb=(1.0,) * p,
-        memory_cap_gb=None if cap is None else (cap,) * p,
+        activation_bytes=(2 * GB,) * p,
+        weight_grad_bytes=(GB,) * p,
+        memory_cap_bytes=None if cap is None else (cap * GB,) * p,
         allow_recompute=recompute,
         recompute_s=(1.0,) * p,
-        checkpoint_gb=(0.5,) * p,
+        checkpoint_bytes=(0.5 * GB,) * p,
         allow_offload=offload,
-        offload_gb=(2.0,) * p if offload else (),
+        offload_bytes=(2 * GB,) * p if offload else (),
         d2h_s=(1.0,) * p if offload else (),
         h2d_s=(1.0,) * p if offload else (),
     )
@@ -141,20 +152,45 @@ def _plot(path: Path, caps: list[float], table: dict[str, list[float | None]]) -
 
 
 # --------------------------------------------------------------------------------------------
-# B. Largest model in 80 GB
+# B. Largest trainable model: the paper's reading (ChronosPipe 48 layers, 1F1B 20, + recompute 32)
 # --------------------------------------------------------------------------------------------
 P_LAYER = 855_654_400  # LLaMA-2-70B layer (h=8192, GQA 8 KV heads, SwiGLU 28672)
 H, HEADS, SEQ, TP, PP, M = 8192, 64, 4096, 8, 8, 32
 BETA, HBM, RESERVE = 18, 80.0, 5.0  # bytes/param (bf16 + fp32 Adam + main grads), GB, GB
 FLOPS, PCIE = 220e12, 15e9  # A100 profiled training FLOP/s and D2H bytes/s (ZB repo figures)
+#: Copy size per offloaded item: PipeOffload's (``megatron/core/zbpp_utils.py`` ``get_offload_time``,
+#: lines 152-155: about 20 h bytes per token and layer, split over the TP ranks) or ours, the whole
+#: activation of the item.
+COPY_MODELS = ("pipeoffload", "full")
+#: The schedules of Part B (label, method, chunks, placement).
+LAYER_ROWS = [
+    ("1F1B", "1f1b", 1, "interleaved"),
+    ("1F1B + full recompute", "megatron_full", 1, "interleaved"),
+    ("1F1B + selective recompute", "megatron_selective", 1, "interleaved"),
+    ("ZB-H1", "zb_h1", 1, "interleaved"),
+    ("ZB-V (v=2)", "zb_v", 2, "vshape"),
+    ("V-Min (v=2)", "v_min", 2, "vshape"),
+    ("PipeOffload (v=2, V)", "pipeoffload", 2, "vshape"),
+    ("Chronos-Pipe (v=2, V)", "chronos_pipe", 2, "vshape"),
+    ("Chronos-Recomp (v=2, V)", "chronos_recomp", 2, "vshape"),
+    ("Chronos-Offload (v=2, V)", "chronos_offload", 2, "vshape"),
+]
+LAYER_STEP = 4
 
 
-def llama(layers: int, v: int, placement: str) -> pm.Instance:
+def activation_per_layer() -> float:
+    """Bytes one micro-batch keeps per layer on one device (Korthikanti et al. 2023, TP only,
+    no fused attention): s h (10 + 24/t + 5 a s / (h t))."""
+    return SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP))
+
+
+def llama(layers: int, v: int, placement: str, hbm: float = HBM, copy: str = "pipeoffload") -> pm.Instance:
     per = layers / PP
     t_f = per * 2 * P_LAYER * SEQ / TP / FLOPS
-    a = per * SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP)) / 1e9  # TP-only activations, GB
-    a_c = per * 2 * SEQ * H / TP / 1e9
-    cap = HBM - RESERVE - BETA * P_LAYER * per / TP / 1e9
+    a = per * activation_per_layer()
+    a_c = per * 2 * SEQ * H / TP
+    cap = (hbm - RESERVE) * GB - BETA * P_LAYER * per / TP
+    moved = min(a, per * 20 * H * SEQ / TP) if copy == "pipeoffload" else a
     return pm.Instance(
         stages=PP,
         microbatches=M,
@@ -163,54 +199,88 @@ def llama(layers: int, v: int, placement: str) -> pm.Instance:
         forward_s=(t_f,) * PP,
         backward_s=(1.04 * t_f,) * PP,
         weight_s=(0.96 * t_f,) * PP,
-        activation_gb=(a,) * PP,
-        weight_grad_gb=(a * 32 / (34 + 5 * HEADS * SEQ / H),) * PP,
-        memory_cap_gb=(max(cap, 1e-3),) * PP,
+        activation_bytes=(a,) * PP,
+        weight_grad_bytes=(a * 32 / (34 + 5 * HEADS * SEQ / H),) * PP,
+        memory_cap_bytes=(max(cap, 1e6),) * PP,
         lag_s=2e-4,
         allow_recompute=True,
         recompute_s=(t_f,) * PP,
-        checkpoint_gb=(a_c,) * PP,
+        checkpoint_bytes=(a_c,) * PP,
         allow_offload=True,
-        offload_gb=(a,) * PP,
-        d2h_s=(a * 1e9 / PCIE,) * PP,
-        h2d_s=(a * 1e9 / PCIE,) * PP,
+        offload_bytes=(moved,) * PP,
+        d2h_s=(moved / PCIE,) * PP,
+        h2d_s=(moved / PCIE,) * PP,
     )
 
 
-def largest() -> None:
-    layers = list(range(16, 305, 16))
-    reference = {
-        L: schedules.one_f_one_b(replace(llama(L, 1, "interleaved"), memory_cap_gb=None))["objective"]
-        for L in layers
+def fits(method: str, layers: int, v: int, placement: str, hbm: float, band: float | None,
+         copy: str = "pipeoffload") -> bool:
+    """Does ``method`` train ``layers`` layers in ``hbm`` GB, within ``band`` of uncapped 1F1B's
+    iteration time at the same size (None: at any throughput)?"""
+    try:
+        value = schedules.HEURISTICS[method](llama(layers, v, placement, hbm, copy))["objective"]
+    except NoSolution:
+        return False
+    if band is None:
+        return True
+    reference = schedules.one_f_one_b(replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None))
+    return value <= (1 + band) * reference["objective"]
+
+
+def max_layers(method: str, v: int, placement: str, hbm: float, band: float | None = None,
+               copy: str = "pipeoffload", top: int = 400) -> int:
+    """The largest multiple of LAYER_STEP that fits (0: none), by bisection (fitting is monotone
+    in the layer count for a fixed schedule)."""
+    lo, hi = 0, top // LAYER_STEP + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(method, mid * LAYER_STEP, v, placement, hbm, band, copy):
+            lo = mid
+        else:
+            hi = mid
+    return lo * LAYER_STEP
+
+
+def calibrated_hbm(target: int = 20) -> float:
+    """The smallest device memory (GB, 0.5 GB steps) at which 1F1B trains ``target`` layers: the
+    budget the paper's '1F1B tops out at 20 layers' implies under our footprint."""
+    hbm = 20.0
+    while max_layers("1f1b", 1, "interleaved", hbm, top=4 * target) < target:
+        hbm += 0.5
+    return hbm
+
+
+def layer_table(hbm: float, band: float | None = None, copy: str = "pipeoffload") -> dict[str, int]:
+    return {
+        label: max_layers(name, v, placement, hbm, band, copy) for label, name, v, placement in LAYER_ROWS
     }
-    bands = (0.05, 0.35, None)
-    print("\nB. largest LLaMA-2-70B-architecture model in 80 GB (PP8 x TP8, seq 4096, b=1, m=32, A100)")
-    print("   L max (parameters) whose makespan is within 5% / 35% / any of uncapped 1F1B at the same L")
-    print(f"{'schedule':30s}{'<=5%':>16s}{'<=35%':>16s}{'any':>16s}")
-    result: dict[str, list[int | None]] = {}
-    for label, name, v, placement in ROWS:
-        best: list[int | None] = [None] * len(bands)
-        for L in layers:
-            try:
-                value = schedules.HEURISTICS[name](llama(L, v, placement))["objective"]
-            except NoSolution:
-                continue
-            for n, band in enumerate(bands):
-                if band is None or value <= (1 + band) * reference[L]:
-                    best[n] = L
-        result[label] = best
-        print(f"{label:30s}" + "".join(f"{_fmt(x):>16s}" for x in best))
-    chronos = [max((result[k][n] or 0) for k in result if k.startswith("Chronos")) for n in range(len(bands))]
-    recompute = [max((result[k][n] or 0) for k in result if "recompute" in k) for n in range(len(bands))]
-    base = result["1F1B"]
-    for n, band in enumerate(bands):
-        name = "any throughput" if band is None else f"<= {band:.0%} slower than 1F1B"
-        vs_base = f"{_size(chronos[n]) / _size(base[n]):.2f}x" if chronos[n] and base[n] else "-"
-        vs_rec = f"{_size(chronos[n]) / _size(recompute[n]):.2f}x" if chronos[n] and recompute[n] else "-"
-        print(
-            f"best Chronos vs 1F1B ({name}): {vs_base} (paper 2.4x); "
-            f"vs best 1F1B + recompute: {vs_rec} (paper 1.5x)"
-        )
+
+
+def largest() -> None:
+    hbm = calibrated_hbm()
+    static = BETA * P_LAYER / TP / PP
+    print("\nB. largest trainable LLaMA-2-70B-architecture model (PP8 x TP8, seq 4096, b=1, m=32, A100),")
+    print(f"   layers in steps of {LAYER_STEP}; the paper's reading: 1F1B tops out at 20 layers.")
+    print(f"   That needs HBM = {hbm:g} GB per device with our footprint: "
+          f"{activation_per_layer() / GB:.3f} GB of activations per layer and micro-batch, "
+          f"{static * PP / GB:.3f} GB static per layer "
+          f"({BETA} B/param over TP{TP}), {RESERVE:g} GB reserve.")
+    for copy in COPY_MODELS:
+        any_size, near = layer_table(hbm, None, copy), layer_table(hbm, 0.05, copy)
+        print(f"\n   copy size: {copy}")
+        print(f"{'schedule':30s}{'any throughput':>16s}{'<= 5% slower':>14s}")
+        for label in any_size:
+            print(f"{label:30s}{any_size[label]:>16d}{near[label]:>14d}")
+        chronos = max(v for k, v in any_size.items() if k.startswith("Chronos"))
+        base, recompute = any_size["1F1B"], any_size["1F1B + full recompute"]
+        print(f"   best Chronos / 1F1B = {chronos}/{base} = {chronos / base:.2f}x (paper 48/20 = 2.4x); "
+              f"/ 1F1B + recompute = {chronos}/{recompute} = {chronos / recompute:.2f}x "
+              "(paper 48/32 = 1.5x)")
+    print("\n   sensitivity: largest layers at any throughput vs device memory (copy size pipeoffload)")
+    sweep = [40.0, 48.0, 56.0, 64.0, 80.0]
+    print(f"{'schedule':30s}" + "".join(f"{h:>8g}" for h in sweep))
+    for label, name, v, placement in LAYER_ROWS:
+        print(f"{label:30s}" + "".join(f"{max_layers(name, v, placement, h):>8d}" for h in sweep), flush=True)
 
 
 def closed_form() -> None:
@@ -224,22 +294,24 @@ def closed_form() -> None:
     cases = [
         ("1F1B", "1f1b", 1, "interleaved"),
         ("1F1B + full recompute", "megatron_full", 1, "interleaved"),
-        ("V-shape (v=2)", "v_shape", 2, "vshape"),
+        ("ZB-V (v=2)", "zb_v", 2, "vshape"),
+        ("V-Min (v=2)", "v_min", 2, "vshape"),
         ("Chronos-Pipe (v=2, V)", "chronos_pipe", 2, "vshape"),
     ]
     print("\nC. closed-form L_max (pipeline.largest_model_layers) with the simulated peak n_X")
     print(f"{'schedule':30s}{'n_X':>8s}{'makespan/1F1B':>15s}{'L_max beta=18':>15s}{'beta=6':>9s}")
-    reference = schedules.one_f_one_b(replace(llama(48, 1, "interleaved"), memory_cap_gb=None))["objective"]
+    uncapped = replace(llama(48, 1, "interleaved"), memory_cap_bytes=None)
+    reference = schedules.one_f_one_b(uncapped)["objective"]
     base = None
     rows = []
     for label, name, v, placement in cases:
-        instance = replace(llama(48, v, placement), memory_cap_gb=None)
+        instance = replace(llama(48, v, placement), memory_cap_bytes=None)
         timed, _ = pm.parse(instance, schedules.HEURISTICS[name](instance))
         rows.append((label, instance, timed))
-    instance = replace(llama(48, 2, "vshape"), memory_cap_gb=None)
+    instance = replace(llama(48, 2, "vshape"), memory_cap_bytes=None)
     rows.append(("Chronos-Pipe, minimal warm-up", instance, schedules._chronos_timed(instance, slack=0)))
     for label, instance, timed in rows:
-        n_x = max(pm.peaks(instance, timed)) / instance.activation_gb[0]
+        n_x = max(pm.peaks(instance, timed)) / instance.activation_bytes[0]
         per_layer = a_dev / (48 / PP)
         values = [
             float(
@@ -262,15 +334,6 @@ def closed_form() -> None:
         ratio = timed.makespan(instance) / reference
         print(f"{label:30s}{n_x:8.2f}{ratio:15.3f}{values[0]:15.1f}{values[1]:9.1f}")
     print(f"  (ratios to 1F1B at beta=18 are L_max / {base:.1f})")
-
-
-def _size(layers: int) -> float:
-    """Billions of parameters of the LLaMA-2-70B architecture with ``layers`` layers."""
-    return 0.8557 * layers + 0.524
-
-
-def _fmt(layers: int | None) -> str:
-    return "-" if not layers else f"{layers} ({_size(layers):.0f}B)"
 
 
 def main() -> None:

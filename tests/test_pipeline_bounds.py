@@ -25,8 +25,8 @@ def uniform(p, m, t_f, t_b, t_w, *, split=True, v=1, a=2.0, a_w=1.0):
         forward_s=(t_f,) * p,
         backward_s=(t_b,) * p,
         weight_s=(t_w,) * p,
-        activation_gb=(a,) * p,
-        weight_grad_gb=(a_w if split else 0.0,) * p,
+        activation_bytes=(a,) * p,
+        weight_grad_bytes=(a_w if split else 0.0,) * p,
     )
 
 

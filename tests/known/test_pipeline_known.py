@@ -1,19 +1,24 @@
-"""Pipeline schedules on instances small enough to enumerate: Model P (FIFO per pass type) against
-brute force over *every* per-device pass order (FIFO or not) and every recompute choice, each
+"""Pipeline schedules on instances small enough to enumerate: Model P against the oracle's
+enumeration over *every* per-device pass order (FIFO or not) and every recompute choice, each
 order timed by the ASAP event simulator (optimal for a fixed order: memory of compute passes
-depends on the order only), and against the time-indexed Model T."""
+depends on the order only), and against the time-indexed Model T; the two oracles against each
+other; and the issue-13 instance on which FIFO loses."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from coopt.formulations.pipeline import PROBLEM
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
+from coopt.formulations.pipeline.milp import build
+from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.timeindexed import build_time_indexed, extract_time_indexed
+from coopt.instance import load
 from coopt.problem import SolveOptions, close
 from coopt.run import run
 from coopt.solvers.highs import solve_model
@@ -33,7 +38,8 @@ def toy(
     placement: str = "interleaved",
     t: float = 1.0,
 ) -> pm.Instance:
-    """Research instance family I1: unit times (x t), a = 2, a_W = 1, a_c = 0.5, tau = 2."""
+    """Research instance family I1: unit times (x t), a = 2 GB, a_W = 1 GB, a_c = 0.5 GB, tau = 2;
+    ``cap`` in GB."""
     return pm.Instance(
         stages=p,
         microbatches=m,
@@ -43,65 +49,17 @@ def toy(
         forward_s=(t,) * p,
         backward_s=((1.0 if split else 2.0) * t,) * p,
         weight_s=((t if split else 0.0),) * p,
-        activation_gb=(2.0,) * p,
-        weight_grad_gb=((1.0 if split else 0.0),) * p,
-        memory_cap_gb=None if cap is None else (float(cap),) * p,
+        activation_bytes=(2.0 * GB,) * p,
+        weight_grad_bytes=((GB if split else 0.0),) * p,
+        memory_cap_bytes=None if cap is None else (float(cap) * GB,) * p,
         allow_recompute=rec,
         recompute_s=(t,) * p if rec else (),
-        checkpoint_gb=(0.5,) * p if rec else (),
+        checkpoint_bytes=(0.5 * GB,) * p if rec else (),
         allow_offload=off,
-        offload_gb=(2.0,) * p if off else (),
+        offload_bytes=(2.0 * GB,) * p if off else (),
         d2h_s=(2 * t,) * p if off else (),
         h2d_s=(2 * t,) * p if off else (),
     )
-
-
-def device_orders(instance: pm.Instance, d: int):
-    """Every order of device d's passes in which each item's own passes come F, B, W (any other
-    order deadlocks); micro-batches of the same type may overtake each other."""
-    chains = [
-        [(x, k, j) for x in instance.kinds]
-        for k in instance.stages_on(d)
-        for j in range(instance.microbatches)
-    ]
-    total = sum(len(c) for c in chains)
-    slots = []
-
-    def place(order, heads):
-        if len(order) == total:
-            slots.append(list(order))
-            return
-        for n, chain in enumerate(chains):
-            if heads[n] < len(chain):
-                order.append(chain[heads[n]])
-                heads[n] += 1
-                place(order, heads)
-                heads[n] -= 1
-                order.pop()
-
-    place([], [0] * len(chains))
-    return slots
-
-
-def brute_force(instance: pm.Instance) -> float:
-    """Least makespan over every order combination and recompute choice that fits the caps."""
-    per_device = [device_orders(instance, d) for d in range(instance.stages)]
-    items = [(k, j) for k in range(instance.virtual_stages) for j in range(instance.microbatches)]
-    mode_sets = [()]
-    if instance.allow_recompute:
-        mode_sets = [c for n in range(len(items) + 1) for c in itertools.combinations(items, n)]
-    best = math.inf
-    for combo in itertools.product(*per_device):
-        orders = dict(enumerate(combo))
-        for chosen in mode_sets:
-            modes = dict.fromkeys(chosen, pm.RECOMPUTE)
-            try:
-                timed = pm.simulate(instance, orders, modes)
-            except pm.Deadlock:
-                continue
-            if all(pk <= instance.cap(d) + 1e-9 for d, pk in enumerate(pm.peaks(instance, timed))):
-                best = min(best, timed.makespan(instance))
-    return best
 
 
 CASES = {
@@ -121,8 +79,8 @@ CASES = {
 def test_model_p_matches_brute_force_over_all_orders(name):
     instance = CASES[name]
     report = run(PROBLEM, instance, "exact", OPTIONS)
-    best = brute_force(instance)
-    if best == math.inf:
+    best = enumerate_optimum(instance)
+    if best is None:
         assert report.status == "infeasible"
         return
     assert report.status == "optimal", report.check
@@ -161,9 +119,45 @@ def test_offload_gap_rule_rejects_too_short_round_trips():
     a cap that needs offload is infeasible, and with the cap that fits keep it equals keep-only."""
     instance = toy(2, 2, 2.0, off=True)
     slow = replace(instance, d2h_s=(50.0, 50.0), h2d_s=(50.0, 50.0))
-    keep_only = replace(instance, allow_offload=False, offload_gb=(), d2h_s=(), h2d_s=())
+    keep_only = replace(instance, allow_offload=False, offload_bytes=(), d2h_s=(), h2d_s=())
     fast = run(PROBLEM, instance, "exact", OPTIONS).objective
     assert close(
         run(PROBLEM, slow, "exact", OPTIONS).objective, run(PROBLEM, keep_only, "exact", OPTIONS).objective
     )
     assert fast <= run(PROBLEM, keep_only, "exact", OPTIONS).objective + 1e-9
+
+
+@pytest.mark.parametrize("seed", [s for s in range(40) if not tiny(s).allow_offload][:8])
+def test_the_two_oracles_agree_without_offload(seed):
+    """Enumeration and Model T are independent; where both apply they give the same optimum."""
+    instance = tiny(seed)
+    by_model_t, by_enumeration = time_indexed_optimum(instance), enumerate_optimum(instance)
+    if by_enumeration is None:
+        assert by_model_t is None
+    else:
+        assert by_model_t == pytest.approx(by_enumeration, rel=1e-9)
+
+
+OVERTAKE = Path(__file__).resolve().parents[2] / "instances" / "pipeline" / "0-p3m3-offload-overtake.toml"
+
+
+def test_fifo_loses_where_recompute_and_offload_meet_a_cap():
+    """Issue 13: the FIFO-restricted model proves 23, the checker accepts a schedule of 22 in
+    which micro-batch 1 overtakes the offloaded micro-batch 0; `exact` (no FIFO there) finds 22.
+    (Model T, which never imposed FIFO, agrees: benchmarks/pipeline_exact.py --only overtake.)"""
+    instance = load(OVERTAKE).instance
+    report = run(PROBLEM, instance, "exact", OPTIONS)
+    assert report.status == "optimal" and report.check["feasible"], report.check["violations"]
+    assert report.objective == pytest.approx(22.0, abs=1e-6)
+    fifo = solve_model(build(instance, fifo=True), OPTIONS)
+    assert fifo.status == "optimal" and fifo.objective == pytest.approx(23.0, abs=1e-6)
+    overtakes = [
+        j for j in range(1, 3)
+        if _start(report.solution, "F", 2, j) < _start(report.solution, "F", 2, j - 1)
+        or _start(report.solution, "B", 2, j) < _start(report.solution, "B", 2, j - 1)
+    ]
+    assert overtakes, "an optimum of 22 needs a micro-batch to overtake on the last stage"
+
+
+def _start(solution, kind, k, j):
+    return next(x["start"] for x in solution["passes"] if (x["kind"], x["stage"], x["microbatch"]) == (kind, k, j))

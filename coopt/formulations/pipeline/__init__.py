@@ -1,14 +1,16 @@
 """Pipeline-parallel schedules under activation-memory limits (ChronosPipe, issue 6).
 
 The data model, event simulator and checker live in :mod:`.model`, the exact MILP (Model P) in
-:mod:`.milp`, the time-indexed cross-check in :mod:`.timeindexed`, the schedules in
-:mod:`coopt.solvers.pipeline` and the closed forms in :mod:`coopt.analysis.bounds.pipeline`.
+:mod:`.milp`, the time-indexed Model T in :mod:`.timeindexed`, the oracle (enumeration of every
+order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`,
+the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
+:mod:`coopt.analysis.bounds.pipeline`.
 """
 
 from __future__ import annotations
 
-from coopt.formulations.pipeline import milp, model
-from coopt.problem import HeuristicsOf, Problem
+from coopt.formulations.pipeline import bound, brute, milp, model
+from coopt.problem import HeuristicsOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="pipeline",
@@ -27,4 +29,11 @@ PROBLEM = Problem(
     sizes=(2, 3, 4),
     size_doc="p stages (m = 2p micro-batches)",
     showcase="0-p3m4-cap6.toml",  # a cap where 1F1B, ZB and Chronos fit and GPipe does not
+    oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
+    bound=bound.lower_bound,
+    schema=model.SCHEMA,
+    objective_name=lambda instance: (
+        "per-stage span" if instance.objective == "stage_span" else "iteration time"
+    ),
+    objective_unit="s",
 )

@@ -16,8 +16,28 @@ Constraints:
 
 * (P1) precedence ``S_F(k,j) >= E_F(k-1,j) + c``, ``S_B(K-1,j) >= E_F(K-1,j)``,
   ``S_B(k,j) >= E_B(k+1,j) + c``, ``S_W(k,j) >= E_B(k,j)``; ``C >= E_x`` for sinks;
-* (P2) symmetry breaking: FIFO per (kind, k): ``S_X(k,j) >= E_X(k,j-1)``. This is the
-  restriction every production runtime shares; optima are over FIFO schedules;
+* (P2) symmetry breaking, only where a proof says it loses nothing:
+
+  - *keep-only instances* (no recompute, no offload): FIFO per (kind, k),
+    ``S_X(k,j) >= E_X(k,j-1)``. Proof: all passes of one lane (kind, k) have the same duration
+    and the same memory delta, whatever j. Take any feasible schedule and relabel, lane by lane,
+    the i-th pass to start as micro-batch i. Every precedence edge joins two lanes with a
+    constant lag (``F(k-1) -> F(k)``, ``F(K-1) -> B(K-1)``, ``B(k+1) -> B(k)``, ``B(k) -> W(k)``);
+    if some bijection matches each pass of the upstream lane to a later-starting one downstream
+    (start >= end + lag), the sorted matching does too (exchange argument), so the relabelled
+    schedule meets every precedence. The start times, hence exclusivity, the memory profile and
+    the objective, are unchanged.
+  - *with recompute or offload*: items of one lane may differ in mode (a recomputing B is longer,
+    an offloaded item releases memory early), the relabelling carries modes along and the
+    matching argument fails. Issue 13's instance (``0-p3m3-offload-overtake``) has optimum 22
+    against a FIFO optimum of 23. Only two restrictions are kept: (a) ``F(0, j-1)`` before
+    ``F(0, j)``: micro-batches are identical, so a global relabelling (all stages and modes at
+    once) orders the first lane; (b) (P2') the W passes of a stage run in the order of its B passes
+    (``P_{W(k,j),W(k,j')} = P_{B(k,j),B(k,j')}``, no binary of its own): W's duration and release
+    do not depend on j or on the mode, W has no successor, and the sorted matching of the W lane to
+    the B lane's ends keeps ``S_W >= E_B``. Copy lanes are not FIFO either (every pair of copies
+    of a device gets an order binary). ``build(..., fifo=True)`` is the restricted model, a
+    labelled heuristic (``fifo_milp``), never ``exact``;
 * (P3) exclusivity ``S_y >= E_x - M(1 - P_xy)``, ``S_x >= E_y - M P_xy``, M = best heuristic
   makespan (or the serial bound); order implied by (P1)+(P2) (transitive closure) needs no binary;
 * (P4) memory at every allocation event e (F starts; B starts when recompute is allowed; H2D starts
@@ -25,46 +45,90 @@ Constraints:
   Between compute passes "before" is the order indicator; the products with r are linearised
   one-sidedly (z <= r, z <= P where the term lowers memory, z >= r + P - 1 where it raises it);
 * (P5) offload: ``D_i >= E_F(i)``, ``U_i >= D_i + tau_d o_i``, ``S_B(i) >= U_i + tau_u o_i``, FIFO
-  copies per chunk and disjunctive copies across chunks of a device. Copy events against an
+  disjunctive copies (binaries ``Q``) for every pair of items of a device (FIFO per chunk only
+  under ``fifo=True``). Copy events against an
   allocation event e use binaries ``delta`` (D2H ended by e, conservative: delta = 1 forces it) and
   ``nu`` (H2D started before e, forcing: nu = 0 forces U_i >= S_e); compute passes against an H2D
   start use ``sigma`` (started before, forcing) and ``epsilon`` (ended before, conservative); two
   allocations at the same instant always count each other (sigma + nu >= o). These H2D-start checks
   are what the research prototype lacked;
-* (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start).
+* (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start);
+* (P9) the objective is at least the dual bound of :mod:`.bound` (critical path, device load with
+  head and tail, memory fill): a valid cut that closes the root gap where a heuristic attains it.
+
+Model rows and checker violations (``model.check``), each way:
+
+==============================================  =============================================
+model                                           checker
+==============================================  =============================================
+every pass has a start S_x (variables)          ``completeness`` (each pass once), ``format``
+S_x >= 0                                        ``time`` (start < 0)
+(P1) precedence with lags                       ``precedence``
+(P3) one compute pass per device at a time      ``exclusivity`` (device compute lane)
+r_i, o_i binary, r_i + o_i <= 1                 ``mode`` (mode not allowed, or both)
+(P5) D_i >= E_F, U_i >= D_i + tau_d, S_B >= U   ``offload`` (D2H before F ends, H2D before D2H
+     + tau_u                                    ends, B before H2D ends)
+(P5) disjunctive copies per device and engine   ``exclusivity`` (D2H engine, H2D engine)
+(P4) level <= cap at every allocation event     ``memory`` (level above the cap at any event)
+(the level returns to 0: every F is matched)    ``memory`` (device ends holding memory)
+objective C / Z                                 ``objective`` recomputed from the starts
+==============================================  =============================================
+
+(P2), (P2'), (P7), (P9) and the big-M bounds only exclude schedules a proof shows are not needed
+or that no schedule can beat; the checker has no counterpart for them, by design. The level is
+only checked at allocation events, which suffices: between two allocations it only falls.
 
 Objective ``min C`` (``model.objective_unit = u``), or with ``objective = "stage_span"`` (P6)
-``min Z``, ``Z >= E_x - S_F(k_first(d), 0)`` for the last passes x of every device d
-(F(k_first, 0) is the device's first pass under (P1) + (P2)) and ``Z >= sum of d_x on d``.
+``min Z``, ``Z >= E_x - A_d`` for the last passes x of every device d, ``A_d <= S_F(k_first(d), j)``
+for every j (every pass of d follows some forward of its first chunk) and ``Z >= sum of d_x on d``.
 """
 
 from __future__ import annotations
 
+import math
+
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, PassKey, Timed, to_solution
+from coopt.formulations.pipeline.model import (
+    KEEP,
+    OFFLOAD,
+    RECOMPUTE,
+    Instance,
+    PassKey,
+    Timed,
+    serial_bound,
+    to_solution,
+)
 from coopt.problem import NoSolution, Solution
 
 
 # --------------------------------------------------------------------------------------------
 # Order implied by precedence and FIFO (transitive closure)
 # --------------------------------------------------------------------------------------------
-def successors(instance: Instance) -> dict[PassKey, list[PassKey]]:
-    """Direct successors of every pass: data-flow edges and the FIFO edges (P2)."""
+def fifo_is_lossless(instance: Instance) -> bool:
+    """True when FIFO per (kind, virtual stage) loses nothing: keep-only instances (proof in the
+    module docstring, (P2)). With recompute or offload it can lose (issue 13's instance)."""
+    return not (instance.allow_recompute or instance.allow_offload)
+
+
+def successors(instance: Instance, fifo: bool | None = None) -> dict[PassKey, list[PassKey]]:
+    """Direct successors of every pass: data-flow edges (P1) and the symmetry-breaking edges (P2):
+    FIFO per (kind, k) where it is lossless (``fifo``, default :func:`fifo_is_lossless`), else the
+    relabelling edges F(0, j-1) -> F(0, j) only."""
+    fifo = fifo_is_lossless(instance) if fifo is None else fifo
     succ: dict[PassKey, list[PassKey]] = {x: [] for x in instance.passes()}
     for x in instance.passes():
         for q, _ in instance.predecessors(x):
             succ[q].append(x)
         kind, k, j = x
-        if j > 0:
+        if j > 0 and (fifo or (kind, k) == ("F", 0)):
             succ[(kind, k, j - 1)].append(x)
     return succ
 
 
-def reachability(instance: Instance) -> dict[PassKey, set[PassKey]]:
-    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
-    succ = successors(instance)
-    indegree = {x: 0 for x in succ}
+def topological_order(succ: dict[PassKey, list[PassKey]]) -> list[PassKey]:
+    """The passes in an order that puts every pass after its predecessors (Kahn)."""
+    indegree = dict.fromkeys(succ, 0)
     for targets in succ.values():
         for y in targets:
             indegree[y] += 1
@@ -74,6 +138,13 @@ def reachability(instance: Instance) -> dict[PassKey, set[PassKey]]:
             indegree[y] -= 1
             if indegree[y] == 0:
                 order.append(y)
+    return order
+
+
+def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, set[PassKey]]:
+    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
+    succ = successors(instance, fifo)
+    order = topological_order(succ)
     reach: dict[PassKey, set[PassKey]] = {}
     for x in reversed(order):
         reach[x] = set()
@@ -82,43 +153,52 @@ def reachability(instance: Instance) -> dict[PassKey, set[PassKey]]:
     return reach
 
 
-def horizon(instance: Instance) -> float:
-    """An upper bound on the optimal makespan: the best heuristic's, else the serial bound (every
-    pass, lag and copy one after another, which bounds any semi-active schedule). For the
-    per-stage span, whose optima may delay whole devices, twice the serial bound."""
-    from coopt.solvers.pipeline import HEURISTICS
+def incumbent(instance: Instance) -> tuple[float, Solution | None]:
+    """The best heuristic schedule that the checker accepts, with its objective, or the serial
+    bound and no schedule (every heuristic but the two that only combine the others)."""
+    from coopt.formulations.pipeline.model import check
+    from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
-    serial = sum(
-        instance.duration(x, RECOMPUTE if instance.allow_recompute else KEEP) for x in instance.passes()
-    )
-    serial += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
-    serial += (
-        sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
-        * instance.microbatches
-    )
-    if instance.objective == "stage_span":
-        return 2 * serial
-    best = serial
-    for fn in HEURISTICS.values():
+    best: tuple[float, Solution | None] = (serial_bound(instance), None)
+    for name, fn in HEURISTICS.items():
+        if name in COMBINED:
+            continue
         try:
-            best = min(best, fn(instance)["objective"])
+            solution = fn(instance)
         except NoSolution:
             continue
+        if solution["objective"] < best[0] and not check(instance, solution):
+            best = (solution["objective"], solution)
     return best
+
+
+def horizon(instance: Instance, best: float | None = None) -> float:
+    """An upper bound on every start and end time of some optimal schedule: the best heuristic
+    makespan (``best``, else computed), capped by the serial bound (every pass, lag and copy one
+    after another, which bounds any semi-active schedule). For the per-stage span, whose optima
+    may delay whole devices, twice the serial bound."""
+    if instance.objective == "stage_span":
+        return 2 * serial_bound(instance)
+    return min(serial_bound(instance), incumbent(instance)[0] if best is None else best)
 
 
 # --------------------------------------------------------------------------------------------
 # Build
 # --------------------------------------------------------------------------------------------
-def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
-    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds)."""
+def build(instance: Instance, upper: float | None = None, fifo: bool | None = None) -> pyo.ConcreteModel:
+    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds).
+    ``fifo=True`` imposes FIFO per (kind, stage) and per copy lane even where it may lose (the
+    restricted model of :func:`coopt.solvers.pipeline.fifo_milp`); the default imposes it only
+    where it is lossless."""
+    fifo = fifo_is_lossless(instance) if fifo is None else fifo
     K, m = instance.virtual_stages, instance.microbatches
     passes = instance.passes()
     u = max(instance.duration(x) for x in passes)
     g = max(instance.a(k) for k in range(K))
-    M = (upper if upper is not None else horizon(instance)) / u * (1 + 1e-6) + 1e-6
+    best, start = incumbent(instance)
+    M = (upper if upper is not None else horizon(instance, best)) / u * (1 + 1e-6) + 1e-6
     items = [(k, j) for k in range(K) for j in range(m)]
-    reach = reachability(instance)
+    reach = reachability(instance, fifo)
 
     model = pyo.ConcreteModel(name="pipeline")
     model.objective_unit = u
@@ -149,12 +229,12 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
     def E(x: PassKey):
         return model.S[x] + dur(x)
 
-    # (P1) precedence, (P2) FIFO, makespan
+    # (P1) precedence, (P2) FIFO or relabelling, makespan
     for x in passes:
         for q, lag in instance.predecessors(x):
             add(model.S[x] >= E(q) + lag / u)
         kind, k, j = x
-        if j > 0:
+        if j > 0 and (fifo or (kind, k) == ("F", 0)):
             add(model.S[x] >= E((kind, k, j - 1)))
         if not reach[x]:
             add(E(x) <= model.C)
@@ -163,18 +243,22 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
     by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
     for x in passes:
         by_device[instance.device(x[1])].append(x)
-    free_pairs = [
+    unordered = [
         (x, y)
         for d in range(instance.stages)
         for n, x in enumerate(by_device[d])
         for y in by_device[d][n + 1 :]
         if y not in reach[x] and x not in reach[y]
     ]
+    # (P2') without FIFO, the W passes of a stage run in the order of their B passes
+    aliased = {
+        (x, y): (("B", x[1], x[2]), ("B", y[1], y[2]))
+        for x, y in unordered
+        if not fifo and x[0] == y[0] == "W" and x[1] == y[1]
+    }
+    free_pairs = [pair for pair in unordered if pair not in aliased]
     pair_set = set(free_pairs)
     model.P = pyo.Var(free_pairs, domain=pyo.Binary)
-    for x, y in free_pairs:
-        add(model.S[y] >= E(x) - M * (1 - model.P[x, y]))
-        add(model.S[x] >= E(y) - M * model.P[x, y])
 
     def before(x: PassKey, y: PassKey):
         """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
@@ -182,7 +266,15 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
             return 1
         if x in reach[y]:
             return 0
+        if (x, y) in aliased:
+            return before(*aliased[x, y])
+        if (y, x) in aliased:
+            return 1 - before(*aliased[y, x])
         return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
+
+    for x, y in unordered:
+        add(model.S[y] >= E(x) - M * (1 - before(x, y)))
+        add(model.S[x] >= E(y) - M * before(x, y))
 
     # (P7) load cut
     for d in range(instance.stages):
@@ -197,14 +289,16 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
             add(model.D[i] >= E(("F", k, j)))
             add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
             add(model.S[("B", k, j)] >= model.U[i] + instance.tau_u(k) / u * model.o[i])
-            if j > 0:
+            if fifo and j > 0:
                 add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
                 add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
         cross = [
             (i, i2)
             for i in items
             for i2 in items
-            if i < i2 and i[0] != i2[0] and instance.device(i[0]) == instance.device(i2[0])
+            if i < i2
+            and (i[0] != i2[0] or not fifo)
+            and instance.device(i[0]) == instance.device(i2[0])
         ]
         model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
         for i, i2 in cross:
@@ -213,21 +307,62 @@ def build(instance: Instance, upper: float | None = None) -> pyo.ConcreteModel:
                 add(V[i2] >= V[i] + tau(i[0]) / u * model.o[i] - M * (1 - q))
                 add(V[i] >= V[i2] + tau(i2[0]) / u * model.o[i2] - M * q)
 
-    if instance.memory_cap_gb is not None:
+    if instance.memory_cap_bytes is not None:
         _memory(instance, model, by_device, reach, before, E, u, g, M)
 
     if instance.objective == "stage_span":
         model.Z = pyo.Var(bounds=(0, M))
+        model.A = pyo.Var(range(instance.stages), bounds=(0, M))  # first start on each device
         for d, on_device in by_device.items():
-            first = ("F", min(instance.stages_on(d)), 0)  # first pass on d under (P1) + (P2)
+            k_first = min(instance.stages_on(d))  # every pass on d follows some F(k_first, j)
+            if fifo or k_first == 0:  # (P2) makes F(k_first, 0) the first pass on d
+                add(model.A[d] == model.S[("F", k_first, 0)])
+            else:
+                for j in range(m):
+                    add(model.A[d] <= model.S[("F", k_first, j)])
             for x in on_device:
                 if not any(y in reach[x] for y in on_device):
-                    add(E(x) - model.S[first] <= model.Z)
+                    add(E(x) - model.A[d] <= model.Z)
             add(sum(dur(x) for x in on_device) <= model.Z)
         model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
     else:
         model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    # (P9) the dual bound of :mod:`.bound` as a cut on the objective
+    from coopt.formulations.pipeline.bound import lower_bound
+
+    floor = lower_bound(instance)
+    if math.isinf(floor):
+        add(model.C <= -1)  # not even one micro-batch fits a device: infeasible
+    else:
+        add(model.objective.expr >= floor / u * (1 - 1e-9))
+    if start is not None:
+        _warm_start(model, instance, start, u, free_pairs)
     return model
+
+
+def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution, u: float,
+                free_pairs: list[tuple[PassKey, PassKey]]) -> None:
+    """The heuristic schedule as HiGHS' first incumbent: starts, modes, copies and the order
+    binaries (HiGHS completes the memory indicators itself)."""
+    start = {(x["kind"], x["stage"], x["microbatch"]): x["start"] / u for x in solution["passes"]}
+    recompute = {tuple(item) for item in solution["recompute"]}
+    offload = {(c["stage"], c["microbatch"]): c for c in solution["offload"]}
+    for x, t in start.items():
+        model.S[x].value = t
+    for x, y in free_pairs:
+        model.P[x, y].value = 1.0 if start[x] < start[y] else 0.0
+    ends = [t + instance.duration(x, RECOMPUTE if x[1:] in recompute else KEEP) / u for x, t in start.items()]
+    model.C.value = max(ends)
+    for k in range(instance.virtual_stages):
+        for j in range(instance.microbatches):
+            if instance.allow_recompute:
+                model.r[k, j].value = 1.0 if (k, j) in recompute else 0.0
+            if instance.allow_offload:
+                copy = offload.get((k, j))
+                model.o[k, j].value = 1.0 if copy else 0.0
+                if copy:
+                    model.D[k, j].value, model.U[k, j].value = copy["d2h_start"] / u, copy["h2d_start"] / u
+    model.warm_start = True
 
 
 def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
@@ -252,6 +387,11 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
 
     def binary(name: tuple):
         return model.bin[name]
+
+    def copies_after(i: tuple[int, int], e: PassKey) -> bool:
+        """True when item i's copies cannot touch the level at event e: i is e's own item (its F
+        precedes its D2H; its reload is netted with its release), or F(i) starts after e ends."""
+        return i == (e[1], e[2]) or ("F", *i) in reach[e]
 
     a = {k: instance.a(k) / g for k in range(instance.virtual_stages)}
     a_w = {k: instance.a_w(k) / g for k in a}
@@ -288,8 +428,8 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
             if off:
                 for i in items:
                     ki, ji = i
-                    if (kind == "F" and ki == k and ji >= j) or (kind == "B" and i == (k, j)):
-                        continue  # offloaded only after e, or e's own reloaded item
+                    if copies_after(i, e):
+                        continue
                     delta, nu = binary(("dE", i, e)), binary(("nE", i, e))
                     add(delta <= model.o[i])
                     add(nu <= model.o[i])
@@ -320,14 +460,15 @@ def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
                         level -= (a[xk] - a_c[xk]) * product(
                             ("sUr", x, i), model.r[(xk, xj)], sigma, raises=False
                         )
-                    if not (i[0] == xk and i[1] >= xj):
+                    if not copies_after(i, x):
                         add(sigma + binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
                 elif x[0] == "B":
                     if rec:
                         level += (a[xk] - a_c[xk]) * product(
                             ("sUr", x, i), model.r[(xk, xj)], sigma, raises=True
                         )
-                        add(sigma + binary(("nE", i, x)) >= model.o[i])
+                        if not copies_after(i, x):
+                            add(sigma + binary(("nE", i, x)) >= model.o[i])
                     level -= (a[xk] - a_w[xk]) * eps
                 else:
                     level -= a_w[xk] * eps

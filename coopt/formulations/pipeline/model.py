@@ -43,17 +43,22 @@ is the makespan (iteration time) ``C = max end``, or with ``objective = "stage_s
 per-stage span ``max_d (last end on d - first start on d)``: the steady-state iteration time when
 consecutive iterations overlap (it needs ZB's optimizer post-validation to be realised).
 
-Memory is in GB (the instance files' unit); times are in seconds.
+Memory is in bytes inside the code (the files give GB, converted once at load); times are in
+seconds. The declared fields are :data:`SCHEMA` (``coopt schema pipeline``).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+from coopt.errors import UsageError
 from coopt.problem import Solution, Violation
+from coopt.schema import Field, Schema
 
 PLACEMENTS = ("interleaved", "vshape")
 OBJECTIVES = ("makespan", "stage_span")
@@ -68,26 +73,26 @@ Item = tuple[int, int]  # (virtual stage k, micro-batch j)
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Instance:
-    """One pipeline: devices, micro-batches, chunking, per-device times (s) and memory (GB)."""
+    """One pipeline: devices, micro-batches, chunking, per-device times (s) and memory (bytes)."""
 
     stages: int
     microbatches: int
     forward_s: tuple[float, ...]
     backward_s: tuple[float, ...]
     weight_s: tuple[float, ...]
-    activation_gb: tuple[float, ...]
-    weight_grad_gb: tuple[float, ...]
-    memory_cap_gb: tuple[float, ...] | None = None
+    activation_bytes: tuple[float, ...]
+    weight_grad_bytes: tuple[float, ...]
+    memory_cap_bytes: tuple[float, ...] | None = None
     split_backward: bool = True
     chunks: int = 1
     placement: str = "interleaved"
     lag_s: float = 0.0
     allow_recompute: bool = False
     recompute_s: tuple[float, ...] = ()
-    checkpoint_gb: tuple[float, ...] = ()
+    checkpoint_bytes: tuple[float, ...] = ()
     allow_offload: bool = False
     objective: str = "makespan"
-    offload_gb: tuple[float, ...] = ()
+    offload_bytes: tuple[float, ...] = ()
     d2h_s: tuple[float, ...] = ()
     h2d_s: tuple[float, ...] = ()
 
@@ -96,12 +101,17 @@ class Instance:
     def virtual_stages(self) -> int:
         return self.stages * self.chunks
 
+    @cached_property
+    def _devices(self) -> tuple[int, ...]:
+        out = []
+        for k in range(self.virtual_stages):
+            q, r = divmod(k, self.stages)
+            out.append(self.stages - 1 - r if self.placement == "vshape" and q % 2 == 1 else r)
+        return tuple(out)
+
     def device(self, k: int) -> int:
         """Device that runs virtual stage ``k``."""
-        q, r = divmod(k, self.stages)
-        if self.placement == "vshape" and q % 2 == 1:
-            return self.stages - 1 - r
-        return r
+        return self._devices[k]
 
     def stages_on(self, d: int) -> list[int]:
         return [k for k in range(self.virtual_stages) if self.device(k) == d]
@@ -132,19 +142,19 @@ class Instance:
         return self._per(self.h2d_s, k)
 
     def a(self, k: int) -> float:
-        return self._per(self.activation_gb, k)
+        return self._per(self.activation_bytes, k)
 
     def a_w(self, k: int) -> float:
-        return self._per(self.weight_grad_gb, k) if self.split_backward else 0.0
+        return self._per(self.weight_grad_bytes, k) if self.split_backward else 0.0
 
     def a_c(self, k: int) -> float:
-        return self._per(self.checkpoint_gb, k)
+        return self._per(self.checkpoint_bytes, k)
 
     def a_o(self, k: int) -> float:
-        return self._per(self.offload_gb, k)
+        return self._per(self.offload_bytes, k)
 
     def cap(self, d: int) -> float:
-        return float("inf") if self.memory_cap_gb is None else self.memory_cap_gb[d]
+        return float("inf") if self.memory_cap_bytes is None else self.memory_cap_bytes[d]
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -183,75 +193,111 @@ class Instance:
         return sum(self.duration(x) for x in self.passes())
 
 
+def serial_bound(instance: Instance) -> float:
+    """Every pass (recompute-long), lag and copy one after another: no tight chain is longer."""
+    mode = RECOMPUTE if instance.allow_recompute else KEEP
+    total = sum(instance.duration(x, mode) for x in instance.passes())
+    total += 2 * instance.microbatches * instance.virtual_stages * instance.lag_s
+    copies = sum(instance.tau_d(k) + instance.tau_u(k) for k in range(instance.virtual_stages))
+    return total + copies * instance.microbatches
+
+
 # --------------------------------------------------------------------------------------------
 # TOML in and out
 # --------------------------------------------------------------------------------------------
+GB = 1e9  #: bytes per GB: files give memory in GB (``_gb``), the code holds bytes (SI)
+#: The generator's largest size: p <= 64 stages, the loader's limit.
+MAX_SIZE = 64
+
+
+def _per_device(name: str, doc: str, unit: str, *, si: float = 1.0, **kw: Any) -> Field:
+    return Field(name, "floats", doc, unit=unit, si=si, length="stages", **kw)
+
+
+SCHEMA = Schema(
+    [
+        Field("stages", "int", "pipeline devices p", min=1, max=64, example=3),
+        Field("microbatches", "int", "micro-batches m per iteration", min=1, max=512, example=4),
+        Field("chunks", "int", "model chunks (virtual stages) per device v", default=1, min=1, max=16),
+        Field("placement", "str", "virtual stage k on device k mod p (interleaved) or in a V / wave "
+              "(vshape)", default="interleaved", choices=PLACEMENTS),
+        Field("split_backward", "bool", "B (input gradient) and W (weight gradient) are separate passes "
+              "(Zero Bubble); false: B is the full backward", default=True),
+        _per_device("forward_s", "forward time of one micro-batch over all of a device's layers", "s",
+                    positive=True, max=1e6),
+        _per_device("backward_s", "input-gradient backward time (the full backward when not split)", "s",
+                    positive=True, max=1e6),
+        _per_device("weight_s", "weight-gradient time (0 when split_backward is false)", "s",
+                    default=0.0, min=0.0, max=1e6, required_if="split_backward", example=[1.0, 1.0, 1.0]),
+        _per_device("activation_gb", "activations one micro-batch keeps from F until its backward", "GB",
+                    si=GB, positive=True, max=1e6),
+        _per_device("weight_grad_gb", "share of the activations kept from B until W", "GB", si=GB,
+                    default=0.0, min=0.0, max=1e6),
+        _per_device("memory_cap_gb", "activation-memory cap of each device (absent: none)", "GB", si=GB,
+                    default=None, positive=True, max=1e6),
+        Field("lag_s", "float", "point-to-point lag between devices", unit="s", default=0.0, min=0.0,
+              max=1e6),
+        Field("allow_recompute", "bool", "an item may keep only a checkpoint and recompute in B",
+              default=False),
+        _per_device("recompute_s", "extra backward time of a recomputed item", "s", positive=True, max=1e6,
+                    only_if="allow_recompute"),
+        _per_device("checkpoint_gb", "memory a recomputed item keeps from F to B", "GB", si=GB, min=0.0,
+                    max=1e6, only_if="allow_recompute"),
+        Field("allow_offload", "bool", "an item's activations may go to host memory between F and B",
+              default=False),
+        _per_device("offload_gb", "bytes an offloaded item moves each way", "GB", si=GB, positive=True,
+                    max=1e6, only_if="allow_offload"),
+        _per_device("d2h_s", "device-to-host copy time of one offloaded item", "s", positive=True, max=1e6,
+                    only_if="allow_offload"),
+        _per_device("h2d_s", "host-to-device copy time of one offloaded item", "s", positive=True, max=1e6,
+                    only_if="allow_offload"),
+        Field("objective", "str", "makespan (iteration time) or stage_span (largest per-device busy "
+              "window, Zero Bubble's steady state)", default="makespan", choices=OBJECTIVES),
+    ]
+)
+
+
 def load(fields: Any) -> Instance:
-    p = fields.int("stages", min=1, max=64)
-    m = fields.int("microbatches", min=1, max=512)
-    v = fields.int("chunks", min=1, max=16, default=1)
-    placement = fields.str("placement", choices=PLACEMENTS, default="interleaved")
-    split = fields.bool("split_backward", default=True)
-
-    def per_device(key: str, *, positive: bool = False, default: Any = None) -> tuple[float, ...]:
-        kw = {"default": default} if default is not None else {}
-        values = fields.numbers(key, length=p, min=0.0, **kw)
-        if positive and any(x <= 0 for x in values):
-            fields.fail(key, "expected every entry > 0")
-        return tuple(float(x) for x in values)
-
-    zeros = tuple(0.0 for _ in range(p))
-    t_f = per_device("forward_s", positive=True)
-    t_b = per_device("backward_s", positive=True)
-    t_w = per_device("weight_s", positive=split, default=zeros if not split else None)
-    a = per_device("activation_gb", positive=True)
-    a_w = per_device("weight_grad_gb", default=zeros)
-    if not split and (any(t_w) or any(a_w)):
+    v = SCHEMA.read(fields)
+    split = v.split_backward
+    t_w = v.weight_s
+    if split and any(x <= 0 for x in t_w):
+        fields.fail("weight_s", "expected every entry > 0 when split_backward is true")
+    if not split and (any(t_w) or any(v.weight_grad_gb)):
         fields.fail("split_backward", "weight_s and weight_grad_gb must be 0 when split_backward is false")
-    for d in range(p):
-        if a_w[d] > a[d]:
-            fields.fail("weight_grad_gb", f"expected <= activation_gb on device {d}, got {a_w[d]} > {a[d]}")
-    cap = per_device("memory_cap_gb", positive=True) if fields.has("memory_cap_gb") else None
-    lag = fields.float("lag_s", min=0.0, default=0.0)
-    recompute = fields.bool("allow_recompute", default=False)
-    offload = fields.bool("allow_offload", default=False)
-    goal = fields.str("objective", choices=OBJECTIVES, default="makespan")
-    t_r = a_c = a_o = tau_d = tau_u = ()
-    if recompute:
-        t_r = per_device("recompute_s", positive=True)
-        a_c = per_device("checkpoint_gb")
-        for d in range(p):
-            if a_c[d] > a[d]:
-                fields.fail("checkpoint_gb", f"expected <= activation_gb on device {d}")
-    if offload:
-        a_o = per_device("offload_gb", positive=True)
-        tau_d = per_device("d2h_s", positive=True)
-        tau_u = per_device("h2d_s", positive=True)
-        for d in range(p):
-            if a_o[d] > a[d]:
-                fields.fail("offload_gb", f"expected <= activation_gb on device {d}")
+    a = v.activation_gb
+    for name in ("weight_grad_gb", "checkpoint_gb", "offload_gb"):
+        values = v[name] or ()
+        for d in range(len(values)):
+            if values[d] > a[d]:
+                fields.fail(name, f"expected <= activation_gb on device {d}, got {values[d] / GB:g} > "
+                            f"{a[d] / GB:g}")
     return Instance(
-        stages=p,
-        microbatches=m,
-        chunks=v,
-        placement=placement,
+        stages=v.stages,
+        microbatches=v.microbatches,
+        chunks=v.chunks,
+        placement=v.placement,
         split_backward=split,
-        forward_s=t_f,
-        backward_s=t_b,
+        forward_s=v.forward_s,
+        backward_s=v.backward_s,
         weight_s=t_w,
-        activation_gb=a,
-        weight_grad_gb=a_w,
-        memory_cap_gb=cap,
-        lag_s=lag,
-        allow_recompute=recompute,
-        recompute_s=t_r,
-        checkpoint_gb=a_c,
-        allow_offload=offload,
-        objective=goal,
-        offload_gb=a_o,
-        d2h_s=tau_d,
-        h2d_s=tau_u,
+        activation_bytes=a,
+        weight_grad_bytes=v.weight_grad_gb,
+        memory_cap_bytes=v.memory_cap_gb,
+        lag_s=v.lag_s,
+        allow_recompute=v.allow_recompute,
+        recompute_s=v.recompute_s or (),
+        checkpoint_bytes=v.checkpoint_gb or (),
+        allow_offload=v.allow_offload,
+        objective=v.objective,
+        offload_bytes=v.offload_gb or (),
+        d2h_s=v.d2h_s or (),
+        h2d_s=v.h2d_s or (),
     )
+
+
+def _gb(values: tuple[float, ...]) -> list[float]:
+    return [x / GB for x in values]
 
 
 def dump(instance: Instance) -> dict[str, Any]:
@@ -264,35 +310,39 @@ def dump(instance: Instance) -> dict[str, Any]:
         "forward_s": list(instance.forward_s),
         "backward_s": list(instance.backward_s),
         "weight_s": list(instance.weight_s),
-        "activation_gb": list(instance.activation_gb),
-        "weight_grad_gb": list(instance.weight_grad_gb),
+        "activation_gb": _gb(instance.activation_bytes),
+        "weight_grad_gb": _gb(instance.weight_grad_bytes),
         "lag_s": instance.lag_s,
         "allow_recompute": instance.allow_recompute,
         "allow_offload": instance.allow_offload,
         "objective": instance.objective,
     }
-    if instance.memory_cap_gb is not None:
-        out["memory_cap_gb"] = list(instance.memory_cap_gb)
+    if instance.memory_cap_bytes is not None:
+        out["memory_cap_gb"] = _gb(instance.memory_cap_bytes)
     if instance.allow_recompute:
         out["recompute_s"] = list(instance.recompute_s)
-        out["checkpoint_gb"] = list(instance.checkpoint_gb)
+        out["checkpoint_gb"] = _gb(instance.checkpoint_bytes)
     if instance.allow_offload:
-        out["offload_gb"] = list(instance.offload_gb)
+        out["offload_gb"] = _gb(instance.offload_bytes)
         out["d2h_s"] = list(instance.d2h_s)
         out["h2d_s"] = list(instance.h2d_s)
     return out
 
 
 def generate(seed: int, size: int) -> Instance:
-    """``size`` = p devices with m = 2p micro-batches, integer F/B/W times in 1..3, split backward,
-    keep-only, a memory cap between one micro-batch's activations and 1F1B's stage-0 peak."""
+    """``size`` = p devices (1..64) with m = 2p micro-batches, integer F/B/W times in 1..3, split
+    backward, keep-only, a memory cap between one micro-batch's activations and 1F1B's stage-0
+    peak."""
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"pipeline's generator takes --size 1..{MAX_SIZE} (p stages, the loader's limit), "
+                         f"got {size}")
     rng = random.Random(seed)
-    p = max(1, int(size))
+    p = int(size)
     m = 2 * p
     t_f = tuple(float(rng.randint(1, 3)) for _ in range(p))
     t_b = tuple(float(rng.randint(1, 3)) for _ in range(p))
     t_w = tuple(float(rng.randint(1, 2)) for _ in range(p))
-    a = tuple(float(rng.choice((2, 4))) for _ in range(p))
+    a = tuple(float(rng.choice((2, 4))) * GB for _ in range(p))
     a_w = tuple(x / 2 for x in a)
     cap = tuple(x * rng.randint(1, p) for x in a)
     return Instance(
@@ -301,9 +351,9 @@ def generate(seed: int, size: int) -> Instance:
         forward_s=t_f,
         backward_s=t_b,
         weight_s=t_w,
-        activation_gb=a,
-        weight_grad_gb=a_w,
-        memory_cap_gb=cap,
+        activation_bytes=a,
+        weight_grad_bytes=a_w,
+        memory_cap_bytes=cap,
     )
 
 
@@ -348,9 +398,14 @@ class Deadlock(Exception):
 
 
 def simulate(
-    instance: Instance, orders: Mapping[int, list[PassKey]], modes: Mapping[Item, str] | None = None
+    instance: Instance,
+    orders: Mapping[int, list[PassKey]],
+    modes: Mapping[Item, str] | None = None,
+    waits: Mapping[PassKey, list[tuple[PassKey, float]]] | None = None,
 ) -> Timed:
-    """Earliest start of every pass given each device's order (list scheduling).
+    """Earliest start of every pass given each device's order (list scheduling). ``waits`` adds
+    edges beyond the data flow (pass -> [(pass it waits for, lag after its end)]), e.g. a runtime
+    that sends the input gradient only after the fused B + W.
 
     Offloaded items: D2H starts as soon as F ends and the D2H engine is free (engines serve copies
     in the device's F order); H2D starts when the device starts the pass just before B (one-pass
@@ -372,7 +427,7 @@ def simulate(
         for d, order in orders.items():
             while position[d] < len(order):
                 key = order[position[d]]
-                preds = instance.predecessors(key)
+                preds = instance.predecessors(key) + (waits.get(key, []) if waits else [])
                 if any(q not in end for q, _ in preds):
                     break
                 kind, k, j = key
@@ -399,7 +454,7 @@ def simulate(
 
 
 def memory_events(instance: Instance, timed: Timed) -> dict[int, list[tuple[float, float]]]:
-    """Per device, the (time, delta GB) events of a timed schedule (no ordering applied)."""
+    """Per device, the (time, delta bytes) events of a timed schedule (no ordering applied)."""
     events: dict[int, list[tuple[float, float]]] = {d: [] for d in range(instance.stages)}
     for key, t in timed.start.items():
         kind, k, j = key
@@ -442,7 +497,7 @@ def memory_profile(events: Iterable[tuple[float, float]], tol: float = 0.0) -> l
 
 
 def peaks(instance: Instance, timed: Timed) -> list[float]:
-    """Peak activation memory (GB) of every device."""
+    """Peak activation memory (bytes) of every device."""
     tol = 1e-9 * max(1.0, instance.time_scale)
     return [
         max((lvl for _, lvl in memory_profile(ev, tol)), default=0.0)
@@ -490,7 +545,8 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
         )
 
     def number(value: Any) -> float | None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        """A finite number (inf and NaN are malformed)."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             return None
         return float(value)
 
@@ -618,10 +674,11 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         cap = instance.cap(d)
         for t, level in profile:
             if level > cap + 1e-6 * max(1.0, cap):
-                bad.append(Violation("memory", f"device {d} holds {level:g} GB at t={t:g} > cap {cap:g} GB"))
+                bad.append(Violation(
+                    "memory", f"device {d} holds {level / GB:g} GB at t={t:g} > cap {cap / GB:g} GB"))
                 break
-        if profile and abs(profile[-1][1]) > 1e-6 * max(1.0, sum(instance.activation_gb)):
-            bad.append(Violation("memory", f"device {d} ends holding {profile[-1][1]:g} GB"))
+        if profile and abs(profile[-1][1]) > 1e-6 * max(1.0, sum(instance.activation_bytes)):
+            bad.append(Violation("memory", f"device {d} ends holding {profile[-1][1] / GB:g} GB"))
     return bad
 
 

@@ -116,7 +116,7 @@ def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> 
             if instance.allow_offload:
                 add(sum(covering(lambda t0, i=i: model.d[i, t0], td[i[0]], t) for i in on) <= 1)
                 add(sum(covering(lambda t0, i=i: model.u[i, t0], tu[i[0]], t) for i in on) <= 1)
-        if instance.memory_cap_gb is None:
+        if instance.memory_cap_bytes is None:
             continue
         for t in T:
             level = 0

@@ -1,0 +1,85 @@
+"""The exact family of the pipeline problem: Model P's status, optimum, dual bound, nodes and times.
+
+Rows: every shipped ``0-*`` and ``1-*`` instance, the generator at sizes 2, 3, 4 (seeds 0-2, the
+default ``coopt bench`` family), and research instance I1 (p = 4, m = 8, unit times, a = 2 GB,
+a_W = 1, a_c = 0.5, T_R = 1) with recompute at caps 4 / 5 / 6 GB, whose proven optima an independent
+model gives as 33 / 30 / 29 under FIFO (issue 13); then Model T on issue 13's overtaking instance.
+Build, hand-off and solve times are reported
+apart (the runner measures them); HiGHS runs on one thread.
+
+    python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from typing import Any
+
+from coopt.formulations.pipeline import PROBLEM
+from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.model import GB
+from coopt.formulations.pipeline.timeindexed import build_time_indexed
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.run import run
+from coopt.shipped import shipped
+from coopt.solvers.highs import solve_model
+
+
+def i1(cap: float | None, *, recompute: bool = True, offload: bool = False, p: int = 4, m: int = 8
+       ) -> pm.Instance:
+    """Research instance I1 (research-pipeline-memory.md b.5) with a uniform cap (GB)."""
+    return pm.Instance(
+        stages=p, microbatches=m, forward_s=(1.0,) * p, backward_s=(1.0,) * p, weight_s=(1.0,) * p,
+        activation_bytes=(2 * GB,) * p, weight_grad_bytes=(GB,) * p,
+        memory_cap_bytes=None if cap is None else (cap * GB,) * p,
+        allow_recompute=recompute, recompute_s=(1.0,) * p if recompute else (),
+        checkpoint_bytes=(0.5 * GB,) * p if recompute else (),
+        allow_offload=offload, offload_bytes=(2 * GB,) * p if offload else (),
+        d2h_s=(1.0,) * p if offload else (), h2d_s=(1.0,) * p if offload else (),
+    )
+
+
+def family() -> Iterator[tuple[str, Any]]:
+    for path in shipped("pipeline"):
+        if path.name.startswith("2-"):
+            continue
+        yield path.stem, load(path).instance
+    for size in PROBLEM.sizes:
+        for seed in range(3):
+            yield f"generated size {size} seed {seed}", PROBLEM.generate(seed, size)
+    for cap in (4.0, 5.0, 6.0):
+        yield f"I1 keep+recompute cap {cap:g}", i1(cap)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--only", default="", help="rows whose name contains this")
+    args = parser.parse_args(argv)
+    options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
+    print("| instance | status | optimum | bound | nodes | build s | hand-off s | solve s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, instance in family():
+        if args.only not in name:
+            continue
+        report = run(PROBLEM, instance, "exact", options)
+        t = report.times
+
+        def show(x: float | None) -> str:
+            return "-" if x is None else f"{x:.6g}"
+
+        print(f"| {name} | {report.status} | {show(report.objective)} | {show(report.bound)} | "
+              f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
+              f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
+    if "overtake" in args.only or not args.only:
+        overtake = next(i for n, i in family() if "overtake" in n)
+        result = solve_model(build_time_indexed(overtake, 23), options)
+        print(f"\nModel T (no FIFO, 23 slots) on 0-p3m3-offload-overtake: {result.status} "
+              f"{result.objective}; any schedule shorter than 22 fits 23 slots, so this is its optimum")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""The schedules as the field defines them (issue 23): 1F1B fuses B and W before the send, ZB-H2 is
+bounded and falls back to ZB-H1, ZB-V reaches the span optimum, the controllable-memory schedules
+stay within their papers' memory, PipeOffload's validity rule, span timing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from coopt.formulations.pipeline import PROBLEM
+from coopt.formulations.pipeline import model as pm
+from coopt.instance import load
+from coopt.problem import NoSolution, SolveOptions
+from coopt.run import run
+from coopt.solvers import pipeline as schedules
+from tests.known.test_pipeline_known import toy
+
+INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
+I1 = toy(4, 8, None)  # research instance I1: p = 4, m = 8, unit F/B/W, a = 2 GB, a_W = 1 GB
+
+
+def peak(instance: pm.Instance, solution: dict) -> float:
+    timed, _ = pm.parse(instance, solution)
+    return max(pm.peaks(instance, timed))
+
+
+def test_1f1b_fuses_b_and_w_before_the_send():
+    """(m + p - 1)(T_F + T_B + T_W) = 11 * 3 = 33 on I1; sending after B alone gives 30."""
+    assert schedules.one_f_one_b(I1)["objective"] == pytest.approx(33.0)
+    assert schedules.one_f_one_b_split(I1)["objective"] == pytest.approx(30.0)
+    solution = schedules.one_f_one_b(I1)
+    start = {(x["kind"], x["stage"], x["microbatch"]): x["start"] for x in solution["passes"]}
+    for k in range(1, 4):
+        for j in range(8):
+            assert start[("B", k - 1, j)] >= start[("W", k, j)] + 1.0 - 1e-9  # W(k, j) ends first
+
+
+def test_every_schedule_reports_both_objectives():
+    solution = schedules.zb_h2(I1)
+    timed, _ = pm.parse(I1, solution)
+    assert solution["makespan"] == pytest.approx(timed.makespan(I1))
+    assert solution["stage_span"] == pytest.approx(timed.stage_span(I1))
+
+
+def test_span_timing_gives_zero_bubble_where_asap_shows_one():
+    """ZB-H2 on I1: span 24 = m (T_F + T_B + T_W), while its ASAP makespan is 27."""
+    span = replace(I1, objective="stage_span")
+    assert schedules.zb_h2(span)["objective"] == pytest.approx(24.0)
+    assert schedules.zb_h2(I1)["objective"] == pytest.approx(27.0)
+
+
+def test_zb_v_reaches_the_span_optimum_with_two_chunks():
+    instance = load(INSTANCES / "1-p4m8-stage-span.toml").instance
+    v = replace(instance, chunks=2, placement="vshape")
+    solution = schedules.zb_v(v)
+    assert pm.check(v, solution) == []
+    assert solution["objective"] == pytest.approx(24.0)
+
+
+@pytest.mark.parametrize(("method", "chunks", "times"), [
+    ("zb_h1", 1, 1.0), ("zb_h2", 1, 2.0), ("zb_v", 2, 1.0), ("v_half", 2, 0.75), ("v_min", 2, 0.5),
+])
+def test_no_uncapped_schedule_exceeds_its_papers_memory(method, chunks, times):
+    """Peak at most the paper's multiple of 1F1B's (V-Half's and V-Min's 1/2 and 1/3 are large-p
+    limits; at p = 4 their building blocks hold 0.75 and 0.5)."""
+    for m in (8, 16, 32):
+        base = toy(4, m, None)
+        v = replace(base, chunks=chunks, placement="vshape" if chunks == 2 else "interleaved")
+        assert peak(v, schedules.HEURISTICS[method](v)) <= times * peak(base, schedules.one_f_one_b(base)) + 1e-6
+
+
+def test_zb_h2_falls_back_to_zb_h1_at_1f1b_memory():
+    """Issue 23: 0-p3m4-cap6 gave 15 against ZB-H1's 14."""
+    instance = load(INSTANCES / "0-p3m4-cap6.toml").instance
+    assert schedules.zb_h2(instance)["objective"] <= schedules.zb_h1(instance)["objective"] + 1e-9
+
+
+def test_zb_auto_is_a_baseline_within_the_cap():
+    instance = toy(4, 8, 5.0)
+    solution = schedules.zb_auto(instance)
+    assert pm.check(instance, solution) == []
+    assert peak(instance, solution) <= 5.0 * pm.GB + 1e-6
+
+
+def test_pipeoffload_rule_needs_three_round_trips_of_slack():
+    """With copies of 0.1 s, a stage-0 item of 1F1B on I1 (F ends at 1, B starts at 7 + ...)
+    passes; with copies of 2 s none does."""
+    fast = replace(toy(4, 8, None, off=True), d2h_s=(0.1,) * 4, h2d_s=(0.1,) * 4)
+    timed, _ = pm.parse(fast, schedules.zb_h1(fast))
+    assert schedules.offload_valid(fast, timed, (0, 0))
+    slow = replace(fast, d2h_s=(2.0,) * 4, h2d_s=(2.0,) * 4)
+    assert not any(schedules.offload_valid(slow, timed, (k, j)) for k in range(4) for j in range(8))
+
+
+def test_slot_train_copies_never_overlap_and_pass_the_checker():
+    fast = replace(toy(4, 8, 6.0, off=True, v=2, placement="vshape"), d2h_s=(0.1,) * 4, h2d_s=(0.1,) * 4)
+    solution = schedules.pipeoffload(fast)
+    assert pm.check(fast, solution) == []
+    for d in range(4):
+        copies = sorted(
+            (t, t + 0.1 / 2)
+            for c in solution["offload"] if fast.device(c["stage"]) == d
+            for t in (c["d2h_start"], c["h2d_start"])
+        )
+        assert all(b[0] >= a[1] - 1e-9 for a, b in zip(copies, copies[1:], strict=False))
+
+
+def test_portfolio_is_never_worse_than_its_members():
+    instance = toy(4, 8, 6.0)
+    best = schedules.portfolio(instance)["objective"]
+    for name in schedules.PORTFOLIO:
+        try:
+            assert best <= schedules.HEURISTICS[name](instance)["objective"] + 1e-9
+        except NoSolution:
+            continue
+
+
+def test_local_search_never_worse_than_its_start_and_feasible():
+    instance = load(INSTANCES / "0-p3m4-recompute.toml").instance
+    solution = schedules.local_search(instance)
+    assert pm.check(instance, solution) == []
+    assert solution["objective"] <= schedules.portfolio(instance)["objective"] + 1e-9
+    optimum = run(PROBLEM, instance, "exact", SolveOptions(gap=1e-9, time_limit=60)).objective
+    assert solution["objective"] >= optimum - 1e-9
