@@ -15,9 +15,11 @@ circuit is needed)::
          -r_l <= y_l,ijk - y_(l-1),ijk <= r_l               circuits change only where r_l = 1
          lo_l <= T_l <= hi_l;  y, r binary;  z, eps >= 0
 
-Units: time in ``tau = sum_l n_l max_i max(row_i, col_i) / B_E`` (the plan's time with no circuits
-and no reconfiguration, so the objective is O(1)); volume ``v_l = n_l 8 D_l / (B tau)`` (a circuit
-carries one unit per time unit); ``b_E = B_E / B``; ``objective_unit = tau`` seconds.
+Units: time in ``tau = sum_l n_l max_i max(row_i, col_i) / B_E / 10^3`` (a thousandth of the plan's
+time with no circuits and no reconfiguration, so the objective is about ``10^3``: HiGHS loosens
+the bounds its domain propagation derives by its absolute feasibility tolerance, 1e-6, which is then
+1e-9 of the objective; see :mod:`.milp`); volume ``v_l = n_l 8 D_l / (B tau)`` (a circuit carries
+one unit per time unit); ``b_E = B_E / B``; ``objective_unit = tau`` seconds.
 
 Restrictions, each without loss:
 
@@ -45,11 +47,14 @@ from coopt.formulations.mixnet.model import busiest
 from coopt.formulations.mixnet.plan import Instance, solution_of
 from coopt.problem import Solution
 
+#: The model's time unit is the plan's circuit-free time over ``OBJECTIVE_SCALE`` (module docstring).
+OBJECTIVE_SCALE = 1e3
+
 
 def _data(instance: Instance, layers: range) -> dict[str, Any]:
     f = instance.fabric
     heavy = {l: instance.layers[l].all_to_alls * busiest(instance.layers[l].bits()) for l in layers}
-    tau = sum(heavy[l] / f.eps_rate for l in layers)
+    tau = sum(heavy[l] / f.eps_rate for l in layers) / OBJECTIVE_SCALE
     hi = {l: heavy[l] / f.eps_rate / tau for l in layers}
     lo = {l: heavy[l] / (f.alpha * f.nic_rate + f.eps_rate) / tau for l in layers}
     volume: dict[tuple[int, int, int], float] = {}
