@@ -90,7 +90,7 @@ PRICE_INPUTS = (servers, nics, oversubscription, nic_price, transceiver_price, s
 BOUNDS = [
     Bound(
         name="mixnet.fattree_cost",
-        summary="3-tier fat-tree (the calculator's rail-optimized too): P = SN(1+5o) ports, P+SN transceivers",
+        summary="3-tier fat-tree (also the rail-optimized, as priced): P = SN(1+5o) ports, P+SN transceivers",
         source=SOURCE + " (function OI; lj = OI)",
         output=Quantity("C_ft", "network cost of the fat-tree", "USD", "positive"),
         inputs=PRICE_INPUTS,
@@ -111,7 +111,7 @@ BOUNDS = [
     ),
     Bound(
         name="mixnet.topoopt_cost",
-        summary="TopoOpt: a transceiver, patch-panel port and fibre per NIC: SN(c_nic + c_tr + c_pp + L c_fib)",
+        summary="TopoOpt: transceiver, patch-panel port, fibre per NIC: SN(c_nic + c_tr + c_pp + L c_fib)",
         source=SOURCE + " (function uj)",
         output=Quantity("C_to", "network cost of TopoOpt", "USD", "positive"),
         inputs=(servers, nics, nic_price, transceiver_price, patch_panel_price, fibre_price, fibre_length),
