@@ -250,11 +250,12 @@ def prefix_roots(demand: np.ndarray, capacity: np.ndarray, eps_rate: float) -> n
     traffic). ``demand`` and ``capacity`` are stacks of rows, ``(..., R)``. Equal ratios may come in
     any order: a prefix that splits them lies between the two that do not."""
     has = demand > 0
-    ratio = np.divide(capacity, demand, out=np.full(demand.shape, np.inf), where=has)
-    order = np.argsort(ratio, axis=-1)
-    both = np.stack([np.where(has, demand, 0.0), np.where(has, capacity, 0.0)])
-    sent, carried = np.cumsum(np.take_along_axis(both, order[None], axis=-1), axis=-1)
-    bound = np.divide(eps_rate + carried, sent, out=np.full(sent.shape, np.inf), where=sent > 0)
+    capacity = np.where(has, capacity, 0.0)  # a circuit without traffic this way carries none of it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        order = np.argsort(np.where(has, capacity / demand, np.inf), axis=-1)
+        sent = np.cumsum(np.take_along_axis(demand, order, axis=-1), axis=-1)
+        carried = np.cumsum(np.take_along_axis(capacity, order, axis=-1), axis=-1)
+        bound = np.where(sent > 0, (eps_rate + carried) / sent, np.inf)
     return bound.min(axis=-1)
 
 

@@ -289,8 +289,9 @@ class RegionPlanner:
 
     def improve_sum(self, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Best-improvement local search for ``min sum_t w_t / theta_t(x)`` (a stretch of layers
-        on one circuit set, ``w_t`` their all-to-all counts): the moves around every matrix's own
-        bottleneck, taken while the weighted sum of times falls."""
+        on one circuit set, ``w_t`` their all-to-all counts): the moves around every server that is
+        some matrix's bottleneck (lifting it above the lowest throughput of those matrices), taken
+        while the weighted sum of times falls."""
         x = x.copy()
         weights = np.asarray(weights, dtype=float)
         for _ in range(self.MAX_MOVES):
@@ -298,8 +299,11 @@ class RegionPlanner:
             per_matrix = roots.min(axis=1)  # (T, R)
             thetas = per_matrix.min(axis=1)
             total = float((weights / thetas).sum())
-            found = [self._moves(x, int(np.argmin(per_matrix[t])), float(thetas[t]), [t])
-                     for t in range(len(self.demand))]
+            bottlenecks = per_matrix.argmin(axis=1)
+            found = []
+            for b in np.unique(bottlenecks):  # one move set per server that is some matrix's bottleneck
+                which = [int(t) for t in np.flatnonzero(bottlenecks == b)]
+                found.append(self._moves(x, int(b), float(thetas[which].min()), which))
             moves = np.concatenate([f[0] for f in found])
             if len(moves) == 0:
                 return x

@@ -4,7 +4,7 @@ the authors' runtime policy and ours.
 Segment values. The exact DP needs ``C(a, b) = min_x sum_{l=a..b} n_l / theta_l(x)``: for one layer
 that is M1 (the rate MILP of :mod:`coopt.formulations.mixnet.milp`, the strongest model we have),
 for more the segment MILP of :func:`plan_milp.build_segment`. The heuristics plan a segment's
-circuits with :func:`plan_segment`.
+circuits with :class:`SegmentPlanner`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from coopt.problem import ExactOutcome, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 from coopt.solvers.mixnet.circuits import RegionPlanner, authors_greedy
 
-#: Longest segment the heuristic DP considers (its values come from :func:`plan_segment`).
+#: Longest segment the heuristic DP considers.
 SEGMENT_CAP = 8
 
 
@@ -57,11 +57,15 @@ class SegmentPlanner:
         self.polish = polish
         self._layers: dict[int, np.ndarray] = {}
         self._segments: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
+        self._planners: dict[tuple[int, int], RegionPlanner] = {}
 
     def _planner(self, layers: range) -> RegionPlanner:
-        f = self.instance.fabric
-        matrices = [self.instance.layers[l].bits() for l in layers]
-        return RegionPlanner(matrices, f.alpha, f.nic_rate, f.eps_rate)
+        key = (layers.start, layers.stop)
+        if key not in self._planners:
+            f = self.instance.fabric
+            matrices = [self.instance.layers[l].bits() for l in layers]
+            self._planners[key] = RegionPlanner(matrices, f.alpha, f.nic_rate, f.eps_rate)
+        return self._planners[key]
 
     def _counts(self, first: int, last: int) -> np.ndarray:
         return np.array([self.instance.layers[l].all_to_alls for l in range(first, last + 1)])
@@ -86,14 +90,13 @@ class SegmentPlanner:
 
     def segment(self, first: int, last: int) -> tuple[np.ndarray, float]:
         """Circuits for layers ``first..last`` and their exact time: the best, by the segment's
-        time, of each layer's own plan and the plan of ``first..last-1`` (then improved for the
+        time, of the plan of ``first..last-1`` and the last layer's own plan (then improved for the
         segment's time with ``polish``)."""
         if (first, last) in self._segments:
             return self._segments[first, last]
         best = self.layer_plan(first)
         if last > first:
-            candidates = [self.segment(first, last - 1)[0]]
-            candidates += [self.layer_plan(l) for l in range(first, last + 1)]
+            candidates = [self.segment(first, last - 1)[0], self.layer_plan(last)]
             best = min(candidates, key=lambda x: self.time(first, last, x))
             if self.polish:
                 best = self._planner(range(first, last + 1)).improve_sum(best, self._counts(first, last))
@@ -103,11 +106,6 @@ class SegmentPlanner:
     def polished(self, first: int, last: int, circuits: np.ndarray) -> np.ndarray:
         """``circuits`` improved for the segment's time by local search."""
         return self._planner(range(first, last + 1)).improve_sum(circuits, self._counts(first, last))
-
-
-def plan_segment(instance: Instance, first: int, last: int) -> np.ndarray:
-    """Circuits for one stretch of layers (see :meth:`SegmentPlanner.segment`)."""
-    return SegmentPlanner(instance).segment(first, last)[0]
 
 
 # -- policies --------------------------------------------------------------------------------
@@ -172,14 +170,14 @@ def threshold(instance: Instance, seed: int = 0) -> Solution:
 def segment_dp(instance: Instance, seed: int = 0) -> Solution:
     """Ours: the exact DP over segments with heuristic segment values, then local search on the
     segments it keeps. ``F(b) = min_a F(a - 1) + e_a + C~(a, b)``, where ``C~`` is the exact time
-    of cheap circuits for ``a..b`` (the best of each layer's deficit fill and the plan of
+    of cheap circuits for ``a..b`` (the better of the last layer's deficit fill and the plan of
     ``a..b-1``; :class:`SegmentPlanner` without ``polish``), segments at most
     :data:`SEGMENT_CAP` layers; each kept segment's circuits are then improved for its time
     (:meth:`RegionPlanner.improve_sum`).
 
     Guarantee: a valid plan, at least as good as any plan whose segments (of at most
     ``SEGMENT_CAP`` layers) carry those cheap circuits, so at least as good as always-reconfigure
-    and never-reconfigure with them. ``O(L SEGMENT_CAP^2)`` vectorised evaluations of a layer's
+    and never-reconfigure with them. ``O(L SEGMENT_CAP)`` vectorised evaluations of a segment's
     time, ``L`` fills and one local search per kept segment. Source: ours (issue 15)."""
     planner = SegmentPlanner(instance, polish=False)
     layers = len(instance.layers)
