@@ -117,29 +117,37 @@ class RegionPlanner:
     # -- construction -----------------------------------------------------------------------
     def fill(self, target: float, start: np.ndarray | None = None) -> np.ndarray:
         """Deficit fill at a target throughput, from ``start`` (default no circuits): at ``target``
-        every side of every server has an EPS deficit ``(sum_j (target d_ij - x_ij)^+ - b_E)^+``;
-        give a circuit to the pair with free ports at both ends whose circuit removes the most
-        deficit (capped on each of the four sides it serves), until none removes any."""
+        every side of every server has an EPS deficit ``(sum_j (target d_ij - x_ij)^+ - b_E)^+``,
+        and a circuit on a pair removes deficit on the four sides it serves (capped by each). In
+        rounds, circuits go to pairs by decreasing removal, at most one per server per round (so
+        each removal is exact when its circuit is placed), until no pair with free ports at both
+        ends removes any."""
         servers = self.servers
         x = np.zeros((servers, servers), dtype=int) if start is None else start.copy()
         free = self.alpha - x.sum(axis=1)
         want = target * self.demand
+        upper = np.triu_indices(servers, 1)
         while True:
             spill = np.maximum(want - x, 0.0)
             short_out = np.maximum(spill.sum(axis=2) - self.b_eps, 0.0)[:, :, None]
             short_in = np.maximum(spill.sum(axis=1) - self.b_eps, 0.0)[:, None, :]
             relief = np.minimum(spill, 1.0)
             gain = (np.minimum(short_out, relief) + np.minimum(short_in, relief)).sum(axis=0)
-            gain = np.triu(gain + gain.T, 1)
-            gain[(free == 0)[:, None] | (free == 0)[None, :]] = 0.0
-            flat = int(np.argmax(gain))
-            i, j = divmod(flat, servers)
-            if gain[i, j] <= 1e-12:
+            gain = (gain + gain.T)[upper]
+            gain[(free[upper[0]] == 0) | (free[upper[1]] == 0)] = 0.0
+            order = np.argsort(-gain, kind="stable")
+            placed = np.zeros(servers, dtype=bool)
+            for k in order[: int((gain > 1e-12).sum())]:
+                i, j = int(upper[0][k]), int(upper[1][k])
+                if placed[i] or placed[j]:
+                    continue
+                x[i, j] += 1
+                x[j, i] += 1
+                free[i] -= 1
+                free[j] -= 1
+                placed[i] = placed[j] = True
+            if not placed.any():
                 return x
-            x[i, j] += 1
-            x[j, i] += 1
-            free[i] -= 1
-            free[j] -= 1
 
     # -- local search -----------------------------------------------------------------------
     def _server_root(self, rows: np.ndarray, server: int, which: list[int]) -> np.ndarray:

@@ -3,8 +3,9 @@ the authors' runtime policy and ours.
 
 Segment values. The exact DP needs ``C(a, b) = min_x sum_{l=a..b} n_l / theta_l(x)``: for one layer
 that is M1 (the rate MILP of :mod:`coopt.formulations.mixnet.milp`, the strongest model we have),
-for more the segment MILP of :func:`plan_milp.build_segment`. The heuristics plan a segment's
-circuits with :class:`SegmentPlanner`.
+for more the segment MILP of :func:`plan_milp.build_segment`. The heuristics plan circuits with
+the per-region planner of :mod:`coopt.solvers.mixnet.circuits` (:func:`layer_plans`,
+:func:`candidates`, :func:`polished`).
 """
 
 from __future__ import annotations
@@ -40,72 +41,61 @@ def _options(options: SolveOptions, start: float) -> SolveOptions | None:
     return None if left <= 0 else SolveOptions(left, options.gap, options.threads, options.seed)
 
 
-# -- heuristic segment planning --------------------------------------------------------------
+# -- circuits for layers and stretches of layers ---------------------------------------------
 
 
-class SegmentPlanner:
-    """Circuits for stretches of one instance's layers, with the per-layer and per-segment plans
-    cached (a segment starts from the plan of the segment one layer shorter).
+def _planner(instance: Instance, layers: range) -> RegionPlanner:
+    f = instance.fabric
+    return RegionPlanner([instance.layers[l].bits() for l in layers], f.alpha, f.nic_rate, f.eps_rate)
 
-    With ``polish`` (the default) every plan is improved by local search: a layer's by
-    :meth:`RegionPlanner.plan`, a segment's by :meth:`RegionPlanner.improve_sum`. Without it a
-    layer gets the deficit fill alone and a segment the best of its candidates, cheap values for a
-    DP that polishes only the segments it keeps (:meth:`polished`)."""
 
-    def __init__(self, instance: Instance, polish: bool = True):
-        self.instance = instance
-        self.polish = polish
-        self._layers: dict[int, np.ndarray] = {}
-        self._segments: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
-        self._planners: dict[tuple[int, int], RegionPlanner] = {}
+def _counts(instance: Instance, layers: range) -> np.ndarray:
+    return np.array([instance.layers[l].all_to_alls for l in layers], dtype=float)
 
-    def _planner(self, layers: range) -> RegionPlanner:
-        key = (layers.start, layers.stop)
-        if key not in self._planners:
-            f = self.instance.fabric
-            matrices = [self.instance.layers[l].bits() for l in layers]
-            self._planners[key] = RegionPlanner(matrices, f.alpha, f.nic_rate, f.eps_rate)
-        return self._planners[key]
 
-    def _counts(self, first: int, last: int) -> np.ndarray:
-        return np.array([self.instance.layers[l].all_to_alls for l in range(first, last + 1)])
+def _cheap(planner: RegionPlanner) -> np.ndarray:
+    """A deficit fill at the port bound, topped up: the circuits before any local search."""
+    bound = planner.port_bound()
+    return planner.fill(bound, planner.fill(bound))
 
-    def layer_plan(self, layer: int) -> np.ndarray:
-        """Our circuits for one layer alone (:func:`circuits.fill_and_swap`'s planner, or its fill
-        alone without ``polish``)."""
-        if layer not in self._layers:
-            planner = self._planner(range(layer, layer + 1))
-            if self.polish:
-                self._layers[layer] = planner.plan()
-            else:
-                bound = planner.port_bound()
-                self._layers[layer] = planner.fill(bound, planner.fill(bound))
-        return self._layers[layer]
 
-    def time(self, first: int, last: int, circuits: np.ndarray) -> float:
-        """``sum_{l=first..last} n_l / theta_l(x)`` (s), all layers in one vectorised evaluation."""
-        planner = self._planner(range(first, last + 1))
-        thetas = planner.roots(circuits).min(axis=(1, 2)) * planner.rate_per_unit
-        return float((self._counts(first, last) / thetas).sum())
+def layer_plans(instance: Instance, polish: bool = True) -> list[np.ndarray]:
+    """Our circuits for each layer alone (:func:`circuits.fill_and_swap`'s planner, or its
+    deficit fill alone without ``polish``); layers with the same matrix share one plan."""
+    found: dict[tuple, np.ndarray] = {}
+    plans = []
+    for l, layer in enumerate(instance.layers):
+        if layer.demand not in found:
+            planner = _planner(instance, range(l, l + 1))
+            found[layer.demand] = planner.plan() if polish else _cheap(planner)
+        plans.append(found[layer.demand])
+    return plans
 
-    def segment(self, first: int, last: int) -> tuple[np.ndarray, float]:
-        """Circuits for layers ``first..last`` and their exact time: the best, by the segment's
-        time, of the plan of ``first..last-1`` and the last layer's own plan (then improved for the
-        segment's time with ``polish``)."""
-        if (first, last) in self._segments:
-            return self._segments[first, last]
-        best = self.layer_plan(first)
-        if last > first:
-            candidates = [self.segment(first, last - 1)[0], self.layer_plan(last)]
-            best = min(candidates, key=lambda x: self.time(first, last, x))
-            if self.polish:
-                best = self._planner(range(first, last + 1)).improve_sum(best, self._counts(first, last))
-        self._segments[first, last] = (best, self.time(first, last, best))
-        return self._segments[first, last]
 
-    def polished(self, first: int, last: int, circuits: np.ndarray) -> np.ndarray:
-        """``circuits`` improved for the segment's time by local search."""
-        return self._planner(range(first, last + 1)).improve_sum(circuits, self._counts(first, last))
+def candidates(instance: Instance) -> list[np.ndarray]:
+    """The cheap circuit sets the heuristic DP chooses from: each distinct layer's deficit fill,
+    a joint fill over every stretch of 2 and of 4 layers, and one over all layers."""
+    layers = len(instance.layers)
+    found = {x.tobytes(): x for x in layer_plans(instance, polish=False)}
+    stretches = [range(a, a + n) for n in (2, 4) for a in range(layers - n + 1)] + [range(layers)]
+    for stretch in stretches:
+        x = _cheap(_planner(instance, stretch))
+        found.setdefault(x.tobytes(), x)
+    return list(found.values())
+
+
+def candidate_times(instance: Instance, sets: list[np.ndarray]) -> np.ndarray:
+    """``(C, L)``: each layer's exact time (s) on each circuit set, one vectorised evaluation per set."""
+    every = _planner(instance, range(len(instance.layers)))
+    counts = _counts(instance, range(len(instance.layers)))
+    return np.array([counts / (every.roots(x).min(axis=(1, 2)) * every.rate_per_unit) for x in sets])
+
+
+def polished(instance: Instance, first: int, last: int, circuits: np.ndarray) -> np.ndarray:
+    """``circuits`` improved for the time of layers ``first..last`` by local search
+    (:meth:`RegionPlanner.improve_sum`)."""
+    stretch = range(first, last + 1)
+    return _planner(instance, stretch).improve_sum(circuits, _counts(instance, stretch))
 
 
 # -- policies --------------------------------------------------------------------------------
@@ -134,18 +124,20 @@ def always_reconfigure(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: a valid plan, each layer on circuits planned for it alone; pays every exposed
     delay. ``O(L)`` runs of the per-layer planner. Source: the always-reconfigure policy of issue 15."""
-    planner = SegmentPlanner(instance)
     layers = len(instance.layers)
-    return solution_of(instance, list(range(layers)), [planner.layer_plan(l) for l in range(layers)])
+    return solution_of(instance, list(range(layers)), layer_plans(instance))
 
 
 def never_reconfigure(instance: Instance, seed: int = 0) -> Solution:
-    """One circuit set for the whole iteration (:meth:`SegmentPlanner.segment` over all layers).
+    """One circuit set for the whole iteration: the best, by the iteration's time, of each layer's
+    own plan and a fill over all layers, improved for that time by local search.
 
-    Guarantee: a valid plan with one reconfiguration (the first). ``O(L)`` planner runs plus one
-    robust run. Source: the never-reconfigure policy of issue 15 (a static topology, as TopoOpt)."""
-    circuits, _ = SegmentPlanner(instance).segment(0, len(instance.layers) - 1)
-    return solution_of(instance, [0], [circuits])
+    Guarantee: a valid plan with one reconfiguration (the first), no slower than any layer's own
+    circuits kept throughout. ``O(L)`` planner runs and one local search. Source: the
+    never-reconfigure policy of issue 15 (a static topology, as TopoOpt)."""
+    sets = [*layer_plans(instance), _cheap(_planner(instance, range(len(instance.layers))))]
+    start = sets[int(np.argmin(candidate_times(instance, sets).sum(axis=1)))]
+    return solution_of(instance, [0], [polished(instance, 0, len(instance.layers) - 1, start)])
 
 
 def threshold(instance: Instance, seed: int = 0) -> Solution:
@@ -155,45 +147,47 @@ def threshold(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: a valid plan, never worse at any single layer than the better of keeping and
     switching for that layer. ``O(L)`` planner runs. Source: the threshold policy of issue 15."""
-    planner = SegmentPlanner(instance)
-    starts, circuits = [0], [planner.layer_plan(0)]
+    plans = layer_plans(instance)
+    starts, circuits = [0], [plans[0]]
     for layer in range(1, len(instance.layers)):
-        fresh = planner.layer_plan(layer)
         keep = instance.layer_time(layer, circuits[-1])
-        switch = instance.layer_time(layer, fresh) + instance.exposed(layer)
+        switch = instance.layer_time(layer, plans[layer]) + instance.exposed(layer)
         if switch < keep * (1 - 1e-12):
             starts.append(layer)
-            circuits.append(fresh)
+            circuits.append(plans[layer])
     return solution_of(instance, starts, circuits)
 
 
 def segment_dp(instance: Instance, seed: int = 0) -> Solution:
-    """Ours: the exact DP over segments with heuristic segment values, then local search on the
-    segments it keeps. ``F(b) = min_a F(a - 1) + e_a + C~(a, b)``, where ``C~`` is the exact time
-    of cheap circuits for ``a..b`` (the better of the last layer's deficit fill and the plan of
-    ``a..b-1``; :class:`SegmentPlanner` without ``polish``), segments at most
-    :data:`SEGMENT_CAP` layers; each kept segment's circuits are then improved for its time
-    (:meth:`RegionPlanner.improve_sum`).
+    """Ours: the exact DP over segments on a table of cheap circuit sets, then local search on the
+    segments it keeps. With ``t[c, l]`` the exact time of layer ``l`` on set ``c`` of
+    :func:`candidates`, ``F(b) = min_a F(a - 1) + e_a + min_c sum_{l=a..b} t[c, l]`` over
+    segments of at most :data:`SEGMENT_CAP` layers; each kept segment's circuits are then improved
+    for its time (:meth:`RegionPlanner.improve_sum`).
 
-    Guarantee: a valid plan, at least as good as any plan whose segments (of at most
-    ``SEGMENT_CAP`` layers) carry those cheap circuits, so at least as good as always-reconfigure
-    and never-reconfigure with them. ``O(L SEGMENT_CAP)`` vectorised evaluations of a segment's
-    time, ``L`` fills and one local search per kept segment. Source: ours (issue 15)."""
-    planner = SegmentPlanner(instance, polish=False)
+    Guarantee: a valid plan, at least as good as every plan whose segments (of at most
+    ``SEGMENT_CAP`` layers) each keep one candidate set, always-reconfigure and
+    never-reconfigure on them included. ``O(L)`` deficit fills, one vectorised time evaluation per
+    candidate, ``O(L SEGMENT_CAP C)`` additions and one local search per kept segment.
+    Source: ours (issue 15)."""
     layers = len(instance.layers)
+    sets = candidates(instance)
+    prefix = np.cumsum(candidate_times(instance, sets), axis=1)
+    prefix = np.concatenate([np.zeros((len(sets), 1)), prefix], axis=1)
     best = [0.0] + [np.inf] * layers  # best[b + 1]: layers 0..b planned
-    choice: list[tuple[int, np.ndarray] | None] = [None] * (layers + 1)
+    choice: list[tuple[int, int] | None] = [None] * (layers + 1)
     for last in range(layers):
         for first in range(max(0, last - SEGMENT_CAP + 1), last + 1):
-            circuits, value = planner.segment(first, last)
-            total = best[first] + instance.exposed(first) + value
+            stretch = prefix[:, last + 1] - prefix[:, first]
+            pick = int(np.argmin(stretch))
+            total = best[first] + instance.exposed(first) + stretch[pick]
             if total < best[last + 1] * (1 - 1e-12):
-                best[last + 1], choice[last + 1] = total, (first, circuits)
+                best[last + 1], choice[last + 1] = total, (first, pick)
     starts, circuits, end = [], [], layers
     while end > 0:
-        first, x = choice[end]
+        first, pick = choice[end]
         starts.insert(0, first)
-        circuits.insert(0, planner.polished(first, end - 1, x))
+        circuits.insert(0, polished(instance, first, end - 1, sets[pick]))
         end = first
     return solution_of(instance, starts, circuits)
 
