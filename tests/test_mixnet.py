@@ -185,7 +185,15 @@ def test_the_checker_finds_ports_capacity_and_hose_violations(sample):
     assert "ports" in violations(instance, broken)
     fair = json.loads(json.dumps(solution))
     rates = fair["traffic"][0]
-    i, j = next((i, j) for i in range(8) for j in range(8) if i != j and rates["ocs_gbit_per_s"][i][j] > 0)
+    eps = np.array(rates["eps_gbit_per_s"])
+    # at the optimum's theta some server's EPS is full (both sides tried): move circuit traffic there
+    sides = [(eps.sum(axis=1), rates["ocs_gbit_per_s"]), (eps.sum(axis=0), np.array(rates["ocs_gbit_per_s"]).T)]
+    full = instance.fabric.eps_rate / 1e9 * (1 - 1e-9)
+    load, ocs = next((load, ocs) for load, ocs in sides if load.max() >= full)
+    i = int(np.argmax(load))
+    j = next(j for j in range(8) if j != i and ocs[i][j] > 0)
+    if ocs is not rates["ocs_gbit_per_s"]:
+        i, j = j, i
     moved = rates["ocs_gbit_per_s"][i][j]
     rates["ocs_gbit_per_s"][i][j] = 0.0
     rates["eps_gbit_per_s"][i][j] += moved
