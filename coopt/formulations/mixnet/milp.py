@@ -42,7 +42,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from coopt.formulations.mixnet.model import Instance, busiest, solution_of
-from coopt.problem import Solution
+from coopt.problem import NoSolution, Solution
 
 #: The model's throughput is ``THETA_SCALE`` times the normalised one (module docstring).
 THETA_SCALE = 1e3
@@ -70,12 +70,21 @@ def pair_bounds(instance: Instance, unit: float) -> dict[tuple[int, int, int], i
     return {key: u for key, u in bounds.items() if u > 0}
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """The MILP of the module docstring."""
+#: The MILP is built for at most this many circuit variables (a region of about 280 servers);
+#: beyond, the heuristics and the LP bound answer.
+MAX_PAIRS = 40_000
+
+
+def build(instance: Instance, limit: int | None = MAX_PAIRS) -> pyo.ConcreteModel:
+    """The MILP of the module docstring (refused beyond ``limit`` circuit variables; the LP bound
+    builds it without a limit)."""
     f = instance.fabric
     unit = scale(instance)
     b_eps = f.eps_rate / f.nic_rate
     bounds = pair_bounds(instance, unit)
+    if limit is not None and len(bounds) > limit:
+        raise NoSolution(f"the M1 MILP would have {len(bounds)} circuit variables, more than {MAX_PAIRS}; "
+                         "use a heuristic (fill_and_swap) and the bound")
     theta_ub = min((f.alpha + b_eps) / (busiest(t.bits()) / unit) for t in instance.traffic)
 
     model = pyo.ConcreteModel(name="mixnet_M1")
