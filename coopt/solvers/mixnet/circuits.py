@@ -1,5 +1,7 @@
-"""Circuit allocation (problem ``mixnet``): the authors' regional greedy, our bottleneck
-water-filling, the electrical-only baseline, the exact decomposition over regions and the LP bound.
+"""Circuit allocation (problem ``mixnet``): the authors' regional greedy, our fill-and-swap (a
+deficit fill, then local search around the bottleneck; :class:`RegionPlanner`, which the plan's
+heuristics reuse), the electrical-only baseline, the exact decomposition over regions and the LP
+bound.
 
 Every heuristic returns the circuits of every region; :func:`model.solution_of` turns them into
 the worst-case throughput and the certificate rates, so a heuristic's value is exactly what its
@@ -84,8 +86,9 @@ def electrical_only(instance: Instance, seed: int = 0) -> Solution:
 
 
 class RegionPlanner:
-    """One region: its matrices (scaled so the busiest side moves 1 unit; a circuit carries 1 unit,
-    the EPS ``b_E``), the circuits, and every server's send and receive root kept current."""
+    """One region's planning: its matrices (scaled so the busiest server side moves 1 unit; a
+    circuit carries 1 unit per time unit, the EPS ``b_E``), every server's send and receive root on
+    given circuits, the deficit fill and the local searches."""
 
     #: Local search stops after this many improving moves (it converges far sooner in practice).
     MAX_MOVES = 500
