@@ -168,12 +168,13 @@ def circuit_instances(source: Path) -> None:
 
 
 def plan_instances() -> None:
-    for file, layers, servers, alpha, delay, seed, what in plan_model.SHIPPED:
-        instance = plan_model.moe_iteration(seed, layers=layers, servers=servers, alpha=alpha,
-                                            delay=delay * 1e-3)
+    for file, routing, layers, servers, alpha, delay, seed, what in plan_model.SHIPPED:
+        build = plan_model.moe_iteration if routing == "ranked" else plan_model.mixtral_iteration
+        instance = build(seed, layers=layers, servers=servers, alpha=alpha, delay=delay * 1e-3)
         write("mixnet_plan", file, instance, what,
-              f"coopt.formulations.mixnet.plan.moe_iteration(seed={seed}, layers={layers}, "
-              f"servers={servers}, alpha={alpha}, delay={delay:g} ms)")
+              f"coopt.formulations.mixnet.plan.{build.__name__}(seed={seed}, layers={layers}, "
+              f"servers={servers}, alpha={alpha}, delay={delay:g} ms); overlaps: attention of "
+              "Mixtral-8x22B on A100s (plan.MIXTRAL)")
 
 
 def main(argv: list[str] | None = None) -> int:

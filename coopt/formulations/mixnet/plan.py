@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from coopt.formulations.mixnet import traffic
 from coopt.formulations.mixnet.model import (
     NIC_FIELDS,
     Fabric,
@@ -236,21 +237,28 @@ def objective(instance: Instance, solution: Solution) -> float:
 MIXTRAL = {"tokens": 32768, "bytes_per_token": 6144 * 2,
            "overlap_forward": 5.9 * 1e-3, "overlap_backward": 11.8 * 1e-3}
 
-#: The shipped plan instances: file, MoE layers per stage, servers, alpha, delta (ms), seed, what.
+#: Bytes a server dispatches per layer: a micro-batch of tokens, one activation each.
+ROW_BYTES = MIXTRAL["tokens"] * MIXTRAL["bytes_per_token"]
+
+#: The shipped plan instances: file, routing, MoE layers per stage, servers, alpha, delta (ms),
+#: seed, what.
 SHIPPED = (
-    ("0-moe-2layers-4servers-25ms.toml", 2, 4, 2, 25.0, 1,
+    ("0-moe-2layers-4servers-25ms.toml", "ranked", 2, 4, 2, 25.0, 1,
      "Two MoE layers forward then backward on 4 servers, alpha 2, delta 25 ms: keeping one circuit "
      "set beats re-planning per layer"),
-    ("0-moe-2layers-4servers-25us.toml", 2, 4, 2, 0.025, 13,
+    ("0-moe-2layers-4servers-25us.toml", "ranked", 2, 4, 2, 0.025, 13,
      "Two MoE layers forward then backward on 4 servers, alpha 2, a 25 us switch (the README's "
      "figure): re-planning is nearly free"),
-    ("1-moe-4layers-8servers-1ms.toml", 4, 8, 6, 1.0, 3,
+    ("1-moe-4layers-8servers-1ms.toml", "ranked", 4, 8, 6, 1.0, 3,
      "Four MoE layers forward then backward on an EP8 region, alpha 6, delta 1 ms"),
-    ("1-moe-7layers-8servers-25ms.toml", 7, 8, 6, 25.0, 4,
+    ("1-moe-7layers-8servers-25ms.toml", "ranked", 7, 8, 6, 25.0, 4,
      "Mixtral-8x22B's PP8 stage (7 MoE layers) forward then backward on an EP8 region, delta 25 ms"),
-    ("2-moe-7layers-8servers-100ms.toml", 7, 8, 6, 100.0, 4,
+    ("2-moe-7layers-8servers-100ms.toml", "ranked", 7, 8, 6, 100.0, 4,
      "The same stage with a 100 ms switch (the simulator's DEFAULT_RECONF_DELAY)"),
-    ("2-moe-56layers-8servers-25ms.toml", 56, 8, 6, 25.0, 6,
+    ("1-mixtral-top2-4layers-8servers-50ms.toml", "top-2", 4, 8, 6, 50.0, 7,
+     "Four MoE layers of top-2 gating over 8 experts (one per server), drifting popularity, on an "
+     "EP8 region, alpha 6, delta 50 ms"),
+    ("2-moe-56layers-8servers-25ms.toml", "ranked", 56, 8, 6, 25.0, 6,
      "All 56 MoE layers of Mixtral-8x22B forward then backward (112 plan layers) on an EP8 region, "
      "delta 25 ms"),
 )
@@ -263,23 +271,48 @@ def moe_iteration(seed: int, *, layers: int, servers: int, alpha: int, delay: fl
     sends about half its tokens to one expert, the rest falling off as a power law), every sender
     ranks the servers in its own order and sends to rank ``r`` in proportion to ``r^-skew`` (1.6
     fits ``wm_ep8.txt``); from one layer to the next a share ``drift`` of the senders re-rank. A
-    server sends ``MIXTRAL["tokens"]`` tokens of ``MIXTRAL["bytes_per_token"]``; the backward pass
-    of a layer moves the same matrix as its forward pass. Overlaps as in :data:`MIXTRAL`."""
+    server sends ``MIXTRAL["tokens"]`` tokens of ``MIXTRAL["bytes_per_token"]`` (:data:`ROW_BYTES`);
+    the backward pass of a layer moves the same matrix as its forward pass (:func:`_iteration`)."""
     rng = np.random.default_rng([seed, layers, servers, 1515])
     weights = np.arange(1, servers + 1, dtype=float) ** -skew
     weights /= weights.sum()
     ranking = np.array([rng.permutation(servers) for _ in range(servers)])
-    row_bytes = MIXTRAL["tokens"] * MIXTRAL["bytes_per_token"]
     forward = []
     for _ in range(layers):
         for i in np.flatnonzero(rng.random(servers) < drift):
             ranking[i] = rng.permutation(servers)
-        matrix = np.array([weights[np.argsort(ranking[i])] for i in range(servers)]) * row_bytes
-        np.fill_diagonal(matrix, 0.0)
-        demand = np.round(matrix / 1e3) * 1e3
-        forward.append(tuple(tuple(float(v) for v in row) for row in demand))
-    sequence = [Layer(f"layer {k} forward", forward[k], 2, MIXTRAL["overlap_forward"]) for k in range(layers)]
-    sequence += [Layer(f"layer {k} backward", forward[k], 2, MIXTRAL["overlap_backward"])
+        forward.append(np.array([weights[np.argsort(ranking[i])] for i in range(servers)]) * ROW_BYTES)
+    return _iteration(forward, alpha, delay, rate)
+
+
+def mixtral_iteration(seed: int, *, layers: int, servers: int, alpha: int, delay: float,
+                      rate: float = 100e9, top_k: int = 2, drift: float = 0.5) -> Instance:
+    """As :func:`moe_iteration` with top-``k`` gating over one expert per server
+    (:func:`traffic.mixtral`: each token picks ``k`` distinct experts by a gate popularity, Zipf(1)
+    over a random expert order, and a per-sender preference); from one layer to the next the
+    popularity moves a share ``drift`` towards a fresh draw."""
+    rng = np.random.default_rng([seed, layers, servers, 1518])
+    popularity = traffic.gate_popularity(rng, servers, 1.0)
+    sample = 4096  # tokens drawn per server; the volume is scaled to a full micro-batch
+    forward = []
+    for _ in range(layers):
+        popularity = (1 - drift) * popularity + drift * traffic.gate_popularity(rng, servers, 1.0)
+        forward.append(traffic.mixtral(rng, servers, experts=servers, top_k=top_k, tokens=sample,
+                                       bytes_per_token=ROW_BYTES / (top_k * sample), popularity=popularity))
+    return _iteration(forward, alpha, delay, rate)
+
+
+def _iteration(forward: list[np.ndarray], alpha: int, delay: float, rate: float) -> Instance:
+    """Forward layers 0..L-1 then backward L-1..0 (the same matrices), volumes to whole kB, zero
+    diagonal, overlaps as in :data:`MIXTRAL`."""
+    demands = []
+    for matrix in forward:
+        out = np.round(np.asarray(matrix, dtype=float) / 1e3) * 1e3
+        np.fill_diagonal(out, 0.0)
+        demands.append(tuple(tuple(float(v) for v in row) for row in out))
+    layers = len(demands)
+    sequence = [Layer(f"layer {k} forward", demands[k], 2, MIXTRAL["overlap_forward"]) for k in range(layers)]
+    sequence += [Layer(f"layer {k} backward", demands[k], 2, MIXTRAL["overlap_backward"])
                  for k in reversed(range(layers))]
     return Instance(Fabric(alpha, 8, rate), delay, tuple(sequence))
 
