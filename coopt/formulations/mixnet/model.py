@@ -107,17 +107,10 @@ SCHEMA = Schema(
 )
 
 
-@dataclass(frozen=True)
-class Traffic:
-    """One all-to-all's server-to-server bytes inside one region (zero diagonal)."""
+class Matrix:
+    """A frozen record with a ``demand`` matrix of bytes (row = sender) and its bits array."""
 
-    name: str
-    region: int
-    demand: tuple[tuple[float, ...], ...]  # bytes
-
-    @property
-    def servers(self) -> int:
-        return len(self.demand)
+    demand: tuple[tuple[float, ...], ...]
 
     def bits(self) -> np.ndarray:
         """``8 D`` with a zero diagonal, as a read-only array (computed once)."""
@@ -129,6 +122,19 @@ class Traffic:
         np.fill_diagonal(out, 0.0)
         out.flags.writeable = False
         return out
+
+
+@dataclass(frozen=True)
+class Traffic(Matrix):
+    """One all-to-all's server-to-server bytes inside one region (zero diagonal)."""
+
+    name: str
+    region: int
+    demand: tuple[tuple[float, ...], ...]  # bytes
+
+    @property
+    def servers(self) -> int:
+        return len(self.demand)
 
 
 @dataclass(frozen=True)

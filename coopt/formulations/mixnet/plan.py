@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ from coopt.formulations.mixnet import traffic
 from coopt.formulations.mixnet.model import (
     NIC_FIELDS,
     Fabric,
+    Matrix,
     dump_fabric,
     dump_matrix,
     file_value,
@@ -95,22 +95,13 @@ SCHEMA = Schema(
 
 
 @dataclass(frozen=True)
-class Layer:
+class Layer(Matrix):
+    """One layer's dispatch bytes, its all-to-all count and the compute that hides a reconfiguration."""
+
     name: str
     demand: tuple[tuple[float, ...], ...]  # bytes
     all_to_alls: int
     overlap: float  # s
-
-    def bits(self) -> np.ndarray:
-        """``8 D`` with a zero diagonal, as a read-only array (computed once)."""
-        return self._bits
-
-    @cached_property
-    def _bits(self) -> np.ndarray:
-        out = np.array(self.demand, dtype=float) * 8.0
-        np.fill_diagonal(out, 0.0)
-        out.flags.writeable = False
-        return out
 
 
 @dataclass(frozen=True)
