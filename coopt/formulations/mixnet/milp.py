@@ -82,9 +82,11 @@ def pair_bounds(instance: Instance, unit: float) -> dict[tuple[int, int, int], i
 MAX_PAIRS = 40_000
 
 
-def build(instance: Instance, limit: int | None = MAX_PAIRS) -> pyo.ConcreteModel:
+def build(instance: Instance, limit: int | None = MAX_PAIRS, warm: bool = True) -> pyo.ConcreteModel:
     """The MILP of the module docstring (refused beyond ``limit`` circuit variables; the LP bound
-    builds it without a limit)."""
+    builds it without a limit and without the warm start). With ``warm``, HiGHS starts from the
+    circuits of :func:`coopt.solvers.mixnet.circuits.fill_and_swap` (each count capped at its
+    ``u_ij``, which loses nothing by the proof above) and completes the rates itself."""
     f = instance.fabric
     unit = scale(instance)
     b_eps = f.eps_rate / f.nic_rate
@@ -149,6 +151,13 @@ def build(instance: Instance, limit: int | None = MAX_PAIRS) -> pyo.ConcreteMode
         sorted(receivers), rule=lambda m, k, j: sum(m.eps[q] for q in receivers[k, j]) <= b_eps
     )
     model.throughput = pyo.Objective(expr=model.theta, sense=pyo.maximize)
+    if warm:
+        from coopt.solvers.mixnet.circuits import fill_and_swap  # the solvers floor, at call time
+
+        start = fill_and_swap(instance)["regions"]
+        for r, i, j in model.P:
+            model.x[r, i, j].value = min(start[r]["circuits"][i][j], bounds[r, i, j])
+        model.warm_start = True
     return model
 
 

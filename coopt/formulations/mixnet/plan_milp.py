@@ -129,8 +129,10 @@ def _add_ports(model: pyo.ConcreteModel, alpha: int, units: dict[tuple[int, int]
     )
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """The whole plan (module docstring)."""
+def build(instance: Instance, warm: bool = True) -> pyo.ConcreteModel:
+    """The whole plan (module docstring). With ``warm``, HiGHS starts from the plan of
+    :func:`coopt.solvers.mixnet.plan.segment_dp` (its reconfigurations and circuits, counts capped
+    at ``u_ij`` as above) and completes the times and volumes itself."""
     layers = range(len(instance.layers))
     data = _data(instance, layers)
     units = data["units"]
@@ -160,6 +162,17 @@ def build(instance: Instance) -> pyo.ConcreteModel:
         + sum(instance.exposed(l) / tau * model.r[l] for l in model.R),
         sense=pyo.minimize,
     )
+    if warm:
+        from coopt.solvers.mixnet.plan import segment_dp  # the solvers floor, at call time
+
+        plan = segment_dp(instance)["segments"]
+        starts = [s["first_layer"] for s in plan]
+        for l in model.R:
+            model.r[l].value = int(l in starts)
+        for l, i, j, k in model.Y:
+            segment = plan[max(n for n, first in enumerate(starts) if first <= l)]
+            model.y[l, i, j, k].value = int(segment["circuits"][i][j] >= k)
+        model.warm_start = True
     return model
 
 

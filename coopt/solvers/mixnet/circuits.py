@@ -401,7 +401,7 @@ def lp_bound(instance: Instance, options: SolveOptions) -> float:
     any size, without branching."""
     best = np.inf
     for region in range(instance.regions):
-        model = milp.build(instance.only_region(region), limit=None)
+        model = milp.build(instance.only_region(region), limit=None, warm=False)
         pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
         result = solve_model(model, options)
         if result.status != "optimal" or result.objective is None:

@@ -299,7 +299,7 @@ def bound(instance: Instance, options: SolveOptions) -> float:
     that LP does not finish within the time limit (thousands of layers), :func:`layer_bound`, whose
     LPs are one layer each. (:func:`layer_bound` is often the tighter; the benchmarks report the
     larger of the two.)"""
-    model = plan_milp.build(instance)
+    model = plan_milp.build(instance, warm=False)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)
     if result.status == "optimal" and result.objective is not None:
