@@ -1,0 +1,142 @@
+"""mixnet_plan: the plan's time and checker, the DP against its limits (free and prohibitive
+reconfiguration), the policies' guarantees, and the summed / maximum demand claims of the
+module docstring."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from coopt.formulations.mixnet import plan
+from coopt.formulations.mixnet.model import Fabric, throughput
+from coopt.formulations.mixnet.plan import Instance, Layer
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.run import judge, run
+from coopt.shipped import shipped
+from coopt.solvers.mixnet import circuits as circuit_methods
+from coopt.solvers.mixnet import plan as P
+
+PROBLEM = load(shipped("mixnet_plan")[0]).problem
+OPTIONS = SolveOptions(time_limit=60, gap=1e-9)
+
+
+def two_layers(delay: float, overlap: float = 0.0) -> Instance:
+    """Four servers, alpha 1: layer 0 wants circuits 0-1 and 2-3, layer 1 wants 0-2 and 1-3."""
+    a = np.zeros((4, 4))
+    a[0, 1] = a[1, 0] = a[2, 3] = a[3, 2] = 400.0
+    b = np.zeros((4, 4))
+    b[0, 2] = b[2, 0] = b[1, 3] = b[3, 1] = 400.0
+    for m in (a, b):
+        m += 20.0 * (1 - np.eye(4))
+    layers = tuple(Layer(f"layer {k}", tuple(tuple(float(v) * 1e6 for v in row) for row in m), 2, overlap)
+                   for k, m in enumerate((a, b)))
+    return Instance(Fabric(1, 2, 100e9), delay, layers)
+
+
+def test_the_plan_time_is_its_layers_times_plus_each_segment_start_exposure():
+    instance = two_layers(delay=3e-3, overlap=1e-3)
+    x = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]])
+    fabric = instance.fabric
+    by_hand = sum(2 / throughput(layer.bits(), x, fabric) for layer in instance.layers) + 2e-3
+    assert plan.plan_time(instance, [0], [x]) == pytest.approx(by_hand, rel=1e-12)
+    assert plan.plan_time(instance, [0, 1], [x, x]) == pytest.approx(by_hand + 2e-3, rel=1e-12)
+
+
+def test_free_reconfiguration_gives_each_layer_its_own_optimum():
+    instance = two_layers(delay=0.0)
+    optimum = run(PROBLEM, instance, "exact", OPTIONS)
+    alone = sum(instance.layers[l].all_to_alls
+                / circuit_methods.exact(P.layer_instance(instance, l), OPTIONS).solution["objective"]
+                for l in range(2))
+    assert optimum.status == "optimal"
+    assert optimum.objective == pytest.approx(alone, rel=1e-9)
+    assert len(optimum.solution["segments"]) == 2
+
+
+def test_a_prohibitive_delay_keeps_one_circuit_set():
+    instance = two_layers(delay=10.0)
+    optimum = run(PROBLEM, instance, "exact", OPTIONS)
+    assert len(optimum.solution["segments"]) == 1
+    model = P.plan_milp.build_segment(instance, 0, 1)
+    result = P.solve_model(model, OPTIONS)
+    assert optimum.objective == pytest.approx(result.objective + instance.exposed(0), rel=1e-9)
+
+
+def test_the_optimum_never_falls_as_the_delay_grows():
+    values = [run(PROBLEM, two_layers(delay=d, overlap=1e-3), "exact", OPTIONS).objective
+              for d in (0.0, 1e-3, 2e-3, 4e-3, 8e-3, 1.0)]
+    assert all(a <= b * (1 + 1e-9) for a, b in zip(values, values[1:], strict=False))
+    assert values[0] == pytest.approx(values[1], rel=1e-12)  # delta <= overlap: nothing exposed
+
+
+def test_the_policies_keep_their_promises():
+    instance = two_layers(delay=5e-3, overlap=1e-3)
+    always = P.always_reconfigure(instance)
+    assert [s["first_layer"] for s in always["segments"]] == [0, 1]
+    assert len(P.never_reconfigure(instance)["segments"]) == 1
+    runtime = P.mixnet_runtime(instance)
+    assert runtime["reconfigurations"] == 2
+    optimum = run(PROBLEM, instance, "exact", OPTIONS).objective
+    for method in P.HEURISTICS:
+        report = run(PROBLEM, instance, method, OPTIONS)
+        assert report.check["feasible"], (method, report.check["violations"])
+        assert report.objective >= optimum * (1 - 1e-9), method
+    # the DP's guarantee: no worse than any plan whose segments keep one candidate set, e.g.
+    # every layer on its own fill, or one candidate for the whole iteration
+    layers = len(instance.layers)
+    cheap = P.layer_plans(instance, polish=False)
+    every = plan.plan_time(instance, list(range(layers)), cheap)
+    one = min(plan.plan_time(instance, [0], [x]) for x in P.candidates(instance))
+    assert P.segment_dp(instance)["objective"] <= min(every, one) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_summed_demand_undercounts_and_the_maximum_overcounts_a_segment(seed):
+    rng = np.random.default_rng(seed)
+    layers = [rng.random((5, 5)) * 1e9 * (1 - np.eye(5)) for _ in range(3)]
+    fabric = Fabric(2, 4, 100e9)
+    x = np.zeros((5, 5), dtype=int)
+    for i, j in ((0, 1), (2, 3), (1, 4), (0, 3)):
+        x[i, j] = x[j, i] = 1
+    exact = sum(1 / throughput(m, x, fabric) for m in layers)
+    summed = 1 / throughput(sum(layers), x, fabric)
+    peak = len(layers) / throughput(np.maximum.reduce(layers), x, fabric)
+    assert summed <= exact * (1 + 1e-12) <= peak * (1 + 1e-12)
+
+
+def test_the_checker_rejects_bad_segments():
+    item = load(shipped("mixnet_plan")[0])
+    good = P.segment_dp(item.instance)
+    assert judge(PROBLEM, item.instance, good)["feasible"]
+    cases = {
+        "late start": lambda s: s["segments"][0].__setitem__("first_layer", 1),
+        "no segments": lambda s: s.__setitem__("segments", []),
+        "asymmetric": lambda s: s["segments"][0]["circuits"][0].__setitem__(1, 3),
+    }
+    for what, change in cases.items():
+        broken = json.loads(json.dumps(good))
+        change(broken)
+        assert not judge(PROBLEM, item.instance, broken)["feasible"], what
+    twice = json.loads(json.dumps(good))
+    twice["segments"] = [twice["segments"][0], dict(twice["segments"][0])]
+    assert not judge(PROBLEM, item.instance, twice)["feasible"]
+
+
+def test_the_dp_prunes_without_loss_on_the_medium_files():
+    for path in [p for p in shipped("mixnet_plan") if p.name.startswith("1-moe-4")]:
+        item = load(path)
+        dp = run(PROBLEM, item.instance, "exact", OPTIONS)
+        assert dp.status == "optimal"
+        assert dp.objective <= run(PROBLEM, item.instance, "segment_dp", OPTIONS).objective * (1 + 1e-9)
+        assert dp.objective >= P.layer_bound(item.instance, OPTIONS) * (1 - 1e-9)
+
+
+def test_the_generator_makes_forward_then_backward_layers():
+    instance = plan.generate(3, 3)
+    names = [layer.name for layer in instance.layers]
+    assert names == [f"layer {k} forward" for k in range(3)] + [f"layer {k} backward" for k in (2, 1, 0)]
+    assert instance.layers[2].demand == instance.layers[3].demand
+    assert instance.layers[0].overlap < instance.layers[-1].overlap
