@@ -7,7 +7,7 @@ Systems" (2026). Only its abstract was readable; the formulation is the reconstr
 
 from __future__ import annotations
 
-from coopt.formulations.chase import brute, milp, model
+from coopt.formulations.chase import arch, arch_milp, brute, milp, model
 from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 PROBLEM = Problem(
@@ -32,3 +32,28 @@ PROBLEM = Problem(
     sizes=(1, 2, 3, 4),
     size_doc="tasks = 4 + 2*size (layered random DAG) on 4 devices",
 )
+
+ARCH = Problem(
+    name="chase_arch",
+    summary="Deploy devices, switches and cables in racks: max capability under power, space, "
+            "radix, oversubscription, cabling, budget and memory rows",
+    source="CHASE (2026), abstract only; rows of research notes 3.b (ii) [R]",
+    sense="max",
+    load=arch.load,
+    dump=arch.dump,
+    check=arch.check,
+    objective=arch.objective,
+    generate=arch.generate,
+    build=arch_milp.build,
+    extract=arch_milp.extract,
+    heuristics=HeuristicsOf("coopt.solvers.chase.arch"),
+    bound=MethodOf("coopt.solvers.chase.bound", "arch_bound"),
+    oracle=Oracle(generate=brute.tiny_arch, solve=brute.arch_optimum),
+    schema=arch.SCHEMA,
+    objective_name="capability (proxy)",
+    objective_unit="TFLOP/s",
+    sizes=(1, 2, 4),
+    size_doc="at most 4*size devices of each of 4 types, max(1, size // 2) racks",
+)
+
+PROBLEMS = (PROBLEM, ARCH)

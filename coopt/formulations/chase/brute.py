@@ -1,4 +1,4 @@
-"""Brute force for tiny ``chase`` instances: the oracle of the exact methods.
+"""Brute force for tiny ``chase`` and ``chase_arch`` instances: the oracles of the exact methods.
 
 :func:`enumerate_optimum` tries every assignment of tasks to compatible devices and, for each,
 every order of the tasks on each device (the product of the per-device permutations), keeps the
@@ -21,7 +21,16 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from dataclasses import replace
 
+from coopt.formulations.chase.arch import (
+    ARCH_TYPES,
+    ArchInstance,
+    capability,
+    make_types,
+    minimal_network,
+    violations,
+)
 from coopt.formulations.chase.hardware import Device, DeviceType, Hardware, Link, Switch
 from coopt.formulations.chase.model import Instance
 from coopt.formulations.chase.workloads import Edge, Task, Workload
@@ -109,3 +118,48 @@ def tiny(seed: int) -> Instance:
         if rng.random() < 0.45:
             edges.append(Edge(f"t{u}", f"t{v}", round(rng.uniform(0.0, 4e6), 1)))
     return Instance(hardware, Workload(tuple(tasks), tuple(edges)))
+
+
+# -- chase_arch ------------------------------------------------------------------------------------
+
+
+def arch_optimum(inst: ArchInstance) -> float | None:
+    """The largest capability over every split of device counts over the racks, each with its
+    minimal network (None: nothing feasible). Exact: every row is monotone in the network counts
+    (more ToRs, uplinks or spines only add power, space and cost and take ports), and the minimal
+    network meets the radix and oversubscription rows whenever any network does."""
+    per_type = []
+    for t in inst.types:
+        splits = [split for split in itertools.product(range(t.max_count + 1), repeat=inst.racks)
+                  if sum(split) <= t.max_count]
+        per_type.append(splits)
+    best = None
+    for choice in itertools.product(*per_type):
+        counts = tuple(tuple(choice[i][r] for i in range(len(inst.types))) for r in range(inst.racks))
+        design = minimal_network(inst, counts)
+        if violations(inst, design):
+            continue
+        value = capability(inst, design)
+        if best is None or value > best:
+            best = value
+    return best
+
+
+def tiny_arch(seed: int) -> ArchInstance:
+    """A seeded design space small enough to enumerate: 2 or 3 device types with at most 2-3 of
+    each, 1 or 2 racks, a tight budget, rack power or switch radix (by seed)."""
+    rng = random.Random(seed)
+    count = 2 + seed % 2
+    rows = random.Random(seed).sample(ARCH_TYPES, count)
+    types = make_types(tuple(rows), 1)
+    types = tuple(replace(t, max_count=rng.choice((2, 3)), capability=float(rng.randint(1, 9)))
+                  for t in types)
+    full = sum(t.device.cost * t.max_count for t in types)
+    return ArchInstance(
+        types=types, racks=1 + (seed // 2) % 2, rack_power=rng.choice((2000.0, 4000.0, 40000.0)),
+        rack_units=rng.choice((4, 42)), switch_radix=rng.choice((2, 4, 32)), switch_power=300.0,
+        switch_units=1.0, switch_cost=rng.choice((1000.0, 20000.0)), uplink_bandwidth=50e9,
+        copper_cost=100.0, optical_cost=1000.0, copper_latency=1e-6, optical_latency=2e-6,
+        island_latency=0.5e-6, budget=round(rng.uniform(0.3, 0.9) * full + 30_000, -2),
+        oversubscription=float(rng.choice((1, 2, 4))),
+        memory_required=rng.choice((0.0, 100e9)))

@@ -494,13 +494,13 @@ def objective(inst: Instance, solution: Solution) -> float:
 # -- generator -----------------------------------------------------------------------------------
 
 #: Device types of the generated platforms, research notes 3.e [S]: (TFLOP/s, TB/s, GB, W, US$).
-GPU = DeviceType("gpu", 989e12, 3.35e12, 80e9, 0.7, 0.8, 5e-6, 700.0, 0.0, 30_000.0)
-OLD_GPU = DeviceType("old_gpu", 312e12, 2.0e12, 80e9, 0.7, 0.8, 5e-6, 400.0, 0.0, 12_000.0)
-NPU = DeviceType("npu", 400e12, 1.6e12, 64e9, 0.8, 0.8, 10e-6, 350.0, 0.0, 8_000.0)
+GPU = DeviceType("gpu", 989e12, 3.35e12, 80e9, 0.7, 0.8, 5 * 1e-6, 700.0, 0.0, 30_000.0)
+OLD_GPU = DeviceType("old_gpu", 312e12, 2.0e12, 80e9, 0.7, 0.8, 5 * 1e-6, 400.0, 0.0, 12_000.0)
+NPU = DeviceType("npu", 400e12, 1.6e12, 64e9, 0.8, 0.8, 10 * 1e-6, 350.0, 0.0, 8_000.0)
 CPU = DeviceType("cpu", 5e12, 0.3e12, 512e9, 0.6, 0.7, 1e-6, 350.0, 0.0, 10_000.0)
 
 #: Links of the generated platforms [S]: intra-node 450 GB/s at 1 us, NIC 50 GB/s at 5 us.
-INTRA_NODE, NIC = (450e9, 1e-6), (50e9, 5e-6)
+INTRA_NODE, NIC = (450e9, 1e-6), (50e9, 5 * 1e-6)
 
 
 def platform(kind: str) -> Hardware:

@@ -39,3 +39,15 @@ def mapping_bound(inst: Instance, options: SolveOptions) -> float:
     result = solve_model(model, options)
     lp: Any = result.objective if result.status == "optimal" else None
     return max(combinatorial, lp) if lp is not None else combinatorial
+
+
+def arch_bound(inst: Any, options: SolveOptions) -> float:
+    """An upper bound on the best capability: the LP relaxation of the ``chase_arch`` MILP."""
+    from coopt.formulations.chase import arch_milp
+
+    model = arch_milp.build(inst)
+    pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
+    result = solve_model(model, options)
+    if result.status != "optimal":
+        raise ValueError(f"the LP relaxation ends {result.status}: no design meets the rows")
+    return result.objective
