@@ -151,8 +151,10 @@ def test_capability_and_cost_are_recomputed(space, optimum):
 
 
 def test_a_type_declared_twice_is_one_line(tmp_path, capsys):
-    text = (load("chase_arch/0-two-racks-gpu-npu").path)
-    source = open(text, encoding="utf-8").read().replace('name = "npu"', 'name = "gpu"')
+    from pathlib import Path
+
+    shipped = Path(load("chase_arch/0-two-racks-gpu-npu").path)
+    source = shipped.read_text(encoding="utf-8").replace('name = "npu"', 'name = "gpu"')
     path = tmp_path / "bad.toml"
     path.write_text(source)
     assert main(["validate", str(path)]) == 2

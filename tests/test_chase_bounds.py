@@ -33,7 +33,7 @@ def test_roofline_closed_form_is_the_models_run_time():
 
 def test_cut_through_is_the_routed_transfer_time_and_store_and_forward_bounds_it():
     for hops in (1, 2, 3, 5):
-        names = [f"d0"] + [f"s{k}" for k in range(hops - 1)] + ["d1"]
+        names = ["d0"] + [f"s{k}" for k in range(hops - 1)] + ["d1"]
         links = tuple(Link((a, b), 40e9, 3e-6) for a, b in itertools.pairwise(names))
         hw = Hardware((DeviceType("x"),), (Device("d0", "x"), Device("d1", "x")),
                       tuple(Switch(n, 4) for n in names[1:-1]), links)
