@@ -69,8 +69,12 @@ from coopt.formulations.chase.schedule import (
 )
 from coopt.problem import NoSolution, Solution
 
-#: Relative slack of the horizon tests (the heuristic's own placements must survive rounding).
-HORIZON_SLACK = 1e-9
+#: Slack of the horizon, the windows and the big-M values, in units of the horizon: far above
+#: HiGHS' feasibility tolerance (1e-7 on the O(1) scaled times), so that presolve never reads a
+#: window that rounding made narrower than that tolerance as empty (it then claims infeasibility),
+#: and far below any difference between two makespans the tests tell apart. The slack only
+#: widens the region, so nothing optimal is cut off.
+HORIZON_SLACK = 1e-5
 #: Largest number of incomparable pairs the MILP is built with (two binaries each).
 MAX_PAIRS = 200_000
 
@@ -87,14 +91,14 @@ def incumbent(inst: Instance) -> tuple[list[int], list[float], float]:
     return assignment, start, solution["objective"]
 
 
-def canonical(inst: Instance, assignment: list[int], order: list[int],
-              classes: list[list[int]]) -> list[int]:
+def canonical(inst: Instance, assignment: list[int], classes: list[list[int]]) -> list[int]:
     """The assignment with each class of identical devices relabelled in the order of the first
-    task (by ``order``) each device runs, unused devices last: it satisfies the symmetry rows."""
-    position = {v: i for i, v in enumerate(order)}
+    task (by topological rank ``pi``, the order of the symmetry rows) each device runs, unused
+    devices last: it satisfies the symmetry rows."""
+    rank = inst.tables.position
     relabel = list(range(inst.n_devices))
     for members in classes:
-        first = {p: min((position[v] for v in range(inst.n_tasks) if assignment[v] == p), default=len(order))
+        first = {p: min((rank[v] for v in range(inst.n_tasks) if assignment[v] == p), default=inst.n_tasks)
                  for p in members}
         ranked = sorted(members, key=lambda p: (first[p], p))
         for new, old in zip(members, ranked, strict=True):
@@ -127,8 +131,8 @@ def build(inst: Instance, *, pairs: bool = True, upper: tuple[list[int], list[fl
     m.V = pyo.RangeSet(0, tab.n - 1)
     m.XI = pyo.Set(initialize=[(v, p) for v in range(tab.n) for p in allowed[v]], dimen=2)
     m.x = pyo.Var(m.XI, domain=pyo.Binary)
-    m.S = pyo.Var(m.V, bounds=lambda _, v: (earliest[v] / tau * (1 - HORIZON_SLACK),
-                                         max(earliest[v], latest[v]) / tau * (1 + HORIZON_SLACK)))
+    m.S = pyo.Var(m.V, bounds=lambda _, v: (max(0.0, earliest[v] / tau - HORIZON_SLACK),
+                                         max(earliest[v], latest[v]) / tau + HORIZON_SLACK))
     m.C = pyo.Var(bounds=(0.0, 1.0 + HORIZON_SLACK))
     m.obj = pyo.Objective(expr=m.C, sense=pyo.minimize)
 
@@ -182,7 +186,7 @@ def build(inst: Instance, *, pairs: bool = True, upper: tuple[list[int], list[fl
     m.one_order = pyo.Constraint(m.PI, rule=lambda _, u, v: m.o[u, v] + m.o[v, u] <= 1)
 
     def big_m(u: int, v: int) -> float:
-        return max(0.0, latest[u] + longest[u] - earliest[v]) / tau * (1 + HORIZON_SLACK)
+        return max(0.0, latest[u] + longest[u] - earliest[v]) / tau + 2 * HORIZON_SLACK
 
     m.disjunction = pyo.Constraint(
         m.OI, rule=lambda _, u, v: m.S[v] >= m.S[u] + run(u) - big_m(u, v) * (1 - m.o[u, v]))
@@ -202,7 +206,7 @@ def build(inst: Instance, *, pairs: bool = True, upper: tuple[list[int], list[fl
 
     # warm start: the heuristic schedule, relabelled to satisfy the symmetry rows
     order = replay_order(tab, assignment0, start0)
-    assignment = canonical(inst, assignment0, order, classes)
+    assignment = canonical(inst, assignment0, classes)
     start, span = semi_active(tab, assignment, order)
     position = {v: i for i, v in enumerate(order)}
     for v, p in m.XI:

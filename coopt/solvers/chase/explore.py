@@ -15,15 +15,19 @@ designs the ``chase_arch`` checker accepts are ever evaluated (infeasible candid
 before any mapping).
 
 :func:`explore` (research notes 3.c, TelemetryGuidedOuter): from a start design, each iteration
-reads the blame of the current design and ranks the moves that relieve its bottleneck: add a
-device of the blamed type, replace a device of the least used type by one of the blamed type
-(compute-bound), or move a device from the smallest rack into the largest one and drop devices
-from racks that cross the uplinks (transfer-bound), then the other moves (add, remove, replace,
-move any device); the first few feasible, not yet visited candidates are scored by a surrogate
-(the contention-free makespan of the mapping, no simulation) and the best is evaluated. It
-becomes the current design if it scores better; else it is remembered and the next best
-candidate is tried. An iteration is one full evaluation, so ``iterations`` is the simulation
-budget, as in the paper's "64 iterations".
+reads the blame of the current design and collects the moves that relieve its bottleneck: add a
+device of the blamed type, replace a device (or two) of another type, or drop a device of the
+least used type (compute-bound); merge the smallest rack into the largest one (always); move a
+device from the smallest rack into the largest one, drop devices from a rack that crosses the
+uplinks, add island devices (transfer-bound). The
+feasible, not yet visited relief moves are scored by a surrogate (HEFT's contention-free
+makespan, no simulation) and the best is evaluated, unless the best of every other move (add,
+remove, replace, move any device) scores ``OVERRIDE`` lower on the surrogate, or no relief move
+is left. The evaluated design becomes current
+if it scores better, or the same for less money (idle devices are dropped, which frees budget
+for the bottleneck). After ``STALL`` evaluations without a better design the search is kicked
+(``KICK_MOVES`` random changes to the best design). An iteration is one simulation-backed
+evaluation, so ``iterations`` is the simulation budget, as in the paper's "64 iterations".
 
 :func:`exhaustive` evaluates every feasible design of a small space (racks are identical, so
 designs that only permute racks are evaluated once) and returns the global optimum the outer loop
@@ -38,7 +42,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from coopt.formulations.chase.arch import ArchInstance, Design, hardware_of, minimal_network, violations
+from coopt.formulations.chase.arch import ArchInstance, Design, cost, hardware_of, minimal_network, violations
 from coopt.formulations.chase.hardware import Hardware
 from coopt.formulations.chase.model import Instance, Tables
 from coopt.formulations.chase.schedule import semi_active
@@ -142,8 +146,8 @@ def _change(counts: Counts, edits: Sequence[tuple[int, int, int]]) -> Counts | N
     return tuple(tuple(row) for row in rows)
 
 
-def _moves(arch: ArchInstance, current: Evaluation) -> list[Counts]:
-    """Candidate count vectors, those that relieve the blamed bottleneck first."""
+def _moves(arch: ArchInstance, current: Evaluation) -> tuple[list[Counts], list[Counts]]:
+    """(moves that relieve the blamed bottleneck, every other move) from the current design."""
     counts = current.design.counts
     T, R = range(len(arch.types)), range(arch.racks)
     names = [t.name for t in arch.types]
@@ -162,64 +166,107 @@ def _moves(arch: ArchInstance, current: Evaluation) -> list[Counts]:
             guided += [[(small, i, -1), (big, i, +1)] for i in T if counts[small][i] and small != big]
             guided += [[(small, i, -1)] for i in T if counts[small][i]]
         guided += [[(r, i, +1)] for r in R for i in T if arch.types[i].island_size > 1]
+    if small != big and size[small]:  # merge the smallest rack into the largest (locality)
+        guided.append([(rack, i, sign * counts[small][i]) for i in T if counts[small][i]
+                       for rack, sign in ((small, -1), (big, +1))])
     guided += [[(r, blamed, +1)] for r in sorted(R, key=lambda r: (-size[r], r))]
     guided += [[(r, idle, -1), (r, blamed, +1)] for r in R if counts[r][idle] and idle != blamed]
+    guided += [[(r, idle, -1)] for r in R if counts[r][idle] and idle != blamed]
+    guided += [[(r, i, -2), (r, blamed, +1)] for r in R for i in T if i != blamed and counts[r][i] >= 2]
     others = [[(r, i, +1)] for r in R for i in T]
     others += [[(r, i, -1)] for r in R for i in T]
     others += [[(r, i, -1), (r, j, +1)] for r in R for i in T for j in T if i != j]
+    others += [[(r, i, -2), (r, j, +1)] for r in R for i in T for j in T if i != j]
     others += [[(r, i, -1), (s, i, +1)] for r in R for s in R for i in T if r != s]
-    out, seen = [], set()
-    for edits in guided + others:
-        changed = _change(counts, edits)
-        if changed is not None and changed not in seen:
-            seen.add(changed)
-            out.append(changed)
+    seen: set[Counts] = set()
+    out: tuple[list[Counts], list[Counts]] = ([], [])
+    for group, moves in ((0, guided), (1, others)):
+        for edits in moves:
+            changed = _change(counts, edits)
+            if changed is not None and changed not in seen:
+                seen.add(changed)
+                out[group].append(changed)
     return out
 
 
-#: Candidates the surrogate scores per iteration of :func:`explore`.
-SURROGATE_CANDIDATES = 6
+#: A move outside the relief moves is evaluated instead when its surrogate is this much lower.
+OVERRIDE = 0.02
+#: Evaluations without a better design after which :func:`explore` kicks the search.
+STALL = 8
+#: Random moves of a kick (applied to the best design).
+KICK_MOVES = 3
 
 
 def explore(arch: ArchInstance, portfolio: Sequence[Workload], start: Counts, *, iterations: int = 64,
             seed: int = 0, mapper: Mapper = chase_mapper_of) -> list[Evaluation]:
     """The telemetry-guided outer loop (module docstring). Returns the best evaluation after each
-    iteration (one simulation-backed evaluation each; entry ``k`` is the best of the first ``k + 1``)."""
+    iteration (one simulation-backed evaluation each; entry ``k`` is the best of the first
+    ``k + 1``)."""
     rng = random.Random(seed)
     design = feasible(arch, start)
     if design is None:
         raise ValueError("the start design breaks a deployment row")
     current = evaluate(arch, design, portfolio, mapper)
-    best = current
+    best, stalled = current, 0
     visited = {canonical(design.counts)}
     trace = [best]
+    cache: dict[Counts, float] = {}
+
+    def score(option: Design) -> float:
+        key = canonical(option.counts)
+        if key not in cache:
+            cache[key] = surrogate(arch, option, portfolio)
+        return cache[key]
+
     while len(trace) < iterations:
-        candidates = []
-        for counts in _moves(arch, current):
-            key = canonical(counts)
-            if key in visited:
-                continue
-            option = feasible(arch, counts)
-            if option is None:
-                visited.add(key)
-                continue
-            candidates.append(option)
-            if len(candidates) == SURROGATE_CANDIDATES:
+        chosen = None
+        if stalled < STALL:
+            relief, other = ([d for d in (feasible(arch, c) for c in group if canonical(c) not in visited)
+                              if d is not None] for group in _moves(arch, current))
+            pick = min(relief, key=lambda d: (score(d), d.counts), default=None)
+            alternative = min(other, key=lambda d: (score(d), d.counts), default=None)
+            if pick is None or (alternative is not None
+                                and score(alternative) < score(pick) * (1 - OVERRIDE)):
+                pick = alternative
+            chosen = pick
+        if chosen is None:  # stalled, or a local optimum of the move set: kick from the best design
+            chosen = kicked(arch, best.design.counts, rng, visited) or random_design(arch, rng, visited)
+            if chosen is None:
                 break
-        if not candidates:  # a local optimum of the move set: restart from a random feasible design
-            draw = random_design(arch, rng, visited)
-            if draw is None:
-                break
-            candidates = [draw]
-        chosen = min(candidates, key=lambda d: surrogate(arch, d, portfolio))
+            stalled = 0
+            current = best
         visited.add(canonical(chosen.counts))
         result = evaluate(arch, chosen, portfolio, mapper)
-        if result.score < current.score or not candidates[1:]:
+        if better(arch, result, current):
             current = result
-        if result.score < best.score:
-            best = result
+        if better(arch, result, best):
+            best, stalled = result, 0
+        else:
+            stalled += 1
         trace.append(best)
     return trace
+
+
+def better(arch: ArchInstance, a: Evaluation, b: Evaluation) -> bool:
+    """``a`` scores lower, or scores the same and costs less (so idle devices get dropped, which
+    frees budget for the devices the bottleneck needs)."""
+    if a.score != b.score:
+        return a.score < b.score
+    return cost(arch, a.design) < cost(arch, b.design)
+
+
+def kicked(arch: ArchInstance, counts: Counts, rng: random.Random, avoid: set[Counts]) -> Design | None:
+    """A feasible, unvisited design ``KICK_MOVES`` random single-device changes away from ``counts``."""
+    for _ in range(200):
+        edits = [(rng.randrange(arch.racks), rng.randrange(len(arch.types)), rng.choice((-1, 1)))
+                 for _ in range(KICK_MOVES)]
+        changed = _change(counts, edits)
+        if changed is None or canonical(changed) in avoid or not any(map(sum, changed)):
+            continue
+        design = feasible(arch, changed)
+        if design is not None:
+            return design
+    return None
 
 
 def designs(arch: ArchInstance) -> list[Design]:
