@@ -60,6 +60,7 @@ import pyomo.environ as pyo
 
 from coopt.formulations.chase.model import Instance, make_solution
 from coopt.formulations.chase.schedule import (
+    canonical,
     device_classes,
     heads,
     reachability,
@@ -89,21 +90,6 @@ def incumbent(inst: Instance) -> tuple[list[int], list[float], float]:
     assignment = [device[solution["assignment"][name]] for name in tab.task_names]
     start = [solution["start_s"][name] for name in tab.task_names]
     return assignment, start, solution["objective"]
-
-
-def canonical(inst: Instance, assignment: list[int], classes: list[list[int]]) -> list[int]:
-    """The assignment with each class of identical devices relabelled in the order of the first
-    task (by topological rank ``pi``, the order of the symmetry rows) each device runs, unused
-    devices last: it satisfies the symmetry rows."""
-    rank = inst.tables.position
-    relabel = list(range(inst.n_devices))
-    for members in classes:
-        first = {p: min((rank[v] for v in range(inst.n_tasks) if assignment[v] == p), default=inst.n_tasks)
-                 for p in members}
-        ranked = sorted(members, key=lambda p: (first[p], p))
-        for new, old in zip(members, ranked, strict=True):
-            relabel[old] = new
-    return [relabel[p] for p in assignment]
 
 
 def build(inst: Instance, *, pairs: bool = True, upper: tuple[list[int], list[float], float] | None = None

@@ -137,6 +137,21 @@ def device_classes(inst: Instance) -> list[list[int]]:
     return classes
 
 
+def canonical(inst: Instance, assignment: list[int], classes: list[list[int]]) -> list[int]:
+    """The assignment with each class of identical devices relabelled in the order of the first
+    task (by topological rank ``pi``, the order of the symmetry rows) each device runs, unused
+    devices last: it satisfies the symmetry rows."""
+    rank = inst.tables.position
+    relabel = list(range(inst.n_devices))
+    for members in classes:
+        first = {p: min((rank[v] for v in range(inst.n_tasks) if assignment[v] == p), default=inst.n_tasks)
+                 for p in members}
+        ranked = sorted(members, key=lambda p: (first[p], p))
+        for new, old in zip(members, ranked, strict=True):
+            relabel[old] = new
+    return [relabel[p] for p in assignment]
+
+
 def reachability(tab: Tables) -> list[int]:
     """``reach[u]``: the tasks reachable from ``u`` along edges, as a bit set (bit ``v``)."""
     reach = [0] * tab.n

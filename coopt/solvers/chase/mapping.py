@@ -23,10 +23,17 @@ import bisect
 import heapq
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from coopt.formulations.chase.model import Instance, Tables, make_solution
-from coopt.formulations.chase.schedule import critical_path_bound, replay_order, semi_active, tails
+from coopt.formulations.chase.schedule import (
+    canonical,
+    critical_path_bound,
+    device_classes,
+    replay_order,
+    semi_active,
+    tails,
+)
 from coopt.problem import Solution
 
 # -- shared machinery ----------------------------------------------------------------------------
@@ -388,6 +395,7 @@ class Decoder:
 
     def __init__(self, tab: Tables):
         self.tab = tab
+        self.runs = [frozenset(devices) for devices in tab.compatible]
 
     def load(self, assignment: list[int], order: list[int]) -> tuple[float, float]:
         """Make (assignment, order) the current state and return its value."""
@@ -473,18 +481,32 @@ class Decoder:
         return path, previous
 
 
-def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
+#: Up to this many tasks a critical task may exchange devices with every task; beyond, with the
+#: tasks that run concurrently and ``EXCHANGE_SAMPLE`` random others per device (the
+#: neighbourhood then stays O(|path| P) and the search O(sqrt(n) (n + e))).
+EXCHANGE_ALL = 32
+EXCHANGE_SAMPLE = 4
+
+
+def _moves(tab: Tables, decoder: Decoder, rng: random.Random) -> list[tuple]:
     """The neighbourhood of the current state: moves that touch its critical path.
 
     ``("device", v, p)`` puts critical task ``v`` on device ``p``; ``("position", v, j)`` moves
     ``v`` to position ``j`` of the order (right after its last predecessor, before its device
     predecessor, or after its device successor, where precedence allows); ``("chain", tasks,
     p)`` puts 2 or 3 consecutive critical tasks on one device ``p`` (removing the transfers
-    between them); ``("exchange", v, w)`` swaps the devices of ``v`` and another task ``w``."""
+    between them); ``("exchange", v, w)`` swaps the devices of ``v`` and a task ``w`` of another
+    device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does (or last before it)
+    or one of ``EXCHANGE_SAMPLE`` others per device drawn by ``rng``."""
     assignment, order = decoder.assignment, decoder.order
     path, previous = decoder.critical_path()
     position = {v: i for i, v in enumerate(order)}
     following = {u: v for v, u in enumerate(previous) if u >= 0}
+    runs, start, finish = decoder.runs, decoder.start, decoder.finish
+    on: list[list[int]] = [[] for _ in range(tab.devices)]
+    for w in order:  # each device's tasks in its running order (so by start time)
+        on[assignment[w]].append(w)
+    starts_on = [[start[w] for w in tasks] for tasks in on]
     moves: list[tuple] = []
     for v in path:
         p = assignment[v]
@@ -499,14 +521,26 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
         w = following.get(v)
         if w is not None and first_succ > position[w]:
             moves.append(("position", v, position[w] + 1))
-        moves += [("exchange", v, w) for w in range(tab.n)
-                  if assignment[w] != p and p in tab.compatible[w] and assignment[w] in tab.compatible[v]]
+        partners: set[int] = set()
+        for q in tab.compatible[v]:
+            if q == p or not on[q]:
+                continue
+            if tab.n <= EXCHANGE_ALL:
+                partners.update(on[q])
+                continue
+            # the tasks of q that run while v does, and the last one before it ...
+            first = max(0, bisect.bisect_right(starts_on[q], start[v]) - 1)
+            last = bisect.bisect_left(starts_on[q], finish[v])
+            partners.update(on[q][first:max(last, first + 1)])
+            # ... and a few others of q, drawn at random
+            partners.update(rng.sample(on[q], min(EXCHANGE_SAMPLE, len(on[q]))))
+        moves += [("exchange", v, w) for w in sorted(partners) if p in runs[w]]
     for length in (2, 3):
         for i in range(len(path) - length + 1):
             chain = path[i:i + length]
             if len({assignment[v] for v in chain}) == 1:
                 continue
-            shared = set(tab.compatible[chain[0]]).intersection(*(tab.compatible[v] for v in chain[1:]))
+            shared = runs[chain[0]].intersection(*(runs[v] for v in chain[1:]))
             moves += [("chain", tuple(chain), q) for q in sorted(shared)]
     return moves
 
@@ -537,17 +571,29 @@ def _apply(decoder: Decoder, move: tuple) -> tuple[list[int], list[int], int]:
     return changed, order, min(order.index(v) for v in tasks)
 
 
+def _random_order(count: int, rng: random.Random) -> Iterator[int]:
+    """The indices ``0..count-1`` in a seeded pseudo-random order, as ``(a + i s) mod count`` for
+    a random offset ``a`` and a random step ``s`` coprime to ``count``: a first-improvement scan
+    usually stops early, so this costs O(1) per index looked at, where a shuffle costs O(count)."""
+    if count < 2:
+        return iter(range(count))
+    offset = rng.randrange(count)
+    step = rng.randrange(1, count)
+    while math.gcd(step, count) != 1:
+        step = step % (count - 1) + 1
+    return ((offset + i * step) % count for i in range(count))
+
+
 def _descend(tab: Tables, decoder: Decoder, rng: random.Random, budget: int) -> int:
-    """First-improvement descent of the decoder's current state over :func:`_moves` (shuffled
-    by ``rng``) until no move improves or ``budget`` trials are spent; returns the trials."""
+    """First-improvement descent of the decoder's current state over :func:`_moves` (in a seeded
+    random order) until no move improves or ``budget`` trials are spent; returns the trials."""
     spent = 0
     while spent < budget:
-        moves = _moves(tab, decoder)
-        rng.shuffle(moves)
-        for move in moves:
+        moves = _moves(tab, decoder, rng)
+        for index in _random_order(len(moves), rng):
             if spent >= budget:
                 return spent
-            assignment, order, k = _apply(decoder, move)
+            assignment, order, k = _apply(decoder, moves[index])
             spent += 1
             value = decoder.trial(assignment, order, k, decoder.value[0])
             if value is not None and value < decoder.value:
@@ -564,7 +610,7 @@ def load_bound(tab: Tables) -> float:
 
 
 #: Trials the local search may spend: ``TRIALS_PER_ROOT_N * sqrt(n)``.
-TRIALS_PER_ROOT_N = 400
+TRIALS_PER_ROOT_N = 300
 #: Tasks moved to random devices by a kick.
 KICK = 3
 
@@ -579,8 +625,9 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     touches one critical path of the current schedule, the only tasks whose change can shorten
     it: move a task to another device, shift it in the order, move a chain of 2-3 critical tasks
     to one device, or exchange the devices of a critical task and another. Each start (HEFT,
-    PEFT, CPOP, the CHASE mapper, and every device running all it can) descends by first
-    improvement (seeded shuffle) to a local optimum; then kicks of ``KICK`` random tasks to
+    PEFT, CPOP, the CHASE mapper, and every device running all it can; starts that differ only
+    by identical devices once) descends by first improvement (seeded random order) to a local
+    optimum; then kicks of ``KICK`` random tasks to
     random compatible devices restart the descent from the best state, which a kicked descent
     replaces when it is at least as good. The search stops after ``TRIALS_PER_ROOT_N * sqrt(n)``
     trial decodes or when the makespan meets the critical-path or load bound.
@@ -601,10 +648,18 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     for p in range(tab.devices):
         serial = [p if p in tab.compatible[v] else fastest[v] for v in range(tab.n)]
         starts.append((serial, list(tab.topo)))
+    classes = device_classes(inst)  # starts that differ by identical devices only descend once
+    seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    unique = []
+    for assignment, order in starts:
+        key = (tuple(canonical(inst, assignment, classes)), tuple(order))
+        if key not in seen:
+            seen.add(key)
+            unique.append((assignment, order))
     decoder = Decoder(tab)
     spent = 0
     best: tuple[tuple[float, float], list[int], list[int]] | None = None
-    for assignment, order in starts:
+    for assignment, order in unique:
         decoder.load(assignment, order)
         spent += _descend(tab, decoder, rng, budget - spent)
         if best is None or decoder.value < best[0]:
