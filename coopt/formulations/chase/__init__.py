@@ -80,7 +80,7 @@ ARCH = Problem(
     objective_name="capability (proxy)",
     objective_unit="TFLOP/s",
     sizes=(1, 2, 4),
-    size_doc="at most 4*size devices of each of 4 types, max(1, size // 2) racks",
+    size_doc="at most 4*size devices of each of 4 types, max(1, size // 2) racks (at most 1000)",
     showcase="0-two-racks-gpu-npu.toml",
 )
 

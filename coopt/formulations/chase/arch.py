@@ -454,7 +454,7 @@ def make_types(rows: tuple, scale: int) -> tuple[ArchType, ...]:
 
 def generate(seed: int, size: int) -> ArchInstance:
     """A seeded design space: the four device types of research notes 3.e with at most ``4 size``
-    of each, ``max(1, size // 2)`` racks of 40 kW, a radix-32 switch, a budget drawn between 25 %
+    of each, ``max(1, size // 2)`` racks of 40 kW (at most 1000, the schema's limit), a radix-32 switch, a budget drawn between 25 %
     and 60 % of the price of every allowed device, oversubscription 1-3 and a memory need of 0-20 %
     of the total."""
     if size < 1:
@@ -464,7 +464,7 @@ def generate(seed: int, size: int) -> ArchInstance:
     full = sum(t.device.cost * t.max_count for t in types)
     memory = sum(t.device.memory * t.max_count for t in types)
     return ArchInstance(
-        types=types, racks=max(1, size // 2), rack_power=40e3, rack_units=42, switch_radix=32,
+        types=types, racks=min(1000, max(1, size // 2)), rack_power=40e3, rack_units=42, switch_radix=32,
         switch_power=600.0, switch_units=1.0, switch_cost=20_000.0, uplink_bandwidth=50e9,
         copper_cost=100.0, optical_cost=1000.0, copper_latency=1e-6, optical_latency=2e-6,
         island_latency=0.5e-6, budget=round(rng.uniform(0.25, 0.6) * full, -3),

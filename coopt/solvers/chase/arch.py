@@ -9,17 +9,20 @@ keeps the per-rack sums, so the rows after adding or removing one device are kno
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import highspy
 import numpy as np
+from pyomo.common.tee import capture_output
 
 from coopt.formulations.chase.arch import ArchInstance, Design, design_solution, rack_network, violations
 from coopt.problem import NoSolution, Solution
 
 
 class Racks:
-    """Device counts with the sums the rows need, per rack and in total."""
+    """Device counts with the sums the rows need, per rack and in total, so that the rows after
+    adding or removing one device are known in O(1)."""
 
     def __init__(self, inst: ArchInstance):
         self.inst = inst
@@ -33,18 +36,16 @@ class Racks:
         self.totals = [0] * T
         self.device_cost = 0.0
         self.memory = 0.0
+        self.all_ports = self.all_tors = self.all_uplinks = 0
 
-    def uplinks(self) -> int:
-        return sum(u for _, u in self.network)
-
-    def cost(self, network: list[tuple[int, int]] | None = None) -> float:
+    def _cost(self, device_cost: float, ports: int, tors: int, uplinks: int) -> float:
         inst = self.inst
-        network = self.network if network is None else network
-        ups = sum(u for _, u in network)
-        spines = math.ceil(ups / inst.switch_radix) if ups else 0
-        switches = sum(t for t, _ in network) + spines
-        return (self.device_cost + inst.switch_cost * switches + inst.copper_cost * sum(self.ports)
-                + inst.optical_cost * ups)
+        spines = math.ceil(uplinks / inst.switch_radix) if uplinks else 0
+        return (device_cost + inst.switch_cost * (tors + spines) + inst.copper_cost * ports
+                + inst.optical_cost * uplinks)
+
+    def cost(self) -> float:
+        return self._cost(self.device_cost, self.all_ports, self.all_tors, self.all_uplinks)
 
     def change(self, r: int, i: int, delta: int) -> bool:
         """Add (``delta = 1``) or remove (``-1``) one device of type ``i`` in rack ``r`` if every
@@ -62,33 +63,32 @@ class Racks:
             return False
         if space + inst.switch_units * tors > inst.rack_units * slack:
             return False
-        network = list(self.network)
-        network[r] = (tors, ups)
-        total_ups = sum(u for _, u in network)
-        spines = math.ceil(total_ups / inst.switch_radix) if total_ups else 0
+        old_tors, old_ups = self.network[r]
+        all_tors = self.all_tors + tors - old_tors
+        all_uplinks = self.all_uplinks + ups - old_ups
+        all_ports = self.all_ports + delta * t.nic_ports
+        spines = math.ceil(all_uplinks / inst.switch_radix) if all_uplinks else 0
         if (inst.switch_power * spines > inst.rack_power * slack
                 or inst.switch_units * spines > inst.rack_units * slack):
             return False
-        self.device_cost += delta * t.device.cost
-        self.ports[r] = ports
-        if self.cost(network) > inst.budget * slack:
-            self.device_cost -= delta * t.device.cost
-            self.ports[r] -= delta * t.nic_ports
+        device_cost = self.device_cost + delta * t.device.cost
+        if self._cost(device_cost, all_ports, all_tors, all_uplinks) > inst.budget * slack:
             return False
         self.counts[r][i] += delta
         self.totals[i] += delta
-        self.power[r], self.space[r], self.demand[r] = power, space, demand
-        self.network = network
+        self.power[r], self.space[r], self.demand[r], self.ports[r] = power, space, demand, ports
+        self.network[r] = (tors, ups)
+        self.all_ports, self.all_tors, self.all_uplinks = all_ports, all_tors, all_uplinks
+        self.device_cost = device_cost
         self.memory += delta * t.device.memory
         return True
 
     def copy(self) -> Racks:
         twin = Racks.__new__(Racks)
-        twin.inst = self.inst
+        twin.__dict__.update(self.__dict__)
         twin.counts = [list(row) for row in self.counts]
         twin.power, twin.space, twin.ports = list(self.power), list(self.space), list(self.ports)
         twin.demand, twin.network, twin.totals = list(self.demand), list(self.network), list(self.totals)
-        twin.device_cost, twin.memory = self.device_cost, self.memory
         return twin
 
     def capability(self) -> float:
@@ -96,7 +96,7 @@ class Racks:
 
     def design(self) -> Design:
         inst = self.inst
-        ups = self.uplinks()
+        ups = self.all_uplinks
         return Design(tuple(tuple(row) for row in self.counts), tuple(t for t, _ in self.network),
                       tuple(u for _, u in self.network), math.ceil(ups / inst.switch_radix) if ups else 0)
 
@@ -192,7 +192,8 @@ def _lp_counts(inst: ArchInstance) -> np.ndarray | None:
         rows.append(({n(r, i): 1.0 for r in range(R)}, -math.inf, types[i].max_count))
     spine_cap = min(inst.rack_power / inst.switch_power if inst.switch_power else math.inf,
                     inst.rack_units / inst.switch_units if inst.switch_units else math.inf)
-    h = highspy.Highs()
+    with capture_output(capture_fd=True):  # the constructor prints a banner
+        h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     cost = np.zeros(columns)
@@ -216,28 +217,36 @@ def _lp_counts(inst: ArchInstance) -> np.ndarray | None:
     return values[: R * T].reshape(R, T)
 
 
+#: Exchanges :func:`_exchange` may try in all (each a copy and a refill).
+EXCHANGE_TRIALS = 400
+
+
 def _exchange(racks: Racks) -> Racks:
     """First-improvement exchanges: remove one or two devices of a type from a rack, add one of
     another type (or the same, elsewhere) where it first fits, refill with the density greedy;
-    keep the result when its capability is higher; until none improves."""
+    keep the result when its capability is higher; until none improves or ``EXCHANGE_TRIALS``
+    exchanges are spent. Racks with the same contents are one rack to this search (the racks are
+    identical), so it tries one of each."""
     inst = racks.inst
     T = range(len(inst.types))
+    trials = 0
     improved = True
-    while improved:
+    while improved and trials < EXCHANGE_TRIALS:
         improved = False
-        for r in range(inst.racks):
-            for i in T:
-                for j in T:
-                    for removed in (1, 2):
-                        trial = racks.copy()
-                        if not all(trial.change(r, i, -1) for _ in range(removed)):
-                            continue
-                        if not any(trial.change(s, j, +1) for s in range(inst.racks) if (s, j) != (r, i)):
-                            continue
-                        _fill(trial)
-                        if (trial.capability() > racks.capability() * (1 + 1e-12)
-                                and not violations(inst, trial.design())):
-                            racks, improved = trial, True
+        distinct = list({tuple(row): r for r, row in reversed(list(enumerate(racks.counts)))}.values())
+        for r, i, j, removed in itertools.product(sorted(distinct), T, T, (1, 2)):
+            if trials >= EXCHANGE_TRIALS:
+                break
+            trial = racks.copy()
+            if not all(trial.change(r, i, -1) for _ in range(removed)):
+                continue
+            if not any(trial.change(s, j, +1) for s in range(inst.racks) if (s, j) != (r, i)):
+                continue
+            trials += 1
+            _fill(trial)
+            if trial.capability() > racks.capability() * (1 + 1e-12) and not violations(inst, trial.design()):
+                racks, improved = trial, True
+                break
     return racks
 
 
@@ -251,7 +260,7 @@ def lp_rounding(inst: ArchInstance, seed: int = 0) -> Solution:
 
     Guarantee: feasible when it returns, never below the density greedy from the rounded counts.
     Running time: one LP with ``R (T + 2) + 1`` columns and ``5 R + T + 3`` rows, O(D T + R T)
-    per fill for D devices, and one refill per exchange tried (O(T^2 R^2) exchanges per improvement).
+    per fill for D devices, and at most ``EXCHANGE_TRIALS`` exchanges (each a refill).
     Source: ours (LP rounding with greedy repair for multi-dimensional knapsacks, after Frieze and
     Clarke, EJOR 15(1), 1984). ``seed`` is unused."""
     fractional = _lp_counts(inst)
