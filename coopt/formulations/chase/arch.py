@@ -454,9 +454,9 @@ def make_types(rows: tuple, scale: int) -> tuple[ArchType, ...]:
 
 def generate(seed: int, size: int) -> ArchInstance:
     """A seeded design space: the four device types of research notes 3.e with at most ``4 size``
-    of each, ``max(1, size // 2)`` racks of 40 kW (at most 1000, the schema's limit), a radix-32 switch, a budget drawn between 25 %
-    and 60 % of the price of every allowed device, oversubscription 1-3 and a memory need of 0-20 %
-    of the total."""
+    of each, ``max(1, size // 2)`` racks of 40 kW (at most 1000, the schema's limit), a radix-32
+    switch, a budget drawn between 25 % and 60 % of the price of every allowed device,
+    oversubscription 1-3 and a memory need of 0-20 % of the total."""
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     rng = random.Random(seed)

@@ -586,12 +586,13 @@ def tasks_of_size(size: int) -> int:
 
 def generate(seed: int, size: int) -> Instance:
     """A seeded layered random DAG of ``4 + 2 size`` tasks (:func:`.workloads.random_layered`) on
-    one of the four 4-device platforms of :func:`platform` (by seed), with a communication-to-
-    computation ratio of 0.1, 1 or 10 (by seed) on the reference GPU and NIC."""
+    one of the four 4-device platforms of :func:`platform` (``seed mod 4``), with a
+    communication-to-computation ratio of 0.1, 1 or 10 (``seed mod 3``) on the reference GPU and
+    NIC, so that any three consecutive seeds cover the three ratios."""
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     rng = random.Random(seed)
     kind = PLATFORMS[seed % len(PLATFORMS)]
-    ccr = (0.1, 1.0, 10.0)[(seed // len(PLATFORMS)) % 3]
+    ccr = (0.1, 1.0, 10.0)[seed % 3]
     workload = random_layered(rng, tasks_of_size(size), ccr=ccr)
     return Instance(platform(kind), workload)

@@ -482,13 +482,13 @@ class Decoder:
 
 
 #: Up to this many tasks a critical task may exchange devices with every task; beyond, with the
-#: tasks that run concurrently and ``EXCHANGE_SAMPLE`` random others per device (the
-#: neighbourhood then stays O(|path| P) and the search O(sqrt(n) (n + e))).
+#: tasks of each other device that run concurrently and ``EXCHANGE_NEAR`` before and after them
+#: (the neighbourhood then stays O(|path| P) and the search O(sqrt(n) (n + e))).
 EXCHANGE_ALL = 32
-EXCHANGE_SAMPLE = 4
+EXCHANGE_NEAR = 2
 
 
-def _moves(tab: Tables, decoder: Decoder, rng: random.Random) -> list[tuple]:
+def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
     """The neighbourhood of the current state: moves that touch its critical path.
 
     ``("device", v, p)`` puts critical task ``v`` on device ``p``; ``("position", v, j)`` moves
@@ -496,8 +496,8 @@ def _moves(tab: Tables, decoder: Decoder, rng: random.Random) -> list[tuple]:
     predecessor, or after its device successor, where precedence allows); ``("chain", tasks,
     p)`` puts 2 or 3 consecutive critical tasks on one device ``p`` (removing the transfers
     between them); ``("exchange", v, w)`` swaps the devices of ``v`` and a task ``w`` of another
-    device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does (or last before it)
-    or one of ``EXCHANGE_SAMPLE`` others per device drawn by ``rng``."""
+    device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does or within
+    ``EXCHANGE_NEAR`` positions of those on its device."""
     assignment, order = decoder.assignment, decoder.order
     path, previous = decoder.critical_path()
     position = {v: i for i, v in enumerate(order)}
@@ -528,12 +528,10 @@ def _moves(tab: Tables, decoder: Decoder, rng: random.Random) -> list[tuple]:
             if tab.n <= EXCHANGE_ALL:
                 partners.update(on[q])
                 continue
-            # the tasks of q that run while v does, and the last one before it ...
-            first = max(0, bisect.bisect_right(starts_on[q], start[v]) - 1)
+            # the tasks of q that run while v does, and EXCHANGE_NEAR before and after them
+            first = bisect.bisect_right(starts_on[q], start[v]) - 1
             last = bisect.bisect_left(starts_on[q], finish[v])
-            partners.update(on[q][first:max(last, first + 1)])
-            # ... and a few others of q, drawn at random
-            partners.update(rng.sample(on[q], min(EXCHANGE_SAMPLE, len(on[q]))))
+            partners.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
         moves += [("exchange", v, w) for w in sorted(partners) if p in runs[w]]
     for length in (2, 3):
         for i in range(len(path) - length + 1):
@@ -589,7 +587,7 @@ def _descend(tab: Tables, decoder: Decoder, rng: random.Random, budget: int) -> 
     random order) until no move improves or ``budget`` trials are spent; returns the trials."""
     spent = 0
     while spent < budget:
-        moves = _moves(tab, decoder, rng)
+        moves = _moves(tab, decoder)
         for index in _random_order(len(moves), rng):
             if spent >= budget:
                 return spent
@@ -610,7 +608,7 @@ def load_bound(tab: Tables) -> float:
 
 
 #: Trials the local search may spend: ``TRIALS_PER_ROOT_N * sqrt(n)``.
-TRIALS_PER_ROOT_N = 300
+TRIALS_PER_ROOT_N = 400
 #: Tasks moved to random devices by a kick.
 KICK = 3
 
