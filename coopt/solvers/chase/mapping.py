@@ -607,8 +607,11 @@ def load_bound(tab: Tables) -> float:
     return sum(min(tab.time[v][p] for p in tab.compatible[v]) for v in range(tab.n)) / tab.devices
 
 
-#: Trials the local search may spend: ``TRIALS_PER_ROOT_N * sqrt(n)``.
+#: The local search's trial unit ``B = TRIALS_PER_ROOT_N * sqrt(n)``: it stops after
+#: ``PATIENCE * B`` trials without a better schedule, and after ``CAP * B`` trials in all.
 TRIALS_PER_ROOT_N = 400
+PATIENCE = 1.0
+CAP = 2
 #: Tasks moved to random devices by a kick.
 KICK = 3
 
@@ -627,14 +630,15 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     by identical devices once) descends by first improvement (seeded random order) to a local
     optimum; then kicks of ``KICK`` random tasks to
     random compatible devices restart the descent from the best state, which a kicked descent
-    replaces when it is at least as good. The search stops after ``TRIALS_PER_ROOT_N * sqrt(n)``
-    trial decodes or when the makespan meets the critical-path or load bound.
+    replaces when it is at least as good. With ``B = TRIALS_PER_ROOT_N * sqrt(n)`` trial
+    decodes, the search stops after ``PATIENCE * B`` trials without a better schedule, after
+    ``CAP * B`` in all, or when the makespan meets the critical-path or load bound.
 
     Guarantee: never worse than the best of its starts (so than HEFT, PEFT, CPOP and the CHASE
-    mapper). Running time O(e P^2) for the starts and bounds, then O(sqrt(n)) trials of O(n + e)
-    each (a trial decodes the suffix of the order that the move changes and stops at the first
-    task past the current makespan): O(e P^2 + sqrt(n) (n + e)) in all, plus the neighbourhood
-    lists (O(n) per critical task). Source: ours; critical-path neighbourhoods after Nowicki and
+    mapper). Running time O(e P^2) for the starts and bounds, then at most ``CAP * B`` =
+    O(sqrt(n)) trials of O(n + e) each (a trial decodes the suffix of the order that the move
+    changes and stops at the first task past the current makespan): O(e P^2 + sqrt(n) (n + e))
+    in all, plus the neighbourhood lists (O(n) per critical task). Source: ours; critical-path neighbourhoods after Nowicki and
     Smutnicki's tabu search for the job shop (Management Science 42(6), 1996), iterated local
     search after Lourenco, Martin and Stutzle (Handbook of Metaheuristics, 2003)."""
     tab = inst.tables
@@ -655,22 +659,25 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
             seen.add(key)
             unique.append((assignment, order))
     decoder = Decoder(tab)
-    spent = 0
+    cap = CAP * budget
+    spent = last = 0
     best: tuple[tuple[float, float], list[int], list[int]] | None = None
     for assignment, order in unique:
         decoder.load(assignment, order)
-        spent += _descend(tab, decoder, rng, budget - spent)
+        spent += _descend(tab, decoder, rng, cap - spent)
         if best is None or decoder.value < best[0]:
-            best = (decoder.value, decoder.assignment, decoder.order)
-        if spent >= budget:
+            best, last = (decoder.value, decoder.assignment, decoder.order), spent
+        if spent >= cap:
             break
     assert best is not None
-    while spent < budget and best[0][0] > floor:
+    while spent < cap and spent - last < PATIENCE * budget and best[0][0] > floor:
         assignment = list(best[1])
         for v in rng.sample(range(tab.n), min(KICK, tab.n)):
             assignment[v] = rng.choice(tab.compatible[v])
         decoder.load(assignment, best[2])
-        spent += 1 + _descend(tab, decoder, rng, budget - spent - 1)
+        spent += 1 + _descend(tab, decoder, rng, cap - spent - 1)
+        if decoder.value < best[0]:
+            last = spent
         if decoder.value <= best[0]:
             best = (decoder.value, decoder.assignment, decoder.order)
     return compacted(inst, (best[1], best[2]))
