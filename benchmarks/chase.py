@@ -49,18 +49,25 @@ def geomean_gap(gaps: list[float]) -> float:
     return math.exp(sum(math.log1p(g) for g in gaps) / len(gaps)) - 1 if gaps else math.nan
 
 
-def exact_family(sizes: tuple[int, ...], seeds: int) -> list[tuple[str, Instance]]:
-    cases = [(f"generated size {size} seed {seed}", PROBLEM.generate(seed, size))
+def ccr_of(seed: int) -> float:
+    """The communication-to-computation ratio of a generated instance (model.generate)."""
+    return (0.1, 1.0, 10.0)[seed % 3]
+
+
+def exact_family(sizes: tuple[int, ...], seeds: int) -> list[tuple[str, Instance, float | None]]:
+    """(name, instance, CCR or None for a shipped file)."""
+    cases = [(f"generated size {size} seed {seed}", PROBLEM.generate(seed, size), ccr_of(seed))
              for size in sizes for seed in range(seeds)]
-    return cases + [(path.stem, load(path).instance) for path in small_shipped("chase")]
+    return cases + [(path.stem, load(path).instance, None) for path in small_shipped("chase")]
 
 
 def gaps(quick: bool) -> dict[str, dict[str, float]]:
     """Per heuristic: mean, geomean and worst gap to the proven optimum, share optimal, median time."""
     cases = exact_family((1, 2, 3, 4) if quick else (1, 2, 3, 4, 5), 3 if quick else 12)
     table: dict[str, dict[str, list[float]]] = {m: {"gap": [], "time": []} for m in HEURISTICS}
+    by_ccr: dict[str, dict[float, list[float]]] = {m: {0.1: [], 1.0: [], 10.0: []} for m in HEURISTICS}
     exact_times, proved = [], 0
-    for _, inst in cases:
+    for _, inst, ccr in cases:
         exact = run(PROBLEM, inst, "exact", OPTIONS)
         if exact.status != "optimal":
             continue
@@ -68,8 +75,11 @@ def gaps(quick: bool) -> dict[str, dict[str, float]]:
         exact_times.append(exact.times["total"])
         for method in HEURISTICS:
             report = run(PROBLEM, inst, method, OPTIONS)
-            table[method]["gap"].append(max(0.0, report.objective / exact.objective - 1))
+            gap = max(0.0, report.objective / exact.objective - 1)
+            table[method]["gap"].append(gap)
             table[method]["time"].append(report.times["total"])
+            if ccr is not None:
+                by_ccr[method][ccr].append(gap)
     print(f"\n## Gaps to the proven optimum ({proved} of {len(cases)} instances proved within 60 s; "
           f"median exact time {statistics.median(exact_times):.2f} s)\n")
     print("| method | mean gap | geomean gap | worst gap | optimal | median time [ms] |")
@@ -82,6 +92,13 @@ def gaps(quick: bool) -> dict[str, dict[str, float]]:
         row = out[method]
         print(f"| {method} | {row['mean']:.2%} | {row['geomean']:.2%} | {row['worst']:.2%} | "
               f"{row['optimal']:.0%} | {row['time'] * 1e3:.2f} |")
+    print("\nMean gap by communication-to-computation ratio (generated instances only):\n")
+    print("| method | CCR 0.1 | CCR 1 | CCR 10 |")
+    print("|---|---:|---:|---:|")
+    for method in HEURISTICS:
+        cells = [statistics.mean(g) if g else math.nan for g in by_ccr[method].values()]
+        out[method]["by_ccr"] = dict(zip(by_ccr[method], cells, strict=True))
+        print(f"| {method} | " + " | ".join(f"{c:.2%}" for c in cells) + " |")
     return out
 
 
