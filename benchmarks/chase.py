@@ -104,7 +104,7 @@ def gaps(quick: bool) -> dict[str, dict[str, float]]:
 
 def _timed(fn: Callable, *args) -> float:
     best = math.inf
-    for _ in range(3):
+    for _ in range(5):
         t0 = time.perf_counter()
         fn(*args)
         best = min(best, time.perf_counter() - t0)
@@ -112,7 +112,7 @@ def _timed(fn: Callable, *args) -> float:
 
 
 def mapping_times(quick: bool) -> dict[int, tuple[float, float]]:
-    """{tasks: (CHASE mapper seconds, PEFT seconds)}, best of 3, the mappings alone (no simulation)."""
+    """{tasks: (CHASE mapper seconds, PEFT seconds)}, best of 5, the mappings alone (no simulation)."""
     from coopt.solvers.chase.mapping import chase_mapping, peft_mapping
 
     sizes = (50, 200) if quick else (50, 100, 200, 400)

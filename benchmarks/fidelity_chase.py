@@ -44,7 +44,8 @@ def mapping_time() -> Ours:
         f"{saved:.1%} less at 200 tasks",
         status,
         "the pre-filter tries 2-4 devices per task where PEFT builds its O(e P^2) table and tries all P; "
-        "the saving grows with P and the DAG (36 % at 50 tasks on 8 devices, docs/chase.md)",
+        "the saving depends on the DAG's size and the machine's load (39-71 % over 50-400 tasks on 8 "
+        "devices in docs/chase.md's run)",
     )
 
 
@@ -55,7 +56,7 @@ def outer_loop() -> Ours:
         f"{result['gap64_mean']:.2%} mean gap at 64 evaluations ({result['hits64']:.0%} of starts at the "
         f"exhaustive optimum; {result['gap16_mean']:.2%} at 16)",
         status,
-        "a small design space (4 types, 2 racks, about 4000 feasible designs) enumerated exhaustively; "
+        "a small design space (4 types, 2 racks, 2319 feasible designs) enumerated exhaustively; "
         "the paper's spaces are not known",
     )
 
