@@ -638,9 +638,10 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     mapper). Running time O(e P^2) for the starts and bounds, then at most ``CAP * B`` =
     O(sqrt(n)) trials of O(n + e) each (a trial decodes the suffix of the order that the move
     changes and stops at the first task past the current makespan): O(e P^2 + sqrt(n) (n + e))
-    in all, plus the neighbourhood lists (O(n) per critical task). Source: ours; critical-path neighbourhoods after Nowicki and
-    Smutnicki's tabu search for the job shop (Management Science 42(6), 1996), iterated local
-    search after Lourenco, Martin and Stutzle (Handbook of Metaheuristics, 2003)."""
+    in all, plus the neighbourhood lists (O(n) per critical task). Source: ours; critical-path
+    neighbourhoods after Nowicki and Smutnicki's tabu search for the job shop (Management
+    Science 42(6), 1996), iterated local search after Lourenco, Martin and Stutzle (Handbook of
+    Metaheuristics, 2003)."""
     tab = inst.tables
     rng = random.Random(seed)
     budget = int(TRIALS_PER_ROOT_N * math.sqrt(tab.n))
