@@ -398,32 +398,21 @@ class Decoder:
         self.runs = [frozenset(devices) for devices in tab.compatible]
 
     def load(self, assignment: list[int], order: list[int]) -> tuple[float, float]:
-        """Make (assignment, order) the current state and return its value."""
+        """Make (assignment, order) the current state and return its value: its semi-active
+        schedule, then per position the devices' free times and the running makespan and sum."""
         tab = self.tab
-        time, latency, inverse = tab.time, tab.latency, tab.inverse_bandwidth
-        data, preds = tab.data, tab.preds
+        start, _ = semi_active(tab, assignment, order)
+        finish = [start[v] + tab.time[v][assignment[v]] for v in range(tab.n)]
         free = [0.0] * tab.devices
-        finish = [0.0] * tab.n
-        start = [0.0] * tab.n
         self.free_before: list[list[float]] = []
         self.total_before = [0.0]
         self.span_before = [0.0]
         span = total = 0.0
         for v in order:
             self.free_before.append(list(free))
-            p = assignment[v]
-            ready = free[p]
-            for u, e in preds[v]:
-                q = assignment[u]
-                arrive = finish[u] if q == p else finish[u] + latency[q][p] + data[e] * inverse[q][p]
-                if arrive > ready:
-                    ready = arrive
-            start[v] = ready
-            end = ready + time[v][p]
-            finish[v] = free[p] = end
+            end = free[assignment[v]] = finish[v]
             total += end
-            if end > span:
-                span = end
+            span = max(span, end)
             self.total_before.append(total)
             self.span_before.append(span)
         self.assignment, self.order, self.start, self.finish = list(assignment), list(order), start, finish
