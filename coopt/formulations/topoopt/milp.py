@@ -6,17 +6,25 @@ demand enters only through ``mu_gq = theta * lambda_gq``]::
 
     max  theta
     s.t. sum_j x_ij = d, sum_i x_ij = d,  x_ii = 0,  x_ij in {0..d}
+         x_ij = x_ji                                                  (link_symmetry = symmetric)
          sum_q mu_gq = theta                                          for every group g
          sum_j f^s_vj - sum_i f^s_iv = theta M_sv* + sum_g c_g sum_q mu_gq           (v = s)
                                      = -(theta M_sv + sum_g c_g sum_{q: s+q=v} mu_gq)  (v != s)
          sum_s f^s_ij <= (B / 8) x_ij
-         theta >= (B / 8) / sum_st D_st     (valid: a stride-1 ring routes everything)
+         theta >= (B / 8) / sum_st D_st                                (theta_floor, below)
          f, mu, theta >= 0
 
 with ``M_sv* = sum_t M_st``: source-aggregated flows ``f^s``, one commodity per source.
 ``theta`` is in iterations per second: the iteration's communication takes ``1/theta`` s. The
 model is scaled so that the busiest server sends one unit and a port carries one unit per
 time unit; ``objective_unit`` turns the scaled ``theta`` back into iterations per second.
+
+``theta_floor`` loses nothing: on any topology on which the demand can be routed at all, routing it
+along simple paths loads every arc with at most the total demand ``sum_st D_st`` (any split gives the
+same total), and an arc in use has at least one link, so that topology reaches ``theta`` at least
+``(B/8) / sum D``. The floor only removes ``theta = 0`` (the demand left unrouted), so P1 is
+infeasible exactly when no topology routes the demand (possible with ``symmetric`` links and
+``d = 1``, a perfect matching), and otherwise its optimum is untouched.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
+from coopt.errors import CooptError
 from coopt.formulations.topoopt.model import (
     Instance,
     busiest_sender,
@@ -39,21 +48,36 @@ from coopt.problem import NoSolution, Solution
 MAX_P1_SERVERS = 48
 
 
+class ModelTooLarge(NoSolution, CooptError):
+    """P1 refused before anything is built: a ``no_solution`` for the runner, one line for the CLI."""
+
+
+def arcs_of(n: int, links: np.ndarray | None) -> list[tuple[int, int]]:
+    """The arcs P1 may use: every ordered pair of distinct servers, or those with a link."""
+    return [(i, j) for i in range(n) for j in range(n) if i != j and (links is None or links[i][j] > 0)]
+
+
+def total_demand(instance: Instance) -> float:
+    """``sum_st D_st`` in bytes (the same for every ring split)."""
+    n = instance.servers
+    return float(mp_matrix(instance).sum()) + n * sum(ring_bytes(g) for g in instance.allreduce)
+
+
 def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteModel:
     """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1.
 
     With ``links`` given the topology is fixed (a parameter, arcs restricted to existing links)
     and the model is the routing + ring-split LP on that topology.
     """
-    n, d = instance.servers, instance.degree
+    n = instance.servers
     if links is None and n > MAX_P1_SERVERS:
-        raise NoSolution(
+        raise ModelTooLarge(
             f"P1 has n^2 (n - 1) = {n * n * (n - 1)} flow variables at n = {n}; it is built for "
-            f"n <= {MAX_P1_SERVERS} (use the heuristics, e.g. --method topology_finder)"
+            f"n <= {MAX_P1_SERVERS} (use a heuristic, e.g. --method topology_finder_lp, or --method bound)"
         )
     unit = busiest_sender(instance)
     m_scaled = mp_matrix(instance) / unit
-    arcs = [(i, j) for i in range(n) for j in range(n) if i != j and (links is None or links[i][j] > 0)]
+    arcs = arcs_of(n, links)
     out_arcs: list[list[int]] = [[] for _ in range(n)]
     in_arcs: list[list[int]] = [[] for _ in range(n)]
     for i, j in arcs:
@@ -69,13 +93,7 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
     model.G = pyo.Set(initialize=range(len(instance.allreduce)))
     model.Q = pyo.Set(initialize=shares, dimen=2)
     if links is None:
-        model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
-        model.out_degree = pyo.Constraint(
-            model.N, rule=lambda m, i: sum(m.links[i, j] for j in out_arcs[i]) == d
-        )
-        model.in_degree = pyo.Constraint(
-            model.N, rule=lambda m, j: sum(m.links[i, j] for i in in_arcs[j]) == d
-        )
+        _link_variables(model, instance, out_arcs, in_arcs)
     else:
         model.links = pyo.Param(model.A, initialize={(i, j): int(links[i][j]) for i, j in arcs})
     model.flow = pyo.Var(model.N, model.A, domain=pyo.NonNegativeReals)
@@ -101,13 +119,28 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
         model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in range(n)) <= m.links[i, j]
     )
     if links is None:
-        # Valid floor: a stride-1 ring (plus any d - 1 permutations) carries every byte over each
-        # arc at most once, so theta* >= 1 / (total scaled demand). It cuts off the degenerate
-        # theta = 0 incumbent HiGHS can return at a time limit, whose routing means nothing.
-        total = (float(mp_matrix(instance).sum()) + n * sum(ring_bytes(g) for g in instance.allreduce)) / unit
-        model.theta_floor = pyo.Constraint(expr=model.theta >= 1.0 / total)
+        model.theta_floor = pyo.Constraint(expr=model.theta >= unit / total_demand(instance))
     model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
     return model
+
+
+def _link_variables(
+    model: pyo.ConcreteModel, instance: Instance, out_arcs: list[list[int]], in_arcs: list[list[int]]
+) -> None:
+    """``x`` as integer variables with the degree rows; with symmetric links one variable per pair,
+    ``links[i, j]`` and ``links[j, i]`` both naming it."""
+    n, d = instance.servers, instance.degree
+    if instance.symmetric:
+        model.P = pyo.Set(initialize=[(i, j) for i in range(n) for j in range(i + 1, n)], dimen=2)
+        model.pair = pyo.Var(model.P, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+        model.links = pyo.Expression(model.A, rule=lambda m, i, j: m.pair[min(i, j), max(i, j)])
+        model.degree_rows = pyo.Constraint(
+            model.N, rule=lambda m, i: sum(m.pair[min(i, j), max(i, j)] for j in out_arcs[i]) == d
+        )
+        return
+    model.links = pyo.Var(model.A, domain=pyo.NonNegativeIntegers, bounds=(0, d))
+    model.out_degree = pyo.Constraint(model.N, rule=lambda m, i: sum(m.links[i, j] for j in out_arcs[i]) == d)
+    model.in_degree = pyo.Constraint(model.N, rule=lambda m, j: sum(m.links[i, j] for i in in_arcs[j]) == d)
 
 
 def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
