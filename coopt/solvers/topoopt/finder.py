@@ -1,0 +1,350 @@
+"""Our TopologyFinder family: the paper's degree split (``topology_finder``), rings only, matchings
+only, the same constructions routed by the optimal LP (``topology_finder_lp``), and a local search
+over degree-preserving link swaps (``link_swap_search``).
+
+A *ring unit* is what one ring costs in ports: with directed links a ring ``i -> i + q`` uses one
+port per server; with symmetric (duplex) links a ring is bidirectional, ``q`` and ``n - q`` together,
+and uses two (``q = n/2`` is its own reverse and uses one). The remaining ports are rounds of
+damped maximum-weight perfect matching on the model-parallel demand, which are symmetric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from coopt.formulations.topoopt.model import (
+    Instance,
+    candidate_strides,
+    demand_matrix,
+    mp_matrix,
+    ring_bytes,
+)
+from coopt.formulations.topoopt.routing import route
+from coopt.formulations.topoopt.strides import circulant_distances
+from coopt.problem import NoSolution, Solution
+from coopt.solvers.topoopt.fabric import (
+    LP_SERVERS,
+    best_routed,
+    ecmp_solution,
+    ecmp_split_solution,
+    paired,
+    repeated_matching,
+    ring_links,
+    select_permutations,
+    symmetric_candidates,
+)
+
+# -- construction ------------------------------------------------------------------------------
+
+
+def _candidates(instance: Instance, k: int) -> list[int]:
+    n = instance.servers
+    return symmetric_candidates(n, k) if instance.symmetric else candidate_strides(n, k)
+
+
+def _nearest_candidate(n: int, candidates: Sequence[int], strides: Sequence[int]) -> int:
+    """The candidate stride fewest hops away over the ring strides (coin change), smallest first."""
+    dist = circulant_distances(n, strides)
+    return min(candidates, key=lambda q: (dist[q], q))
+
+
+def ring_plan(instance: Instance, units: int) -> tuple[list[int], list[list[list[float]]]]:
+    """Give ``units`` ring units to the AllReduce groups, proportionally to their ring bytes.
+
+    Groups are taken by traffic (largest first), each gets ``>= 1`` ring while rings last, and one
+    ring always spans all ``n`` servers (TopoOpt's connectivity guarantee). Groups left without a
+    ring send on the candidate stride nearest over the chosen strides (coin change). Returns the
+    strides of the permutations to lay (duplex rings as both directions) and the ring shares: each
+    group's traffic split evenly over its own strides' permutations.
+    """
+    n = instance.servers
+    paired_if = (lambda reps: paired(n, reps)) if instance.symmetric else (lambda reps: sorted(reps))
+    if units <= 0:
+        reps: list[int] = []
+    elif not instance.allreduce:
+        reps = select_permutations(_candidates(instance, n), units)
+    else:
+        reps = []
+    own: dict[int, list[int]] = {}
+    if instance.allreduce and units > 0:
+        order = sorted(range(len(instance.allreduce)), key=lambda g: -ring_bytes(instance.allreduce[g]))
+        spanning = any(instance.allreduce[g].size == n for g in order[:units])
+        budget = units if spanning else units - 1
+        counts = dict.fromkeys(order, 0)
+        for g in order[:budget]:
+            counts[g] = 1
+        for _ in range(budget - sum(counts.values())):  # D'Hondt: next ring to the largest bytes per ring
+            g = max(order, key=lambda h: ring_bytes(instance.allreduce[h]) / (counts[h] + 1))
+            counts[g] += 1
+        for g in order:
+            if counts[g]:
+                pool = _candidates(instance, instance.allreduce[g].size)
+                own[g] = select_permutations(pool, counts[g], reps)
+                reps += own[g]
+        if not spanning:
+            reps += select_permutations(_candidates(instance, n), 1, reps)
+    strides = paired_if(reps)
+    shares = []
+    for g, group in enumerate(instance.allreduce):
+        if g in own:
+            mine = paired_if(own[g])
+            shares.append([[q, mine.count(q) / len(mine)] for q in sorted(set(mine))])
+        else:
+            shares.append([[_nearest_candidate(n, candidate_strides(n, group.size), strides), 1.0]])
+    return strides, shares
+
+
+def ring_units(instance: Instance) -> list[int]:
+    """The ring-unit counts a construction may take: every count whose leftover ports can be perfect
+    matchings (which need an even ``n``), at least one ring where one fits."""
+    n, d = instance.servers, instance.degree
+    most = d // 2 if instance.symmetric else d
+    counts = [u for u in range(1 if most else 0, most + 1)]
+    if n % 2:  # no perfect matching: every port must be a ring
+        counts = [u for u in counts if (2 * u if instance.symmetric else u) == d]
+    return counts
+
+
+def construct(instance: Instance, units: int, matchings: list[np.ndarray]) -> tuple[np.ndarray, list]:
+    """Links and ring shares of ``units`` ring units plus matchings on the ports left over
+    (``matchings[r]``: the first ``r`` rounds of :func:`repeated_matching`)."""
+    strides, shares = ring_plan(instance, units)
+    links = ring_links(instance.servers, strides)
+    left = instance.degree - len(strides)
+    if left:
+        if instance.servers % 2:
+            raise NoSolution(f"{left} ports left for matchings, but n = {instance.servers} is odd")
+        links = links + matchings[left]
+    return links, shares
+
+
+def _matching_stack(instance: Instance) -> list[np.ndarray]:
+    if instance.servers % 2:
+        return [np.zeros((instance.servers,) * 2, dtype=int)]
+    return repeated_matching(mp_matrix(instance), instance.degree)
+
+
+def paper_units(instance: Instance) -> int:
+    """The paper's degree split ``d_A = round(d T_A / (T_A + T_MP))`` (research notes 1(d)) in ring
+    units: ``T_A = n sum_g c_g``, ``T_MP = sum M``; at least one ring, all ports when ``n`` is odd."""
+    n, d = instance.servers, instance.degree
+    t_a = n * sum(ring_bytes(g) for g in instance.allreduce)
+    t_mp = float(mp_matrix(instance).sum())
+    ports = d * t_a / (t_a + t_mp)
+    counts = ring_units(instance)
+    want = max(1, round(ports / 2)) if instance.symmetric else max(1, round(ports))
+    return min(counts, key=lambda u: (abs(u - want), -u)) if counts else 0
+
+
+# -- heuristics ------------------------------------------------------------------------------
+
+
+def find_topology(instance: Instance) -> tuple[np.ndarray, list[int], list[list[list[float]]]]:
+    """TopologyFinder's links, ring strides and ring shares (see :func:`topology_finder`)."""
+    units = paper_units(instance)
+    strides, _ = ring_plan(instance, units)
+    links, shares = construct(instance, units, _matching_stack(instance))
+    return links, strides, shares
+
+
+def topology_finder(instance: Instance, seed: int = 0) -> Solution:
+    """TopologyFinder as the paper describes it: split the degree between AllReduce rings and
+    model-parallel matchings.
+
+    ``d_A = round(d T_A / (T_A + T_MP))`` ports as rings (:func:`paper_units`), rings from
+    TotientPerms + SelectPermutations per group (one always Hamiltonian; duplex with symmetric
+    links), ``d - d_A`` rounds of damped max-weight matching on ``M``, ECMP shortest-path routing
+    with each group's traffic split evenly on its rings. Guarantee: a ``d``-regular topology (``d``
+    permutations, symmetric where the links are), strongly connected whenever a ring fits.
+    O(d n^3) (the matchings dominate). Deterministic; ``seed`` unused. Source: TopoOpt (NSDI 2023)
+    and research notes 1(c); the released code differs (it gives every port to rings and lays them
+    differently: :func:`coopt.solvers.topoopt.authors.topoopt_authors`).
+    """
+    links, _, shares = find_topology(instance)
+    return ecmp_solution(instance, links, shares)
+
+
+def rings_only(instance: Instance, seed: int = 0) -> Solution:
+    """Every port a stride ring (geometric strides, one Hamiltonian), ECMP (coin-change) routing,
+    each group's traffic split evenly on its rings. With symmetric links: ``d // 2`` duplex rings,
+    and for odd ``d`` the self-reverse stride ``n/2`` (a perfect matching ``i <-> i + n/2``).
+    Guarantee: a strongly connected circulant. O(d n^2). Deterministic. Source: the ring half of
+    TopologyFinder; not the released code (see ``topoopt_authors``)."""
+    n, d = instance.servers, instance.degree
+    units = d // 2 if instance.symmetric else d
+    strides, shares = ring_plan(instance, units)
+    if len(strides) < d:
+        if n % 2:
+            raise NoSolution(f"an odd degree with symmetric links on odd n = {n} cannot be rings only")
+        strides = sorted(strides + [n // 2] * (d - len(strides)))
+    return ecmp_solution(instance, ring_links(n, strides), shares)
+
+
+def matching_only(instance: Instance, seed: int = 0) -> Solution:
+    """One Hamiltonian ring (stride 1; duplex with symmetric links) for connectivity plus damped
+    max-weight matchings on the *total* demand for the other ports, each group's AllReduce kept on
+    its base stride ``n/k`` (a demand-oblivious ring order, no mutability). Guarantee: a strongly
+    connected ``d``-regular topology; NoSolution if ``n`` is odd and ports are left for matchings.
+    O(d n^3). Deterministic. Source: the MP step of TopoOpt applied to all traffic, as a baseline
+    for the degree split."""
+    n, d = instance.servers, instance.degree
+    base = [[(n // g.size, 1.0)] for g in instance.allreduce]
+    ring = paired(n, [1]) if instance.symmetric and d >= 2 else ([1] if not instance.symmetric else [])
+    links = ring_links(n, ring)
+    left = d - len(ring)
+    if left:
+        if n % 2:
+            raise NoSolution(f"{left} ports left for matchings, but n = {n} is odd")
+        links = links + repeated_matching(demand_matrix(instance, base), left)[-1]
+    return ecmp_solution(instance, links, [[[q, v] for q, v in g] for g in base])
+
+
+def _portfolio(instance: Instance) -> list[Solution]:
+    """Every construction of :func:`ring_units`, each with the routing of :func:`best_routed`."""
+    stack = _matching_stack(instance)
+    found = []
+    for units in ring_units(instance):
+        links, _ = construct(instance, units, stack)
+        try:
+            found.append(best_routed(instance, links))
+        except NoSolution:
+            continue
+    return found
+
+
+def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
+    """Our constructions routed optimally: for every ring/matching split of the ports (each count of
+    ring units whose leftover ports can be matchings) the TopologyFinder construction, routed and
+    ring-split by the routing LP (P1 with the links fixed) up to ``LP_SERVERS`` servers, and by
+    ECMP with the LP-best ring split above; the best is returned.
+
+    Guarantee: never below :func:`topology_finder` on the same instance for ``n <= LP_SERVERS``
+    (its topology is one of the candidates and the LP routes it optimally); a checker-feasible
+    ``d``-regular topology. O(d) LPs of ``n^2 d`` flow columns (polynomial; an interior-point bound
+    is O((n^2 d)^3.5), simplex is far faster in practice) plus the matchings' O(d n^3).
+    Deterministic; ``seed`` unused. Source: ours (coopt issue 21: "keep coopt's topologies, but
+    route them with the LP").
+    """
+    found = _portfolio(instance)
+    if not found:
+        raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
+    return max(found, key=lambda s: s["objective"])
+
+
+class _Evaluator:
+    """``theta`` of a topology: the routing LP on its links (``n <= LP_SERVERS``; rebuilt per topology,
+    which on these sizes is faster than one warm LP over every arc), or ECMP with the LP-best split."""
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+
+    def theta(self, links: np.ndarray) -> float:
+        if self.instance.servers > LP_SERVERS:
+            try:
+                return ecmp_split_solution(self.instance, links)["objective"]
+            except NoSolution:
+                return 0.0
+        routed = route(self.instance, links)
+        return 0.0 if routed is None else routed.theta
+
+    def solution(self, links: np.ndarray) -> Solution:
+        return best_routed(self.instance, links)
+
+
+def _detour(instance: Instance, solution: Solution) -> np.ndarray:
+    """Bytes of each demand ``s -> t`` not carried on the arc ``s -> t`` itself: the pairs a new
+    direct link would relieve."""
+    n = instance.servers
+    shares = [[(int(q), float(v)) for q, v in g] for g in solution["ring_share"]]
+    demand = demand_matrix(instance, shares)
+    direct = np.zeros((n, n))
+    for s, i, j, amount in solution["flows"]:
+        if s == i:
+            direct[i, j] += amount
+    np.fill_diagonal(demand, 0.0)
+    return np.maximum(demand - direct, 0.0)
+
+
+def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: tuple[int, int] | None
+          ) -> np.ndarray | None:
+    """One degree-preserving swap: remove ``s -> b`` and ``c -> t``, add ``s -> t`` and ``c -> b``
+    (for duplex links the edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``). ``target`` fixes the
+    new link ``(s, t)``; otherwise both removed links are drawn at random."""
+    if target is None:
+        tails, heads = np.nonzero(links)
+        first, second = rng.choice(len(tails), 2, replace=False)
+        s, b, c, t = tails[first], heads[first], tails[second], heads[second]
+    else:
+        s, t = target
+        outs = np.flatnonzero(links[s])
+        ins = np.flatnonzero(links[:, t])
+        b = rng.choice(outs[outs != t]) if (outs != t).any() else None
+        c = rng.choice(ins[ins != s]) if (ins != s).any() else None
+        if b is None or c is None:
+            return None
+    if s in (t, c) or b in (c, t) or links[s, b] == 0 or links[c, t] == 0:
+        return None
+    new = links.copy()
+    new[s, b] -= 1
+    new[c, t] -= 1
+    new[s, t] += 1
+    new[c, b] += 1
+    if symmetric:
+        new[b, s] -= 1
+        new[t, c] -= 1
+        new[t, s] += 1
+        new[b, c] += 1
+    return None if (new < 0).any() or np.diag(new).any() else new
+
+
+def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | None = None) -> Solution:
+    """Local search over degree-preserving link swaps from :func:`topology_finder_lp`'s topology,
+    each move evaluated by the routing LP.
+
+    A move removes two links and reconnects their ends (``s -> b, c -> t`` become ``s -> t, c -> b``;
+    duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Three moves in
+    four aim at a pair whose demand travels more than one hop (drawn in proportion to its detoured
+    bytes in the current routing), the fourth is a random swap. First improvement; the search stops
+    after ``max_evaluations`` routing LPs (default ``40 + 4 n``) or 30 evaluations in a row without
+    improvement. Guarantee: never below ``topology_finder_lp`` (it starts there and only accepts
+    improvements); a checker-feasible ``d``-regular topology. O(max_evaluations) routing LPs (ECMP
+    with the LP-best split above ``LP_SERVERS`` servers).
+    Deterministic for a seed. Source: ours (coopt issues 19 and 21).
+    """
+    rng = np.random.default_rng(seed)
+    start = topology_finder_lp(instance)
+    evaluator = _Evaluator(instance)
+    links = np.array(start["links"])
+    best = evaluator.theta(links)
+    if best <= 0:
+        return start
+    guide = _detour(instance, start)
+    budget = max_evaluations if max_evaluations is not None else 40 + 4 * instance.servers
+    evaluations = stale = 0
+    while evaluations < budget and stale < 30:
+        target = None
+        weights = guide.reshape(-1)
+        if rng.random() < 0.75 and weights.sum() > 0:
+            flat = int(rng.choice(len(weights), p=weights / weights.sum()))
+            target = divmod(flat, instance.servers)
+        moved = _swap(links, instance.symmetric, rng, target)
+        if moved is None:
+            stale += 1
+            continue
+        theta = evaluator.theta(moved)
+        evaluations += 1
+        if theta > best * (1 + 1e-9):
+            links, best, stale = moved, theta, 0
+            guide = _detour(instance, evaluator.solution(links))
+        else:
+            stale += 1
+    solution = evaluator.solution(links)
+    return solution if solution["objective"] >= start["objective"] else start
+
+
+
+def portfolio_links(instance: Instance) -> np.ndarray:
+    """The links of :func:`topology_finder_lp`'s best construction."""
+    return np.array(topology_finder_lp(instance)["links"])
