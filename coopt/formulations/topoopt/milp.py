@@ -46,6 +46,10 @@ from coopt.problem import NoSolution, Solution
 
 #: Largest n for which ``build`` makes the P1 MILP (n^2 (n - 1) flow variables: 108 k at 48).
 MAX_P1_SERVERS = 48
+#: Conservation and capacity rows are multiplied by this: HiGHS accepts a MIP solution whose rows are
+#: off by its feasibility tolerance (1e-6, absolute), which on rows of O(1) overstates ``theta`` by up
+#: to ~1e-6 relative; on rows scaled by 1e3 the same tolerance is 1e-9 of a unit of flow.
+ROW_SCALE = 1e3
 
 
 class ModelTooLarge(NoSolution, CooptError):
@@ -108,15 +112,16 @@ def build(instance: Instance, links: np.ndarray | None = None) -> pyo.ConcreteMo
         net = sum(m.flow[s, v, j] for j in out_arcs[v]) - sum(m.flow[s, i, v] for i in in_arcs[v])
         if v == s:
             sent = m.theta * float(m_scaled[s].sum()) + sum(ring_c[g] * m.ring[g, q] for g, q in shares)
-            return net == sent
+            return ROW_SCALE * net == ROW_SCALE * sent
         received = m.theta * float(m_scaled[s, v]) + sum(
             ring_c[g] * m.ring[g, q] for g, q in shares if (s + q) % n == v
         )
-        return net == -received
+        return ROW_SCALE * net == -ROW_SCALE * received
 
     model.conservation = pyo.Constraint(model.N, model.N, rule=conservation)
     model.capacity = pyo.Constraint(
-        model.A, rule=lambda m, i, j: sum(m.flow[s, i, j] for s in range(n)) <= m.links[i, j]
+        model.A,
+        rule=lambda m, i, j: ROW_SCALE * sum(m.flow[s, i, j] for s in range(n)) <= ROW_SCALE * m.links[i, j],
     )
     if links is None:
         model.theta_floor = pyo.Constraint(expr=model.theta >= unit / total_demand(instance))
