@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from coopt.formulations.topoopt.model import Instance, candidate_strides, demand_matrix, objective
+from coopt.formulations.topoopt.model import Instance, demand_matrix, objective
 from coopt.formulations.topoopt.routing import route
 from coopt.formulations.topoopt.strides import circulant_distances
 from coopt.problem import NoSolution, Solution
@@ -69,11 +69,6 @@ def paired(n: int, strides: Sequence[int]) -> list[int]:
     return sorted(out)
 
 
-def symmetric_candidates(n: int, k: int) -> list[int]:
-    """One representative ``q <= n/2`` of each duplex ring ``{q, n - q}`` of a group of size ``k``."""
-    return [q for q in candidate_strides(n, k) if 2 * q <= n]
-
-
 def circulant_mean_hops(n: int, strides: Sequence[int]) -> float:
     """Mean hop count over all ``n - 1`` offsets of the circulant digraph ``C_n(strides)``."""
     dist = circulant_distances(n, strides)
@@ -120,6 +115,32 @@ def repeated_matching(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
         for i, j in max_weight_perfect_matching(pair / (1 + np.triu(links, 1))):
             links[i, j] += 1
             links[j, i] += 1
+        out.append(links.copy())
+    return out
+
+
+def repeated_assignment(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
+    """``rounds`` rounds of maximum-weight assignment (a permutation without fixed points: every server
+    one out-link and one in-link), damping assigned pairs as :func:`repeated_matching` does; the link
+    matrices of the first ``0, 1, ..., rounds`` rounds. With directed links a port's two directions
+    are free, so a round need not be an involution: demand ``i -> j`` gets a link without the unused
+    ``j -> i``. Each round is a maximum-weight perfect matching of the bipartite transmit/receive graph
+    without the diagonal (networkx blossom; a derangement always exists for ``n >= 2``). O(rounds n^3).
+    Source: ours, the directed counterpart of the MP sub-topology."""
+    n = len(weights)
+    links = np.zeros((n, n), dtype=int)
+    out = [links.copy()]
+    for _ in range(rounds):
+        damped = weights / (1 + links)
+        graph = nx.Graph()
+        graph.add_nodes_from(range(2 * n))
+        # a small constant keeps every off-diagonal pair available, so the matching is perfect
+        graph.add_weighted_edges_from((i, n + j, float(damped[i, j]) + 1e-9 * (1 + damped.max()))
+                                      for i in range(n) for j in range(n) if i != j)
+        matching = nx.max_weight_matching(graph, maxcardinality=True)
+        for a, b in matching:
+            i, j = (a, b - n) if a < n else (b, a - n)
+            links[i, j] += 1
         out.append(links.copy())
     return out
 

@@ -30,18 +30,47 @@ from coopt.solvers.topoopt.fabric import (
     ecmp_solution,
     ecmp_split_solution,
     paired,
+    repeated_assignment,
     repeated_matching,
     ring_links,
     select_permutations,
-    symmetric_candidates,
 )
 
 # -- construction ------------------------------------------------------------------------------
 
 
-def _candidates(instance: Instance, k: int) -> list[int]:
+def _select(instance: Instance, k: int, count: int, taken: Sequence[int]) -> list[int]:
+    """``count`` ring strides for a group of size ``k``: SelectPermutations over ``C_k`` (directed), or
+    its bidirectional form for duplex rings (:func:`select_duplex`), avoiding the rings ``taken``."""
     n = instance.servers
-    return symmetric_candidates(n, k) if instance.symmetric else candidate_strides(n, k)
+    if instance.symmetric:
+        return select_duplex(n, candidate_strides(n, k), count, taken)
+    return select_permutations(candidate_strides(n, k), count, taken)
+
+
+def select_duplex(n: int, candidates: Sequence[int], count: int, taken: Sequence[int] = ()) -> list[int]:
+    """SelectPermutations for bidirectional rings (research notes 1(c): ratio ``(max/min)^(1/r)``): walk
+    ``cur = min``, ``cur *= ratio``, taking the first candidate ``>= cur`` whose duplex ring ``{q, n - q}``
+    is not yet taken. Returns representatives ``min(q, n - q)``; once every duplex ring of the group is
+    taken, parallel copies. Guarantee: ``count`` rings, distinct while they last, the first the
+    smallest candidate. O(count |candidates|). Source: TopoOpt, bidirectional rings."""
+    rep = {q: min(q, n - q) for q in candidates}
+    pool = sorted(set(rep.values()))
+    free = [q for q in pool if q not in set(taken)] or pool
+    if count >= len(free):
+        copies, rest = divmod(count, len(free))
+        return sorted(free * copies + (select_duplex(n, [q for q in candidates if rep[q] in free], rest)
+                                       if rest else []))
+    ordered = sorted(q for q in candidates if rep[q] in free)
+    ratio = (ordered[-1] / ordered[0]) ** (1 / count)
+    chosen: list[int] = []
+    cur = float(ordered[0])
+    for _ in range(count):
+        left = [q for q in ordered if rep[q] not in chosen]
+        at_least = [q for q in left if q >= cur - 1e-9]
+        chosen.append(rep[at_least[0] if at_least else left[-1]])
+        cur *= ratio
+    return sorted(chosen)
 
 
 def _nearest_candidate(n: int, candidates: Sequence[int], strides: Sequence[int]) -> int:
@@ -64,7 +93,7 @@ def ring_plan(instance: Instance, units: int) -> tuple[list[int], list[list[list
     if units <= 0:
         reps: list[int] = []
     elif not instance.allreduce:
-        reps = select_permutations(_candidates(instance, n), units)
+        reps = _select(instance, n, units, [])
     else:
         reps = []
     own: dict[int, list[int]] = {}
@@ -80,11 +109,10 @@ def ring_plan(instance: Instance, units: int) -> tuple[list[int], list[list[list
             counts[g] += 1
         for g in order:
             if counts[g]:
-                pool = _candidates(instance, instance.allreduce[g].size)
-                own[g] = select_permutations(pool, counts[g], reps)
+                own[g] = _select(instance, instance.allreduce[g].size, counts[g], reps)
                 reps += own[g]
         if not spanning:
-            reps += select_permutations(_candidates(instance, n), 1, reps)
+            reps += _select(instance, n, 1, reps)
     strides = paired_if(reps)
     shares = []
     for g, group in enumerate(instance.allreduce):
@@ -114,13 +142,18 @@ def construct(instance: Instance, units: int, matchings: list[np.ndarray]) -> tu
     links = ring_links(instance.servers, strides)
     left = instance.degree - len(strides)
     if left:
-        if instance.servers % 2:
+        if len(matchings) <= left:
             raise NoSolution(f"{left} ports left for matchings, but n = {instance.servers} is odd")
         links = links + matchings[left]
     return links, shares
 
 
-def _matching_stack(instance: Instance) -> list[np.ndarray]:
+def _matching_stack(instance: Instance, assign: bool = False) -> list[np.ndarray]:
+    """Damped matchings on the model-parallel demand, one round per leftover port: involutions
+    (:func:`repeated_matching`, the paper's MP sub-topology), or with ``assign`` and directed links
+    general permutations (:func:`repeated_assignment`)."""
+    if assign and not instance.symmetric:
+        return repeated_assignment(mp_matrix(instance), instance.degree)
     if instance.servers % 2:
         return [np.zeros((instance.servers,) * 2, dtype=int)]
     return repeated_matching(mp_matrix(instance), instance.degree)
@@ -201,12 +234,29 @@ def matching_only(instance: Instance, seed: int = 0) -> Solution:
     return ecmp_solution(instance, links, [[[q, v] for q, v in g] for g in base])
 
 
-def _portfolio(instance: Instance) -> list[Solution]:
-    """Every construction of :func:`ring_units`, each with the routing of :func:`best_routed`."""
-    stack = _matching_stack(instance)
+def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
+    """Every construction of :func:`ring_units`: rings plus damped matchings on the leftover ports,
+    and with directed links rings plus damped assignments as well."""
+    stacks = [_matching_stack(instance)]
+    if not instance.symmetric:
+        stacks.append(_matching_stack(instance, assign=True))
     found = []
-    for units in ring_units(instance):
-        links, _ = construct(instance, units, stack)
+    units_allowed = ring_units(instance)
+    if not instance.symmetric:  # assignments need no even n: every ring count is open to them
+        units_allowed = sorted(set(units_allowed) | set(range(1, instance.degree + 1)))
+    for stack in stacks:
+        for units in units_allowed:
+            try:
+                found.append(construct(instance, units, stack)[0])
+            except NoSolution:
+                continue
+    return found
+
+
+def _portfolio(instance: Instance) -> list[Solution]:
+    """Every construction of :func:`portfolio_topologies`, each with the routing of :func:`best_routed`."""
+    found = []
+    for links in portfolio_topologies(instance):
         try:
             found.append(best_routed(instance, links))
         except NoSolution:
@@ -300,49 +350,61 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
 
 
 def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | None = None) -> Solution:
-    """Local search over degree-preserving link swaps from :func:`topology_finder_lp`'s topology,
-    each move evaluated by the routing LP.
+    """Iterated local search over degree-preserving link swaps from :func:`topology_finder_lp`'s
+    topology, each move evaluated by the routing LP.
 
     A move removes two links and reconnects their ends (``s -> b, c -> t`` become ``s -> t, c -> b``;
     duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Three moves in
     four aim at a pair whose demand travels more than one hop (drawn in proportion to its detoured
-    bytes in the current routing), the fourth is a random swap. First improvement; the search stops
-    after ``max_evaluations`` routing LPs (default ``40 + 4 n``) or 30 evaluations in a row without
-    improvement. Guarantee: never below ``topology_finder_lp`` (it starts there and only accepts
-    improvements); a checker-feasible ``d``-regular topology. O(max_evaluations) routing LPs (ECMP
-    with the LP-best split above ``LP_SERVERS`` servers).
-    Deterministic for a seed. Source: ours (coopt issues 19 and 21).
+    bytes in the current routing), the fourth is a random swap. First improvement; after
+    ``max(20, 2 n)`` evaluations in a row without improvement the search restarts from the best
+    topology found, kicked by two random swaps. It stops after ``max_evaluations`` routing LPs
+    (default ``40 + 8 n``). Guarantee: never below ``topology_finder_lp`` (the best visited topology is
+    returned, and the start is one); a checker-feasible ``d``-regular topology. O(max_evaluations)
+    routing LPs (ECMP with the LP-best split above ``LP_SERVERS`` servers). Deterministic for a seed.
+    Source: ours (coopt issues 19 and 21).
     """
     rng = np.random.default_rng(seed)
     start = topology_finder_lp(instance)
     evaluator = _Evaluator(instance)
-    links = np.array(start["links"])
-    best = evaluator.theta(links)
+    n = instance.servers
+    best_links = links = np.array(start["links"])
+    best = theta = evaluator.theta(links)
     if best <= 0:
         return start
     guide = _detour(instance, start)
-    budget = max_evaluations if max_evaluations is not None else 40 + 4 * instance.servers
+    budget = max_evaluations if max_evaluations is not None else 40 + 8 * n
+    patience = max(20, 2 * n)
     evaluations = stale = 0
-    while evaluations < budget and stale < 30:
+    while evaluations < budget:
+        if stale >= patience:  # restart from the best, kicked by two random swaps
+            links, stale = best_links, 0
+            for _ in range(2):
+                kicked = _swap(links, instance.symmetric, rng, None)
+                links = links if kicked is None else kicked
+            theta = evaluator.theta(links)
+            evaluations += 1
+            guide = _detour(instance, evaluator.solution(links)) if theta > 0 else guide
+            continue
         target = None
         weights = guide.reshape(-1)
         if rng.random() < 0.75 and weights.sum() > 0:
-            flat = int(rng.choice(len(weights), p=weights / weights.sum()))
-            target = divmod(flat, instance.servers)
+            target = divmod(int(rng.choice(len(weights), p=weights / weights.sum())), n)
         moved = _swap(links, instance.symmetric, rng, target)
         if moved is None:
             stale += 1
             continue
-        theta = evaluator.theta(moved)
+        value = evaluator.theta(moved)
         evaluations += 1
-        if theta > best * (1 + 1e-9):
-            links, best, stale = moved, theta, 0
+        if value > theta * (1 + 1e-9):
+            links, theta, stale = moved, value, 0
             guide = _detour(instance, evaluator.solution(links))
+            if theta > best * (1 + 1e-9):
+                best_links, best = links, theta
         else:
             stale += 1
-    solution = evaluator.solution(links)
+    solution = evaluator.solution(best_links)
     return solution if solution["objective"] >= start["objective"] else start
-
 
 
 def portfolio_links(instance: Instance) -> np.ndarray:
