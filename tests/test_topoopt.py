@@ -413,3 +413,21 @@ def test_permutation_split_rejects_irregular_links():
         T.permutations_of(np.array([[0, 2, 0], [0, 0, 1], [1, 0, 0]]))
     perms = T.permutations_of(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]))
     assert sorted(map(tuple, perms)) == [(1, 2, 0), (2, 0, 1)]
+
+
+# -- the command line refuses in one line what it cannot do ------------------------------------
+
+
+def test_cli_refuses_what_cannot_be_built_without_a_traceback(tmp_path, capsys):
+    from coopt.cli import main
+
+    big = tmp_path / "big.toml"
+    big.write_text(HEAD + "servers = 64\ndegree = 4\nbandwidth_gbit_per_s = 100\n[[allreduce]]\nsize = 64\nbytes = 1e8\n")
+    huge = tmp_path / "huge.toml"
+    huge.write_text(HEAD + "servers = 20000\ndegree = 4\nbandwidth_gbit_per_s = 100\nmp_demand = [[0, 1, 1.0]]\n")
+    for argv in (["export", str(big), "-o", str(tmp_path / "m.lp")], ["export", str(huge), "-o", str(tmp_path / "m.lp")],
+                 ["generate", "topoopt", "--size", "50000"], ["generate", "topoopt", "--seed", "-1"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("coopt: error:") and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m.lp").exists()

@@ -359,8 +359,9 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     bytes in the current routing), the fourth is a random swap. First improvement; after
     ``max(20, 2 n)`` evaluations in a row without improvement the search restarts from the best
     topology found, kicked by two random swaps. It stops after ``max_evaluations`` routing LPs
-    (default ``40 + 8 n``). Guarantee: never below ``topology_finder_lp`` (the best visited topology is
-    returned, and the start is one); a checker-feasible ``d``-regular topology. O(max_evaluations)
+    (default ``40 + 8 n``; 40 above ``LP_SERVERS`` servers, where each is an ECMP map). Guarantee:
+    never below ``topology_finder_lp`` (the best visited topology is returned, and the start is one);
+    a checker-feasible ``d``-regular topology. O(max_evaluations)
     routing LPs (ECMP with the LP-best split above ``LP_SERVERS`` servers). Deterministic for a seed.
     Source: ours (coopt issues 19 and 21).
     """
@@ -373,7 +374,8 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     if best <= 0:
         return start
     guide = _detour(instance, start)
-    budget = max_evaluations if max_evaluations is not None else 40 + 8 * n
+    default = 40 + 8 * n if n <= LP_SERVERS else 40
+    budget = default if max_evaluations is None else max_evaluations
     patience = max(20, 2 * n)
     evaluations = stale = 0
     while evaluations < budget:
@@ -406,7 +408,3 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     solution = evaluator.solution(best_links)
     return solution if solution["objective"] >= start["objective"] else start
 
-
-def portfolio_links(instance: Instance) -> np.ndarray:
-    """The links of :func:`topology_finder_lp`'s best construction."""
-    return np.array(topology_finder_lp(instance)["links"])

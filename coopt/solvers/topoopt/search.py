@@ -32,9 +32,10 @@ from coopt.formulations.topoopt.model import (
     block_pairs,
     candidate_strides,
 )
+from coopt.problem import NoSolution
 from coopt.solvers.topoopt.authors import authors_topology
 from coopt.solvers.topoopt.fabric import EcmpRouting
-from coopt.solvers.topoopt.finder import _nearest_candidate, find_topology, portfolio_links
+from coopt.solvers.topoopt.finder import _nearest_candidate, find_topology, portfolio_topologies
 from coopt.solvers.topoopt.ringlp import best_ecmp_split
 from coopt.solvers.topoopt.workloads import Workload
 
@@ -117,7 +118,7 @@ class Fabric:
         if finder == "topology_finder":
             links, strides, _ = find_topology(instance)
         elif finder == "topology_finder_lp":
-            links, strides = portfolio_links(instance), []
+            raise ValueError("topology_finder_lp offers several topologies: use Fabric.candidates")
         elif finder == "topoopt_authors":
             links, paths = authors_topology(instance, "head", np.random.default_rng(seed))
             strides = sorted(sum(path) % n for group in paths.values() for path in group)
@@ -125,6 +126,16 @@ class Fabric:
             raise ValueError(f"finder must be one of {FINDERS}, got {finder!r}")
         return cls(links, strides, EcmpRouting(links), gbps * 1e9 / BITS_PER_BYTE,
                    best_split=finder == "topology_finder_lp")
+
+    @classmethod
+    def candidates(
+        cls, workload: Workload, strategy: Sequence[int], n: int, d: int, gbps: float
+    ) -> list[Fabric]:
+        """``topology_finder_lp``'s constructions (every ring/matching split) for a strategy's traffic,
+        each priced with the ring split ECMP routes best."""
+        instance = workload_instance(workload, strategy, n, d, gbps)
+        return [cls(links, [], EcmpRouting(links), gbps * 1e9 / BITS_PER_BYTE, best_split=True)
+                for links in portfolio_topologies(instance)]
 
     def seconds_per_byte(self, kind: str, size: int) -> float:
         """Time per byte of an AllReduce of ``size`` servers (``kind = "allreduce"``, per reduced
@@ -201,9 +212,11 @@ def alternating_search(
     (FlexFlow rewrites one op uniformly at random and accepts by Metropolis; drawing the rewrite
     from its Boltzmann distribution converges on ~100 ops in two or three sweeps). Every
     ``max(1, budget // 10)`` steps, if the best strategy changed, the finder (``topology_finder``,
-    ``topology_finder_lp`` or ``topoopt_authors``) is re-run on its traffic and the new topology kept
+    ``topology_finder_lp``: the construction of every ring/matching split that prices the strategy
+    fastest, or ``topoopt_authors``) is re-run on its traffic and the new topology kept
     only if it prices the best strategy faster (so the best never worsens); then the walk restarts
-    from the best. (TopoOpt re-runs TopologyFinder on every improvement; batching the re-runs keeps
+    from the best; a finder that does not apply to the new traffic (the authors' code aborts on some)
+    keeps the fabric. (TopoOpt re-runs TopologyFinder on every improvement; batching the re-runs keeps
     n = 128 to seconds and changes no invariant.) With ``switch_gbps`` set, the fabric is a
     non-blocking switch of that per-server rate and no topology is built. Guarantee: ``history``
     (best time per step) is non-increasing and the result is never slower than the data-parallel
@@ -214,11 +227,6 @@ def alternating_search(
     choices = degrees(n)
     current = tuple(1 for _ in workload.ops)
 
-    def build(strategy: tuple[int, ...]) -> Fabric:
-        return Fabric.for_strategy(workload, strategy, n, d, gbps, finder, seed)
-
-    fabric = None if switch_gbps is not None else build(current)
-
     def price(strategy: tuple[int, ...], on: Fabric | None) -> float:
         allreduce, per_pair = strategy_traffic(workload, strategy, n)
         if on is None:
@@ -226,6 +234,14 @@ def alternating_search(
         else:
             times = on.comm_time(allreduce, per_pair)
         return iteration_time(workload, *times, overlap=overlap)
+
+    def build(strategy: tuple[int, ...]) -> Fabric:
+        if finder == "topology_finder_lp":  # the construction that prices this strategy fastest
+            fabrics = Fabric.candidates(workload, strategy, n, d, gbps)
+            return min(fabrics, key=lambda f: price(strategy, f))
+        return Fabric.for_strategy(workload, strategy, n, d, gbps, finder, seed)
+
+    fabric = None if switch_gbps is not None else build(current)
 
     t_best = start = price(current, fabric)
     best, best_fabric = current, fabric
@@ -236,8 +252,12 @@ def alternating_search(
     for step in range(1, budget + 1):
         if step % restart == 0:
             if fabric is not None and best != built_for:
-                rebuilt, built_for = build(best), best
-                t_rebuilt = price(best, rebuilt)
+                built_for = best
+                try:
+                    rebuilt = build(best)
+                except NoSolution:  # the finder does not apply to this traffic: keep the fabric
+                    rebuilt = None
+                t_rebuilt = math.inf if rebuilt is None else price(best, rebuilt)
                 if t_rebuilt < t_best:
                     t_best, best_fabric = t_rebuilt, rebuilt
             current, fabric = best, best_fabric
