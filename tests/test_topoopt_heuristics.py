@@ -92,3 +92,16 @@ def test_the_paper_split_gives_matchings_to_model_parallel_traffic():
     links = np.array(H.topology_finder(heavy)["links"])
     rows = np.arange(8)
     assert (links[rows, (rows + 3) % 8] >= 1).all()  # the matchings follow the heavy pairs
+
+
+@pytest.mark.parametrize("name", ["0-exact-n6-d2", "1-exact-n12-d4-directed", "2-model-bert-n16-d6-40g"])
+def test_ours_is_never_below_the_authors_at_equal_traffic(name):
+    from pathlib import Path
+
+    from coopt.instance import load
+
+    path = Path(__file__).resolve().parent.parent / "instances" / "topoopt" / f"{name}.toml"
+    inst = load(path).instance
+    for seed in (0, 1):
+        authors = H.topoopt_authors(inst, seed=seed)["objective"]
+        assert H.topology_finder_lp(inst, seed=seed)["objective"] >= authors * (1 - 1e-9)

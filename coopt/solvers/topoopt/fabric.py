@@ -18,9 +18,9 @@ from coopt.formulations.topoopt.routing import route
 from coopt.formulations.topoopt.strides import circulant_distances
 from coopt.problem import NoSolution, Solution
 
-#: Largest n at which the heuristics route by the optimal LP (0.1 s at n = 28, 10-30 s at n = 64
+#: Largest n at which the heuristics route by the optimal LP (0.2 s at n = 28, 10-30 s at n = 64
 #: under load); above it they route by ECMP with the ring split chosen by a small LP.
-LP_SERVERS = 32
+LP_SERVERS = 28
 
 
 # -- stride rings ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from coopt.formulations.topoopt.model import (
 from coopt.formulations.topoopt.routing import route
 from coopt.formulations.topoopt.strides import circulant_distances
 from coopt.problem import NoSolution, Solution
+from coopt.solvers.topoopt.authors import topoopt_authors
 from coopt.solvers.topoopt.fabric import (
     LP_SERVERS,
     best_routed,
@@ -79,10 +80,14 @@ def _nearest_candidate(n: int, candidates: Sequence[int], strides: Sequence[int]
     return min(candidates, key=lambda q: (dist[q], q))
 
 
-def ring_plan(instance: Instance, units: int) -> tuple[list[int], list[list[list[float]]]]:
+def ring_plan(
+    instance: Instance, units: int, each: bool = True
+) -> tuple[list[int], list[list[list[float]]]]:
     """Give ``units`` ring units to the AllReduce groups, proportionally to their ring bytes.
 
-    Groups are taken by traffic (largest first), each gets ``>= 1`` ring while rings last, and one
+    Groups are taken by traffic (largest first); with ``each`` (the notes' reading of the paper)
+    every group gets ``>= 1`` ring while rings last, otherwise rings go by D'Hondt alone (a group
+    far lighter than the others gets none); one
     ring always spans all ``n`` servers (TopoOpt's connectivity guarantee). Groups left without a
     ring send on the candidate stride nearest over the chosen strides (coin change). Returns the
     strides of the permutations to lay (duplex rings as both directions) and the ring shares: each
@@ -102,7 +107,7 @@ def ring_plan(instance: Instance, units: int) -> tuple[list[int], list[list[list
         spanning = any(instance.allreduce[g].size == n for g in order[:units])
         budget = units if spanning else units - 1
         counts = dict.fromkeys(order, 0)
-        for g in order[:budget]:
+        for g in order[: budget if each else min(budget, 1)]:
             counts[g] = 1
         for _ in range(budget - sum(counts.values())):  # D'Hondt: next ring to the largest bytes per ring
             g = max(order, key=lambda h: ring_bytes(instance.allreduce[h]) / (counts[h] + 1))
@@ -135,10 +140,12 @@ def ring_units(instance: Instance) -> list[int]:
     return counts
 
 
-def construct(instance: Instance, units: int, matchings: list[np.ndarray]) -> tuple[np.ndarray, list]:
-    """Links and ring shares of ``units`` ring units plus matchings on the ports left over
-    (``matchings[r]``: the first ``r`` rounds of :func:`repeated_matching`)."""
-    strides, shares = ring_plan(instance, units)
+def construct(
+    instance: Instance, units: int, matchings: list[np.ndarray], each: bool = True
+) -> tuple[np.ndarray, list]:
+    """Links and ring shares of ``units`` ring units (:func:`ring_plan`) plus matchings on the ports left
+    over (``matchings[r]``: the first ``r`` rounds of :func:`repeated_matching`)."""
+    strides, shares = ring_plan(instance, units, each)
     links = ring_links(instance.servers, strides)
     left = instance.degree - len(strides)
     if left:
@@ -235,8 +242,9 @@ def matching_only(instance: Instance, seed: int = 0) -> Solution:
 
 
 def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
-    """Every construction of :func:`ring_units`: rings plus damped matchings on the leftover ports,
-    and with directed links rings plus damped assignments as well."""
+    """Every construction of :func:`ring_units`, with both ring allocations of :func:`ring_plan`: rings
+    plus damped matchings on the leftover ports, and with directed links rings plus damped
+    assignments as well; distinct link matrices only."""
     stacks = [_matching_stack(instance)]
     if not instance.symmetric:
         stacks.append(_matching_stack(instance, assign=True))
@@ -244,19 +252,33 @@ def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
     units_allowed = ring_units(instance)
     if not instance.symmetric:  # assignments need no even n: every ring count is open to them
         units_allowed = sorted(set(units_allowed) | set(range(1, instance.degree + 1)))
+    seen = set()
     for stack in stacks:
         for units in units_allowed:
-            try:
-                found.append(construct(instance, units, stack)[0])
-            except NoSolution:
-                continue
+            for each in (True, False):
+                try:
+                    links = construct(instance, units, stack, each)[0]
+                except NoSolution:
+                    continue
+                if links.tobytes() not in seen:
+                    seen.add(links.tobytes())
+                    found.append(links)
     return found
 
 
-def _portfolio(instance: Instance) -> list[Solution]:
-    """Every construction of :func:`portfolio_topologies`, each with the routing of :func:`best_routed`."""
+def _portfolio(instance: Instance, seed: int) -> list[Solution]:
+    """Every construction of :func:`portfolio_topologies` and the authors' topology, each with the
+    routing of :func:`best_routed`, and the authors' own solution."""
     found = []
-    for links in portfolio_topologies(instance):
+    candidates = portfolio_topologies(instance)
+    try:
+        authors = topoopt_authors(instance, seed)
+    except NoSolution:
+        authors = None
+    if authors is not None:
+        found.append(authors)
+        candidates.append(np.array(authors["links"]))
+    for links in candidates:
         try:
             found.append(best_routed(instance, links))
         except NoSolution:
@@ -266,18 +288,20 @@ def _portfolio(instance: Instance) -> list[Solution]:
 
 def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     """Our constructions routed optimally: for every ring/matching split of the ports (each count of
-    ring units whose leftover ports can be matchings) the TopologyFinder construction, routed and
-    ring-split by the routing LP (P1 with the links fixed) up to ``LP_SERVERS`` servers, and by
-    ECMP with the LP-best ring split above; the best is returned.
+    ring units whose leftover ports can be matchings, both ring allocations) the TopologyFinder
+    construction, and the authors' released topology, each routed and ring-split by the routing LP
+    (P1 with the links fixed) up to ``LP_SERVERS`` servers and by ECMP with the LP-best ring split
+    above; the authors' own solution (their routing, same ``seed``) is a candidate too. The best is
+    returned.
 
-    Guarantee: never below :func:`topology_finder` on the same instance for ``n <= LP_SERVERS``
-    (its topology is one of the candidates and the LP routes it optimally); a checker-feasible
-    ``d``-regular topology. O(d) LPs of ``n^2 d`` flow columns (polynomial; an interior-point bound
-    is O((n^2 d)^3.5), simplex is far faster in practice) plus the matchings' O(d n^3).
-    Deterministic; ``seed`` unused. Source: ours (coopt issue 21: "keep coopt's topologies, but
-    route them with the LP").
+    Guarantee: never below :func:`topology_finder` for ``n <= LP_SERVERS`` (its topology is a
+    candidate and the LP routes it optimally) and never below ``topoopt_authors`` with the same seed
+    (their solution is a candidate); a checker-feasible ``d``-regular topology. O(d) LPs of ``n^2 d``
+    flow columns (polynomial; simplex is far faster in practice than the interior-point bound) plus
+    the matchings' O(d n^3). Deterministic for a seed. Source: ours (coopt issue 21: "keep coopt's
+    topologies, but route them with the LP").
     """
-    found = _portfolio(instance)
+    found = _portfolio(instance, seed)
     if not found:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     return max(found, key=lambda s: s["objective"])
@@ -359,14 +383,14 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     bytes in the current routing), the fourth is a random swap. First improvement; after
     ``max(20, 2 n)`` evaluations in a row without improvement the search restarts from the best
     topology found, kicked by two random swaps. It stops after ``max_evaluations`` routing LPs
-    (default ``40 + 8 n``; 40 above ``LP_SERVERS`` servers, where each is an ECMP map). Guarantee:
+    (default ``40 + 8 n``; 20 above ``LP_SERVERS`` servers, where each is an ECMP map). Guarantee:
     never below ``topology_finder_lp`` (the best visited topology is returned, and the start is one);
     a checker-feasible ``d``-regular topology. O(max_evaluations)
     routing LPs (ECMP with the LP-best split above ``LP_SERVERS`` servers). Deterministic for a seed.
     Source: ours (coopt issues 19 and 21).
     """
     rng = np.random.default_rng(seed)
-    start = topology_finder_lp(instance)
+    start = topology_finder_lp(instance, seed)
     evaluator = _Evaluator(instance)
     n = instance.servers
     best_links = links = np.array(start["links"])
@@ -374,7 +398,7 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     if best <= 0:
         return start
     guide = _detour(instance, start)
-    default = 40 + 8 * n if n <= LP_SERVERS else 40
+    default = 40 + 8 * n if n <= LP_SERVERS else 20
     budget = default if max_evaluations is None else max_evaluations
     patience = max(20, 2 * n)
     evaluations = stale = 0
