@@ -190,3 +190,16 @@ def test_dual_bound_scales_to_the_papers_size():
     instance = load(path).instance
     value = dual_bound(instance)
     assert math.isfinite(value) and value <= bound.port_bound(instance)
+
+
+def test_fabric_cost_closed_form_follows_the_nic_sharing_rule():
+    """One NIC per server (p = d = 4) at the default 100 G prices: 659 + 4 (99 + 100 + 150) = 2055."""
+    import dataclasses
+
+    from coopt.solvers import topoopt as H
+
+    bound = get("topoopt.fabric_cost")
+    assert bound.evaluate({"n": 1, "d": 4, "p": 4}) == pytest.approx(2055)
+    for p in (1, 2, 3, 4):
+        prices = dataclasses.replace(T.DEFAULT_PRICES, ports_per_nic=p)
+        assert bound.evaluate({"n": 128, "d": 4, "p": p}) == pytest.approx(H.topoopt_cost(128, 4, 100, prices))
