@@ -10,6 +10,7 @@ damped maximum-weight perfect matching on the model-parallel demand, which are s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -373,7 +374,9 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
     return None if (new < 0).any() or np.diag(new).any() else new
 
 
-def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | None = None) -> Solution:
+def link_swap_search(
+    instance: Instance, seed: int = 0, max_evaluations: int | None = None, time_limit: float | None = None
+) -> Solution:
     """Iterated local search over degree-preserving link swaps from :func:`topology_finder_lp`'s
     topology, each move evaluated by the routing LP.
 
@@ -383,7 +386,8 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     bytes in the current routing), the fourth is a random swap. First improvement; after
     ``max(20, 2 n)`` evaluations in a row without improvement the search restarts from the best
     topology found, kicked by two random swaps. It stops after ``max_evaluations`` routing LPs
-    (default ``40 + 8 n``; 20 above ``LP_SERVERS`` servers, where each is an ECMP map). Guarantee:
+    (default ``40 + 8 n``; 20 above ``LP_SERVERS`` servers, where each is an ECMP map), or, given
+    ``time_limit``, after that many seconds (then the result depends on the machine). Guarantee:
     never below ``topology_finder_lp`` (the best visited topology is returned, and the start is one);
     a checker-feasible ``d``-regular topology. O(max_evaluations)
     routing LPs (ECMP with the LP-best split above ``LP_SERVERS`` servers). Deterministic for a seed.
@@ -402,7 +406,8 @@ def link_swap_search(instance: Instance, seed: int = 0, max_evaluations: int | N
     budget = default if max_evaluations is None else max_evaluations
     patience = max(20, 2 * n)
     evaluations = stale = 0
-    while evaluations < budget:
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    while evaluations < budget and (deadline is None or time.perf_counter() < deadline):
         if stale >= patience:  # restart from the best, kicked by two random swaps
             links, stale = best_links, 0
             for _ in range(2):
