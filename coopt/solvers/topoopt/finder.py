@@ -10,6 +10,7 @@ damped maximum-weight perfect matching on the model-parallel demand, which are s
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 
@@ -41,13 +42,21 @@ from coopt.solvers.topoopt.fabric import (
 # -- construction ------------------------------------------------------------------------------
 
 
-def _select(instance: Instance, k: int, count: int, taken: Sequence[int]) -> list[int]:
+def _select(instance: Instance, k: int, count: int, taken: Sequence[int], start: int = 0) -> list[int]:
     """``count`` ring strides for a group of size ``k``: SelectPermutations over ``C_k`` (directed), or
-    its bidirectional form for duplex rings (:func:`select_duplex`), avoiding the rings ``taken``."""
+    its bidirectional form for duplex rings (:func:`select_duplex`), avoiding the rings ``taken``;
+    ``start > 0`` drops the ``start`` smallest rings from the walk (while ``count`` remain), so the
+    portfolio also tries rings other than the shortest."""
     n = instance.servers
+    candidates = candidate_strides(n, k)
     if instance.symmetric:
-        return select_duplex(n, candidate_strides(n, k), count, taken)
-    return select_permutations(candidate_strides(n, k), count, taken)
+        reps = sorted({min(q, n - q) for q in candidates})
+        if start and len(reps) - start >= count:
+            candidates = [q for q in candidates if min(q, n - q) >= reps[start]]
+        return select_duplex(n, candidates, count, taken)
+    if start and len(candidates) - start >= count:
+        candidates = candidates[start:]
+    return select_permutations(candidates, count, taken)
 
 
 def select_duplex(n: int, candidates: Sequence[int], count: int, taken: Sequence[int] = ()) -> list[int]:
@@ -82,13 +91,14 @@ def _nearest_candidate(n: int, candidates: Sequence[int], strides: Sequence[int]
 
 
 def ring_plan(
-    instance: Instance, units: int, each: bool = True
+    instance: Instance, units: int, each: bool = True, start: int = 0, span: bool = True
 ) -> tuple[list[int], list[list[list[float]]]]:
     """Give ``units`` ring units to the AllReduce groups, proportionally to their ring bytes.
 
     Groups are taken by traffic (largest first); with ``each`` (the notes' reading of the paper)
     every group gets ``>= 1`` ring while rings last, otherwise rings go by D'Hondt alone (a group
-    far lighter than the others gets none); one
+    far lighter than the others gets none); the heaviest group's walk skips its ``start`` shortest
+    rings (:func:`_select`); with ``span`` one
     ring always spans all ``n`` servers (TopoOpt's connectivity guarantee). Groups left without a
     ring send on the candidate stride nearest over the chosen strides (coin change). Returns the
     strides of the permutations to lay (duplex rings as both directions) and the ring shares: each
@@ -105,7 +115,7 @@ def ring_plan(
     own: dict[int, list[int]] = {}
     if instance.allreduce and units > 0:
         order = sorted(range(len(instance.allreduce)), key=lambda g: -ring_bytes(instance.allreduce[g]))
-        spanning = any(instance.allreduce[g].size == n for g in order[:units])
+        spanning = not span or any(instance.allreduce[g].size == n for g in order[:units])
         budget = units if spanning else units - 1
         counts = dict.fromkeys(order, 0)
         for g in order[: budget if each else min(budget, 1)]:
@@ -115,7 +125,8 @@ def ring_plan(
             counts[g] += 1
         for g in order:
             if counts[g]:
-                own[g] = _select(instance, instance.allreduce[g].size, counts[g], reps)
+                skip = start if g == order[0] else 0
+                own[g] = _select(instance, instance.allreduce[g].size, counts[g], reps, skip)
                 reps += own[g]
         if not spanning:
             reps += _select(instance, n, 1, reps)
@@ -142,11 +153,12 @@ def ring_units(instance: Instance) -> list[int]:
 
 
 def construct(
-    instance: Instance, units: int, matchings: list[np.ndarray], each: bool = True
+    instance: Instance, units: int, matchings: list[np.ndarray], each: bool = True, start: int = 0,
+    span: bool = True,
 ) -> tuple[np.ndarray, list]:
     """Links and ring shares of ``units`` ring units (:func:`ring_plan`) plus matchings on the ports left
     over (``matchings[r]``: the first ``r`` rounds of :func:`repeated_matching`)."""
-    strides, shares = ring_plan(instance, units, each)
+    strides, shares = ring_plan(instance, units, each, start, span)
     links = ring_links(instance.servers, strides)
     left = instance.degree - len(strides)
     if left:
@@ -242,10 +254,17 @@ def matching_only(instance: Instance, seed: int = 0) -> Solution:
     return ecmp_solution(instance, links, [[[q, v] for q, v in g] for g in base])
 
 
+#: How many starting rings the portfolio tries for the heaviest group (``n <= LP_SERVERS``).
+RING_STARTS = 4
+
+
 def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
-    """Every construction of :func:`ring_units`, with both ring allocations of :func:`ring_plan`: rings
-    plus damped matchings on the leftover ports, and with directed links rings plus damped
-    assignments as well; distinct link matrices only."""
+    """Every construction of :func:`ring_units`, with both ring allocations of :func:`ring_plan` and, up
+    to ``LP_SERVERS`` servers, the heaviest group's walk started at each of its :data:`RING_STARTS`
+    shortest rings and the rings laid without a forced Hamiltonian one (the matchings may connect
+    the cosets; a candidate that leaves demand unreachable is dropped): rings plus damped matchings
+    on the leftover ports, and with directed links rings plus damped assignments as well; distinct
+    link matrices only."""
     stacks = [_matching_stack(instance)]
     if not instance.symmetric:
         stacks.append(_matching_stack(instance, assign=True))
@@ -254,11 +273,14 @@ def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
     if not instance.symmetric:  # assignments need no even n: every ring count is open to them
         units_allowed = sorted(set(units_allowed) | set(range(1, instance.degree + 1)))
     seen = set()
+    small = instance.servers <= LP_SERVERS
+    starts = range(RING_STARTS) if small else range(1)
+    spans = (True, False) if small else (True,)
     for stack in stacks:
         for units in units_allowed:
-            for each in (True, False):
+            for each, start, span in itertools.product((True, False), starts, spans):
                 try:
-                    links = construct(instance, units, stack, each)[0]
+                    links = construct(instance, units, stack, each, start, span)[0]
                 except NoSolution:
                     continue
                 if links.tobytes() not in seen:
