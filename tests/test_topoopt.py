@@ -4,6 +4,7 @@ strides."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from pathlib import Path
@@ -132,8 +133,11 @@ def test_heuristics_are_regular_connected_and_deterministic(seed, method):
     n = int(rng.choice([6, 8, 10, 12, 16]))
     symmetric = bool(seed % 2)
     instance = T.random_instance(rng, n, int(rng.integers(2, 5)), 40.0, symmetric=symmetric)
+    heuristic = H.HEURISTICS[method]
+    if method == "link_swap_search":  # the search's guarantees hold at any budget; keep the test short
+        heuristic = functools.partial(heuristic, max_evaluations=30)
     try:
-        solution = H.HEURISTICS[method](instance, seed=seed)
+        solution = heuristic(instance, seed=seed)
     except NoSolution as why:
         assert method.startswith("topoopt_authors") and "odd degree" in str(why)
         return
@@ -141,7 +145,7 @@ def test_heuristics_are_regular_connected_and_deterministic(seed, method):
     perms = T.permutations_of(np.array(solution["links"]))
     assert len(perms) == instance.degree
     assert all(sorted(p) == list(range(n)) and all(p[i] != i for i in range(n)) for p in perms)
-    assert H.HEURISTICS[method](instance, seed=seed) == solution
+    assert heuristic(instance, seed=seed) == solution
 
 
 def test_topology_finder_covers_odd_n_and_small_groups():
