@@ -63,6 +63,8 @@ conservation per source and server              ``conservation``
 ``theta_floor`` (valid inequality)              none needed: every instance has a topology at
                                                 or above it (see :mod:`.milp`), so it cuts
                                                 off no optimum
+``theta_cap`` (valid inequality)                none needed: the port and Moore bounds hold for
+                                                every topology (:mod:`.bound`)
 every number finite                             ``finite`` (inf and NaN anywhere are rejected)
 ==============================================  ==============================================
 
