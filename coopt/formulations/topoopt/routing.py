@@ -31,6 +31,7 @@ from coopt.formulations.topoopt.model import (
 )
 
 INF = 1e30
+_quiet = False  # set once this process's first Highs() has printed its banner (into a capture)
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,13 @@ def highs_lp(ncol: int, nrow: int, matrix: Columns, row_lo: np.ndarray, row_hi: 
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
     lp.sense_ = highspy.ObjSense.kMaximize
-    with capture_output(capture_fd=True):  # the first Highs() of a process prints a banner
+    global _quiet
+    if _quiet:
         highs = highspy.Highs()
+    else:
+        with capture_output(capture_fd=True):  # only the first Highs() of a process prints a banner
+            highs = highspy.Highs()
+        _quiet = True
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("threads", 1)
     highs.passModel(lp)
