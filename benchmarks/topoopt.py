@@ -1,90 +1,175 @@
-"""The figures issue 3 asks TopoOpt to show, with build / hand-off / solve times kept apart.
+"""The figures of docs/topoopt.md, recomputed (build, hand-off and solve times kept apart).
 
-    python benchmarks/topoopt.py [--steps-per-op N] [--write-instances]
+    python benchmarks/topoopt.py [--sections S,S,...] [--steps-per-op N] [--write-instances]
 
-1. Exact family (instances/topoopt/[01]-exact-*.toml): P1 optimum (HiGHS), LP relaxation, the P2
-   optimum (TopoOpt's rings + matchings space, as a rate 1/tau), and each heuristic's gap to the P1
-   optimum and time; mean and worst gap per heuristic.
-2. Stride family: the geometric SelectPermutations strides against P4 enumeration (uniform
-   all-to-all), n up to 64, d up to 4.
-3. Model family at n = 128: iteration time of TopoOpt (MCMC x TopologyFinder) against the
-   similar-cost fat-tree (sized with the ``[prices]`` table of each model's n = 128 instance file)
-   and an ideal switch of the same total NIC bandwidth, each with its own MCMC strategy search;
-   beside the paper's "up to 3.4x".
+Sections (default: all but ``p1``; times are wall clock on a shared machine):
 
-``--write-instances`` (re)writes the heuristic-only ``2-*`` instance files from the strategies the
-search finds (model family) and the uniform all-to-all stride family.
+``exact``      the shipped exact family (``[01]-exact-*``, both link symmetries): P1 optimum, dual bound,
+               LP relaxation, and every heuristic's gap to the optimum, with the authors' topology
+               routed by the LP beside their own routing; geomean / worst gap per heuristic.
+``bench``      the default bench families of ``coopt bench topoopt --seeds 3`` (the ``0-*`` files and
+               the generator at sizes 1-3, seeds 0-2): gaps and the speed-up over the exact route on the
+               tasks where it takes 0.5 s or more (issue 19's criteria).
+``strides``    the geometric SelectPermutations strides against P4 enumeration (uniform all-to-all).
+``files``      every ``2-model-*`` file: the authors' finder against ours at equal traffic, each
+               heuristic's rate, the dual bound and the certified gap of the best (issues 20, 21).
+``models``     n = 128, 100 Gbit/s: iteration time of TopoOpt (the alternating search with each finder)
+               against the similar-cost fat-tree (one NIC per port, and one per server) and an ideal
+               switch, beside the paper's "up to 3.4x" (issues 18, 21).
+``p1``         P1 at generator sizes 3, 6, 12 (seeds 0-2, 60 s, one thread): status, nodes, time, for the
+               plain model, with the bound cap, with the warm start, and with both (issue 20).
+
+``--write-instances`` (re)writes the exact family, the stride family and the model family (the traffic
+of the strategy the alternating search with the authors' finder finds, per model and grid point).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
+from coopt.analysis.bench_metrics import primal_gap
 from coopt.formulations import topoopt
+from coopt.formulations.topoopt import milp
 from coopt.formulations.topoopt import model as T
 from coopt.formulations.topoopt import strides as topoopt_strides
+from coopt.formulations.topoopt.bound import dual_bound
+from coopt.formulations.topoopt.routing import relaxation
 from coopt.instance import load, to_toml, write_atomic
-from coopt.problem import SolveOptions, relative_gap
+from coopt.problem import NoSolution, SolveOptions
 from coopt.run import run
 from coopt.solvers import topoopt as H
-from coopt.solvers.highs import lp_relaxation
-from coopt.solvers.topoopt import solve_p2
+from coopt.solvers.highs import solve_model
+from coopt.solvers.topoopt.authors import authors_topology
 
-INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
+INSTANCES = Path(__file__).resolve().parent.parent / "coopt" / "instances" / "topoopt"
+PROBLEM = topoopt.PROBLEM
 PAPER_SPEEDUP = 3.4  # TopoOpt vs similar-cost fat-tree, "up to" (NSDI 2023 abstract)
+EXACT = SolveOptions(time_limit=120, gap=1e-9)
+OURS = ("topology_finder_lp", "link_swap_search")
+AUTHORS_LP = "authors+LP"
 PRICES_NOTE = (
     "[prices] sizes the similar-cost fat-tree baseline (defaults: the MixNet calculator's prices, "
     "research notes 2(e)); edit it to re-price."
 )
 
 
-def exact_family() -> None:
-    print("== Exact family: P1 (topology + routing + ring split), max theta [iterations/s]")
-    header = (
-        f"{'instance':22} {'theta*':>9} {'LP':>9} {'build':>7} {'handoff':>7} {'solve':>7} "
-        f"{'P2 1/tau':>9} {'P2 s':>6}"
+def geomean_gap(gaps: list[float]) -> float:
+    """``exp(mean ln(1 + gap)) - 1``: the geometric mean of the ratios, as a gap."""
+    return math.expm1(statistics.fmean(math.log1p(g) for g in gaps)) if gaps else math.nan
+
+
+def authors_lp(instance: T.Instance) -> float | None:
+    """The authors' HEAD topology routed by the LP (None where their code aborts)."""
+    try:
+        links, _ = authors_topology(instance, "head", np.random.default_rng(0))
+    except NoSolution:
+        return None
+    return H.lp_solution(instance, links)["objective"]
+
+
+def solve_all(instance: T.Instance, seed: int = 0) -> dict:
+    """Exact, bound, relaxation and every heuristic on one instance."""
+    exact = run(PROBLEM, instance, "exact", EXACT)
+    row = {
+        "exact": exact.objective if exact.status == "optimal" else None,
+        "status": exact.status,
+        "times": exact.times,
+        "bound": dual_bound(instance),
+    }
+    row["relaxation"] = relaxation(instance) if instance.servers <= 28 else None
+    for method in PROBLEM.heuristics:
+        report = run(PROBLEM, instance, method, SolveOptions(seed=seed))
+        row[method] = (report.objective, report.times["total"]) if report.status == "feasible" else None
+    t0 = time.perf_counter()
+    value = authors_lp(instance)
+    row[AUTHORS_LP] = None if value is None else (value, time.perf_counter() - t0)
+    return row
+
+
+def family_table(tasks: list[tuple[str, T.Instance, int]], title: str) -> list[dict]:
+    methods = [*PROBLEM.heuristics, AUTHORS_LP]
+    print(f"\n== {title}: gap to the P1 optimum, % (- where the method does not apply)")
+    print(
+        "| instance | links | theta* | bound | P1 build / hand-off / solve s | " + " | ".join(methods) + " |"
     )
-    print(header + "".join(f" {m:>16}" for m in H.HEURISTICS))
-    gaps: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
-    times: dict[str, list[float]] = {m: [] for m in H.HEURISTICS}
-    for path in sorted(INSTANCES.glob("[01]-exact-*.toml")):
-        instance = load(path).instance
-        report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
-        assert report.status == "optimal" and report.check["feasible"]
-        lp = lp_relaxation(topoopt.PROBLEM, instance)
-        t0 = time.perf_counter()
-        tau, _ = solve_p2(instance, SolveOptions(gap=1e-9))
-        p2_seconds = time.perf_counter() - t0
-        row = (
-            f"{path.stem:22} {report.objective:9.3f} {lp:9.3f} {report.times['build']:7.3f} "
-            f"{report.times['handoff']:7.3f} {report.times['solve']:7.3f} {1 / tau:9.3f} {p2_seconds:6.1f}"
-        )
-        for method in H.HEURISTICS:
-            h = run(topoopt.PROBLEM, instance, method)
-            assert h.check["feasible"]
-            gap = relative_gap(h.objective, report.objective)
-            gaps[method].append(gap)
-            times[method].append(h.times["solve"])
-            row += f" {100 * gap:7.1f}% {h.times['solve']:6.3f}s"
-        print(row)
-    for method in H.HEURISTICS:
+    print("|" + "---|" * (5 + len(methods)))
+    rows = []
+    for name, instance, seed in tasks:
+        row = solve_all(instance, seed) | {"name": name, "symmetric": instance.symmetric}
+        rows.append(row)
+        t = row["times"]
+        cells = []
+        for m in methods:
+            cells.append(
+                "-"
+                if row[m] is None or row["exact"] is None
+                else f"{100 * primal_gap(row[m][0], row['exact']):.2f}"
+            )
+        theta = "n/p" if row["exact"] is None else f"{row['exact']:.3f}"
         print(
-            f"  {method:16} gap mean {100 * statistics.mean(gaps[method]):5.1f} %, worst "
-            f"{100 * max(gaps[method]):5.1f} %, time mean {statistics.mean(times[method]) * 1e3:6.1f} ms"
+            f"| {name} | {'sym' if instance.symmetric else 'dir'} | {theta} | {row['bound']:.3f} | "
+            f"{t['build']:.2f} / {t['handoff']:.2f} / {t['solve']:.2f} | " + " | ".join(cells) + " |",
+            flush=True,
         )
+    summarise(rows, methods)
+    return rows
+
+
+def summarise(rows: list[dict], methods: list[str]) -> None:
+    print(
+        "\n| heuristic | links | instances | geomean gap | worst gap | median s "
+        "| median speed-up (exact >= 0.5 s) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for m in methods:
+        for label, keep in (
+            ("both", lambda r: True),
+            ("sym", lambda r: r["symmetric"]),
+            ("dir", lambda r: not r["symmetric"]),
+        ):
+            chosen = [r for r in rows if keep(r) and r["exact"] is not None and r[m] is not None]
+            if not chosen:
+                continue
+            gaps = [primal_gap(r[m][0], r["exact"]) for r in chosen]
+            slow = [r["times"]["total"] / max(r[m][1], 1e-3) for r in chosen if r["times"]["total"] >= 0.5]
+            speed = f"{statistics.median(slow):.0f}x ({len(slow)})" if slow else "-"
+            print(
+                f"| {m} | {label} | {len(chosen)} | {100 * geomean_gap(gaps):.2f} % "
+                f"| {100 * max(gaps):.2f} % | "
+                f"{statistics.median(r[m][1] for r in chosen):.3f} | {speed} |"
+            )
+
+
+def exact_family() -> None:
+    tasks = [(p.stem, load(p).instance, 0) for p in sorted(INSTANCES.glob("[01]-exact-*.toml"))]
+    family_table(tasks, "Exact family (shipped)")
+
+
+def bench_family(seeds: int) -> None:
+    tasks = [
+        (p.stem, load(p).instance, seed) for p in sorted(INSTANCES.glob("0-*.toml")) for seed in range(seeds)
+    ]
+    tasks += [
+        (f"generated size {size} seed {seed}", PROBLEM.generate(seed, size), seed)
+        for size in PROBLEM.sizes
+        for seed in range(seeds)
+    ]
+    family_table(tasks, f"Default bench families, {seeds} seeds")
 
 
 def stride_family() -> None:
-    print("\n== Stride family: geometric SelectPermutations vs P4 enumeration (uniform all-to-all)")
-    columns = ("geometric", "mean hops", "P4 optimum", "mean hops", "enum s")
-    widths = (22, 9, 22, 9, 7)
-    print(f"{'n':>4} {'d':>2} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    print(
+        "\n== Stride family: geometric SelectPermutations vs P4 enumeration (uniform all-to-all, mean hops)"
+    )
+    print("| n | d | geometric | mean hops | P4 optimum | mean hops | enumeration s |")
+    print("|---|---|---|---|---|---|---|")
     for n in (12, 16, 24, 30, 32, 48, 64):
         for d in (2, 3, 4):
             weight = topoopt_strides.offset_weights(n, np.zeros((n, n)))
@@ -93,109 +178,239 @@ def stride_family() -> None:
             best, cost = topoopt_strides.select_strides_exact(n, d, weight)
             elapsed = time.perf_counter() - t0
             print(
-                f"{n:4} {d:2} {str(tuple(geometric)):>22} "
-                f"{topoopt_strides.stride_cost(n, geometric, weight):9.3f} "
-                f"{str(best):>22} {cost:9.3f} {elapsed:7.3f}"
+                f"| {n} | {d} | {tuple(geometric)} "
+                f"| {topoopt_strides.stride_cost(n, geometric, weight):.3f} | "
+                f"{best} | {cost:.3f} | {elapsed:.3f} |"
             )
+
+
+def model_files() -> None:
+    methods = ["topoopt_authors", "topology_finder", *OURS]
+    print(
+        "\n== Model family files (2-model-*): rate theta [iterations/s] at equal traffic, and the dual bound"
+    )
+    print(
+        "| file | "
+        + " | ".join(methods)
+        + " | best of ours / authors | bound | certified gap of the best | s (ours) |"
+    )
+    print("|" + "---|" * (len(methods) + 5))
+    below = 0
+    for path in sorted(INSTANCES.glob("2-model-*.toml")):
+        instance = load(path).instance
+        values, seconds = {}, 0.0
+        for m in methods:
+            t0 = time.perf_counter()
+            report = run(PROBLEM, instance, m, SolveOptions())
+            values[m] = report.objective if report.status == "feasible" else None
+            if m in OURS:
+                seconds += time.perf_counter() - t0
+        ours = max(v for m, v in values.items() if m in OURS and v is not None)
+        authors = values["topoopt_authors"]
+        ratio = "-" if authors is None else f"{ours / authors:.3f}"
+        below += authors is not None and ours < authors * (1 - 1e-9)
+        bound = dual_bound(instance)
+        best = max(v for v in values.values() if v is not None)
+        cells = ["-" if v is None else f"{v:.3f}" for v in values.values()]
+        print(
+            f"| {path.stem} | " + " | ".join(cells) + f" | {ratio} | {bound:.3f} | "
+            f"{100 * (bound - best) / bound:.1f} % | {seconds:.1f} |",
+            flush=True,
+        )
+    print(f"\nfiles where the best of ours is below topoopt_authors: {below}")
+
+
+#: Model-family instance grid (n, d, Gbit/s): the issue's n in {16..128}, d in {4, 6, 8}, 40/100 G.
+MODEL_GRID = ((16, 6, 40), (32, 4, 100), (64, 8, 40), (128, 4, 100), (128, 6, 40), (128, 8, 100))
+FINDERS = ("topoopt_authors", "topology_finder", "topology_finder_lp")
 
 
 def model_family(steps_per_op: int) -> None:
     n, gbps = 128, 100
     print(
-        f"\n== Model family at n = {n}, {gbps} Gbps ports, MCMC budget {steps_per_op} steps per op per fabric"
+        f"\n== n = {n}, {gbps} Gbit/s: iteration time [ms], TopoOpt (alternating search with each finder) "
+        f"against the similar-cost fat-tree and an ideal switch; {steps_per_op} steps per op"
     )
-    print("   (fat-tree sized with the [prices] table of each model's instance file)")
-    for d in (4, 8):
+    for overlap in (True, False):
+        print(f"\nAllReduce {'overlapped with the backward pass' if overlap else 'after the backward pass'}")
         print(
-            f"{'model':10} {'d':>2} {'TopoOpt $M':>10} {'FT Gbps':>7} {'compute':>8} {'TopoOpt':>9} "
-            f"{'fat-tree':>9} {'ideal':>9} {'FT/TopoOpt':>10} {'search s':>8}  TopoOpt MP degrees"
+            "| model | d | compute | "
+            + " | ".join(f"TopoOpt {f}" for f in FINDERS)
+            + " | FT 1 NIC/port (G) | FT 1 NIC/server (G) | ideal | FT/TopoOpt per finder, NIC per port"
+            " | ... NIC per server |"
         )
-        for name, workload in H.WORKLOADS.items():
-            prices = load(model_instance_path(name, n, d, gbps)).instance.prices
-            ft = H.similar_cost_fattree_gbps(n, d, gbps, prices)
-            cost = H.topoopt_cost(n, d, gbps, prices)
-            clamped = "*" if abs(H.fattree_cost(n, ft, prices) - cost) > 1e-9 * cost else " "
-            budget = max(100, steps_per_op * len(workload.ops))
-            t0 = time.perf_counter()
-            topo = H.alternating_search(workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget)
-            elapsed = time.perf_counter() - t0
-            fat = H.alternating_search(
-                workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget, switch_gbps=ft
-            )
-            ideal = H.alternating_search(
-                workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget, switch_gbps=d * gbps
-            )
-            used = sorted(set(topo.strategy))
-            print(
-                f"{name:10} {d:2} {cost / 1e6:10.3f} {ft:6.1f}{clamped} "
-                f"{H.compute_time(workload, H.SERVER_FLOPS) * 1e3:8.2f} "
-                f"{topo.iteration_time * 1e3:9.2f} {fat.iteration_time * 1e3:9.2f} "
-                f"{ideal.iteration_time * 1e3:9.2f} {fat.iteration_time / topo.iteration_time:9.2f}x "
-                f"{elapsed:8.1f}  {used}"
-            )
-    print("(* the budget lies outside the priced fat-tree rates: clamped to the table's end; add a tier)")
-    print(f"(times in ms per iteration; ideal switch: d x {gbps} Gbps per server; the paper reports")
-    print(f" TopoOpt up to {PAPER_SPEEDUP}x faster than a similar-cost fat-tree; see docs/topoopt.md)")
+        print("|" + "---|" * (10 + len(FINDERS) - 2))
+        for d in (4, 8):
+            for name, workload in H.WORKLOADS.items():
+                prices = load(model_instance_path(name, n, d, gbps)).instance.prices
+                budget = max(100, steps_per_op * len(workload.ops))
+                topo = {
+                    f: H.alternating_search(workload, n, d, gbps, budget=budget, finder=f, overlap=overlap)
+                    for f in FINDERS
+                }
+                fat = {}
+                for label, per_nic in (("port", 1), ("server", d)):
+                    rate = H.similar_cost_fattree_gbps(
+                        n, d, gbps, dataclasses.replace(prices, ports_per_nic=per_nic)
+                    )
+                    result = H.alternating_search(
+                        workload, n, d, gbps, budget=budget, switch_gbps=rate, overlap=overlap
+                    )
+                    fat[label] = (rate, result.iteration_time)
+                ideal = H.alternating_search(
+                    workload, n, d, gbps, budget=budget, switch_gbps=d * gbps, overlap=overlap
+                ).iteration_time
+                ratios = {
+                    label: " / ".join(f"{t / topo[f].iteration_time:.2f}" for f in FINDERS)
+                    for label, (_, t) in fat.items()
+                }
+                compute = (workload.forward + workload.backward) * 1e3
+                print(
+                    f"| {name} | {d} | {compute:.2f} | "
+                    + " | ".join(f"{topo[f].iteration_time * 1e3:.2f}" for f in FINDERS)
+                    + f" | {fat['port'][1] * 1e3:.2f} ({fat['port'][0]:.0f}) | {fat['server'][1] * 1e3:.2f} "
+                    f"({fat['server'][0]:.0f}) | {ideal * 1e3:.2f} | {ratios['port']} | {ratios['server']} |",
+                    flush=True,
+                )
+    print(f"(the paper reports TopoOpt up to {PAPER_SPEEDUP}x faster than a similar-cost fat-tree)")
 
 
-#: Model-family instance grid (n, d, Gbps): the issue's n in {16..128}, d in {4, 6, 8}, 40/100 Gbps.
-MODEL_GRID = ((16, 6, 40), (32, 4, 100), (64, 8, 40), (128, 4, 100), (128, 6, 40), (128, 8, 100))
+P1_VARIANTS = {
+    "plain": {"bound_cut": False, "warm_start": False},
+    "cap": {"bound_cut": True, "warm_start": False},
+    "warm start": {"bound_cut": False, "warm_start": True},
+    "cap + warm start": {},
+}
 
 
-def write_model_instances(steps_per_op: int) -> None:
-    """The traffic of the strategy the TopoOpt search finds, per model and grid point."""
-    for name, workload in H.WORKLOADS.items():
-        budget = max(100, steps_per_op * len(workload.ops))
-        for n, d, gbps in MODEL_GRID:
-            found = H.alternating_search(workload, n, d, gbps, server_flops=H.SERVER_FLOPS, budget=budget)
-            write_model_instance(name, workload, found.strategy, n, d, gbps, budget)
+def p1_scaling() -> None:
+    print("\n== P1 at generator sizes 3, 6, 12 (60 s, one thread): status, nodes, build + solve s")
+    print("| size | n | seed | " + " | ".join(P1_VARIANTS) + " |")
+    print("|" + "---|" * (3 + len(P1_VARIANTS)))
+    for size in (3, 6, 12):
+        for seed in range(3):
+            instance = PROBLEM.generate(seed, size)
+            cells = []
+            for options in P1_VARIANTS.values():
+                t0 = time.perf_counter()
+                model = milp.build(instance, **options)
+                built = time.perf_counter() - t0
+                result = solve_model(model, SolveOptions(time_limit=60, gap=1e-6, threads=1))
+                gap = (
+                    ""
+                    if result.status == "optimal" or not result.objective
+                    else f", gap {100 * (result.bound - result.objective) / result.objective:.1f} %"
+                )
+                cells.append(f"{result.status}{gap}, {result.nodes} nodes, {built:.1f} + {result.solve:.1f}")
+            print(f"| {size} | {instance.servers} | {seed} | " + " | ".join(cells) + " |", flush=True)
+
+
+# -- instance files --------------------------------------------------------------------------
+
+SMALL = {(6, 2, True), (6, 4, True), (8, 3, True), (6, 2, False), (8, 3, False)}
+
+
+def write_exact_instances() -> None:
+    for n in (6, 8, 12):
+        for d in (2, 3, 4):
+            for symmetric in (True, False):
+                seed = 1000 + 10 * n + d
+                instance = T.random_instance(np.random.default_rng(seed), n, d, 100.0, symmetric=symmetric)
+                tier = 0 if (n, d, symmetric) in SMALL else 1
+                kind = "symmetric (duplex) links" if symmetric else "directed links"
+                text = to_toml(
+                    PROBLEM,
+                    instance,
+                    source="TopoOpt (NSDI 2023), research notes 1(e)",
+                    description=(
+                        f"Exact family: n={n} servers, d={d} ports of 100 Gbit/s, {kind}, one AllReduce "
+                        "group plus a sparse log-normal model-parallel matrix; "
+                        "coopt.formulations.topoopt.model.random_instance("
+                        f"numpy.random.default_rng({seed}), {n}, {d}, 100.0, symmetric={symmetric})"
+                    ),
+                )
+                write_atomic(
+                    INSTANCES / f"{tier}-exact-n{n}-d{d}{'' if symmetric else '-directed'}.toml", text
+                )
 
 
 def model_instance_path(name: str, n: int, d: int, gbps: int) -> Path:
     return INSTANCES / f"2-model-{name.lower().replace('-', '')}-n{n}-d{d}-{gbps}g.toml"
 
 
-def write_model_instance(name: str, workload, strategy, n: int, d: int, gbps: int, budget: int) -> None:
-    """Keeps the [prices] of an existing file (a user's re-pricing survives a rewrite)."""
-    path = model_instance_path(name, n, d, gbps)
-    prices = load(path).instance.prices if path.exists() else T.DEFAULT_PRICES
-    instance = dataclasses.replace(H.workload_instance(workload, strategy, n, d, gbps), prices=prices)
-    text = to_toml(
-        topoopt.PROBLEM,
-        instance,
-        description=(
-            f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbps, of the strategy "
-            f"coopt.solvers.topoopt.alternating_search finds (seed 0, budget {budget}); heuristics only. "
-            f"{PRICES_NOTE}"
-        ),
-        source=workload.source,
-    )
-    write_atomic(path, text)
+def write_model_instances(steps_per_op: int) -> None:
+    """The traffic of the strategy the alternating search with the authors' finder finds; keeps the
+    [prices] of an existing file (a user's re-pricing survives a rewrite)."""
+    for name, workload in H.WORKLOADS.items():
+        budget = max(100, steps_per_op * len(workload.ops))
+        for n, d, gbps in MODEL_GRID:
+            found = H.alternating_search(workload, n, d, gbps, budget=budget, finder="topoopt_authors")
+            path = model_instance_path(name, n, d, gbps)
+            prices = load(path).instance.prices if path.exists() else T.DEFAULT_PRICES
+            instance = dataclasses.replace(
+                H.workload_instance(workload, found.strategy, n, d, gbps), prices=prices
+            )
+            text = to_toml(
+                PROBLEM,
+                instance,
+                source=workload.source,
+                description=(
+                    f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbit/s, of the strategy the "
+                    "alternating search with the authors' TopologyFinder finds "
+                    "(coopt.solvers.topoopt.alternating_search, finder='topoopt_authors', seed 0, "
+                    f"budget {budget}); heuristics and the bound only. {PRICES_NOTE}"
+                ),
+            )
+            write_atomic(path, text)
+            print(f"wrote {path.name}", flush=True)
 
 
 def write_stride_instances() -> None:
     for n, d in ((32, 3), (64, 4)):
         instance = T.Instance(n, d, 100e9, (), (), (T.ModelParallelGroup(n, 1e6),))
         text = to_toml(
-            topoopt.PROBLEM,
+            PROBLEM,
             instance,
-            description=f"Stride family: uniform all-to-all of 1 MB per pair, n={n}, d={d}; heuristics only",
             source="TopoOpt (NSDI 2023), research notes 1(b) P4",
+            description=f"Stride family: uniform all-to-all of 1 MB per pair, n={n}, d={d}, duplex links; "
+            "heuristics and the bound only",
         )
         write_atomic(INSTANCES / f"2-stride-n{n}-d{d}.toml", text)
 
 
+SECTIONS = ("exact", "bench", "strides", "files", "models", "p1")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sections",
+        default="exact,bench,strides,files,models",
+        help=f"comma-separated, from {', '.join(SECTIONS)}",
+    )
     parser.add_argument("--steps-per-op", type=int, default=12, help="MCMC steps per op (default 12, >= 100)")
-    parser.add_argument("--write-instances", action="store_true", help="rewrite the 2-* instance files")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds of the bench section (default 3)")
+    parser.add_argument("--write-instances", action="store_true", help="rewrite the shipped instance files")
     args = parser.parse_args()
-    exact_family()
-    stride_family()
+    chosen = args.sections.split(",")
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section {unknown[0]}; sections: {', '.join(SECTIONS)}")
     if args.write_instances:
+        write_exact_instances()
         write_stride_instances()
         write_model_instances(args.steps_per_op)
-    model_family(args.steps_per_op)
+    steps = {
+        "exact": exact_family,
+        "bench": lambda: bench_family(args.seeds),
+        "strides": stride_family,
+        "files": model_files,
+        "models": lambda: model_family(args.steps_per_op),
+        "p1": p1_scaling,
+    }
+    for section in SECTIONS:
+        if section in chosen:
+            steps[section]()
 
 
 if __name__ == "__main__":

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy as sp
 
 from coopt.analysis.bounds import get
 from coopt.formulations import topoopt
+from coopt.formulations.topoopt import bound, brute, routing
 from coopt.formulations.topoopt import model as T
 from coopt.formulations.topoopt import strides as topoopt_strides
+from coopt.formulations.topoopt.bound import dual_bound
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
@@ -76,7 +79,7 @@ def test_ring_allreduce_matches_simulation(k, size, rings, latency):
 def test_allreduce_only_p1_is_the_ring_time(n, d):
     """P1 on AllReduce alone: d parallel rings are optimal and 1/theta is T_AR with r = d, a = 0;
     the port bound is tight."""
-    instance = T.Instance(n, d, 100e9, (T.AllReduceGroup(n, 3e8),), ())
+    instance = T.Instance(n, d, 100e9, (T.AllReduceGroup(n, 3e8),), (), symmetric=False)
     report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
     ring = get("topoopt.ring_allreduce_time").evaluate(
         {"k": n, "S": 3e8, "r": d, "B": instance.port_rate, "a": 0}
@@ -144,3 +147,59 @@ def test_cost_closed_forms_price_the_similar_cost_fattree(path):
         assert fattree(tier) == pytest.approx(H.fattree_cost(n, gbps, prices), rel=1e-12)
     budget = fabric(H.tier_at(prices, instance.bandwidth / 1e9))
     assert fattree(H.tier_at(prices, H.similar_cost_fattree(instance))) == pytest.approx(budget, rel=1e-9)
+
+
+# -- the registered dual bound -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_dual_bound_holds_on_brute_forced_tiny_instances(seed):
+    instance = brute.tiny(seed)
+    best = brute.solve(instance)
+    if best is None:
+        pytest.skip("no topology routes this demand")
+    assert best <= dual_bound(instance) * (1 + 1e-9)
+    assert best <= bound.moore_bound(instance) * (1 + 1e-9) and best <= bound.port_bound(instance) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_directed_relaxation_is_the_port_bound(seed):
+    """The claim that lets the bound skip the LP for directed links: P1's relaxation equals the port
+    bound (so the registered bound is never weaker than the relaxation)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([4, 6, 8, 10]))
+    instance = T.random_instance(rng, n, int(rng.integers(1, min(5, n))), 100.0,
+                                 density=float(rng.uniform(0.05, 0.6)), symmetric=False)
+    assert routing.relaxation(instance) == pytest.approx(bound.port_bound(instance), rel=1e-7)
+    assert dual_bound(instance) <= routing.relaxation(instance) * (1 + 1e-9)
+
+
+def test_moore_bound_is_tight_for_uniform_all_to_all_on_five_servers():
+    """n = 5, d = 2, directed, 1 MB between every pair: any degree-2 digraph has 2 servers at one hop
+    and at best 2 at two, so sum_t dist = 6 per source and theta <= 5 * 2 (B/8) / (30 MB); strides
+    {1, 2} reach offsets 1, 2 in one hop and 3, 4 in two, and brute force finds exactly that rate."""
+    instance = T.Instance(5, 2, 100e9, (), (), (T.ModelParallelGroup(5, 1e6),), symmetric=False)
+    expected = 5 * 2 * instance.port_rate / (5 * 6 * 1e6)
+    assert bound.moore_bound(instance) == pytest.approx(expected, rel=1e-12)
+    assert bound.port_bound(instance) == pytest.approx(2 * instance.port_rate / 4e6, rel=1e-12)
+    assert brute.solve(instance) == pytest.approx(expected, rel=1e-7)
+
+
+def test_dual_bound_scales_to_the_papers_size():
+    path = INSTANCES / "2-model-dlrm-n128-d4-100g.toml"
+    instance = load(path).instance
+    value = dual_bound(instance)
+    assert math.isfinite(value) and value <= bound.port_bound(instance)
+
+
+def test_fabric_cost_closed_form_follows_the_nic_sharing_rule():
+    """One NIC per server (p = d = 4) at the default 100 G prices: 659 + 4 (99 + 100 + 150) = 2055."""
+    import dataclasses
+
+    from coopt.solvers import topoopt as H
+
+    bound = get("topoopt.fabric_cost")
+    assert bound.evaluate({"n": 1, "d": 4, "p": 4}) == pytest.approx(2055)
+    for p in (1, 2, 3, 4):
+        prices = dataclasses.replace(T.DEFAULT_PRICES, ports_per_nic=p)
+        assert bound.evaluate({"n": 128, "d": 4, "p": p}) == pytest.approx(H.topoopt_cost(128, 4, 100, prices))

@@ -31,9 +31,19 @@ def symmetric_regular(n: int, degree: int) -> list[np.ndarray]:
     return found
 
 
+def directions(instance: T.Instance, strides: tuple[int, ...]) -> list[int]:
+    """The permutations a ring set lays: each stride, and with duplex links its reverse too."""
+    n = instance.servers
+    if not instance.symmetric:
+        return list(strides)
+    return [r for q in strides for r in ([q] if 2 * q == n else [q, n - q])]
+
+
 def time_on(instance: T.Instance, strides: tuple[int, ...], matching: np.ndarray) -> float:
     """min tau for a fixed ring set and matching: an LP over MP flows (seconds), written directly."""
-    n, rings = instance.servers, len(strides)
+    n = instance.servers
+    strides = tuple(directions(instance, strides))
+    rings = len(strides)
     c = T.ring_bytes(instance.allreduce[0]) / rings
     x = matching.copy()
     for q in strides:
@@ -63,17 +73,22 @@ def time_on(instance: T.Instance, strides: tuple[int, ...], matching: np.ndarray
 def brute_force_p2(instance: T.Instance) -> float:
     n, d = instance.servers, instance.degree
     candidates = T.candidate_strides(n, instance.allreduce[0].size)
+    if instance.symmetric:
+        candidates = [q for q in candidates if 2 * q <= n]
     best = float("inf")
-    for rings in range(1, min(d, len(candidates)) + 1):
+    for rings in range(1, len(candidates) + 1):
         for strides in itertools.combinations(candidates, rings):
-            for matching in symmetric_regular(n, d - rings):
-                best = min(best, time_on(instance, strides, matching))
+            ports = len(directions(instance, strides))
+            if ports <= d:
+                for matching in symmetric_regular(n, d - ports):
+                    best = min(best, time_on(instance, strides, matching))
     return best
 
 
-@pytest.mark.parametrize(("n", "d", "seed"), [(4, 2, 0), (4, 3, 1), (6, 2, 2)])
-def test_p2_equals_brute_force_and_is_p1_feasible(n, d, seed):
-    instance = T.random_instance(np.random.default_rng(seed), n, d, 100.0, density=0.4)
+@pytest.mark.parametrize(("n", "d", "seed", "symmetric"),
+                         [(4, 2, 0, False), (4, 3, 1, False), (6, 2, 2, False), (6, 3, 3, True), (4, 3, 4, True)])
+def test_p2_equals_brute_force_and_is_p1_feasible(n, d, seed, symmetric):
+    instance = T.random_instance(np.random.default_rng(seed), n, d, 100.0, density=0.4, symmetric=symmetric)
     tau, solution = solve_p2(instance, OPTIONS)
     assert tau == pytest.approx(brute_force_p2(instance), rel=1e-6)
     assert T.check(instance, solution) == []
@@ -83,8 +98,8 @@ def test_p2_equals_brute_force_and_is_p1_feasible(n, d, seed):
 
 
 def test_p2_allreduce_only_is_d_rings():
-    """No MP traffic: all d ports become rings and tau is the ring closed form with r = d."""
-    instance = T.Instance(8, 3, 100e9, (T.AllReduceGroup(8, 2e8),), ())
+    """No MP traffic, directed links: all d ports become rings and tau is the ring closed form with r = d."""
+    instance = T.Instance(8, 3, 100e9, (T.AllReduceGroup(8, 2e8),), (), symmetric=False)
     tau, solution = solve_p2(instance, OPTIONS)
     assert tau == pytest.approx(T.ring_bytes(instance.allreduce[0]) / (3 * instance.port_rate), rel=1e-6)
     assert len(solution["ring_share"][0]) == 3

@@ -12,8 +12,9 @@ Source: Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433); research notes secti
   writing ``m`` in base ``a`` (at most ``a - 1`` hops per digit, ``d`` digits):
   ``diam <= d (ceil(n^(1/d)) - 1)``.
 * Fabric cost (research notes section 2(d), the MixNet calculator's formulas; unit prices from the
-  instance's ``[prices]``, 2(e) by default): TopoOpt pays per port a NIC port, a transceiver, a
-  patch-panel port and one fibre of ``L`` metres, ``n d (c_nic + c_tr + c_pp + L c_fib)``; the
+  instance's ``[prices]``, 2(e) by default): TopoOpt pays per port a transceiver, a patch-panel port
+  and one fibre of ``L`` metres, and a NIC per ``p`` ports (``p = 1`` in the calculator),
+  ``n (ceil(d/p) c_nic + d (c_tr + c_pp + L c_fib))``; the
   3-tier non-blocking fat-tree with one NIC per server has ``P = 6 n`` switch ports, ``P + n``
   transceivers and ``ceil((P + n) / 2)`` fibres, ``n c_nic + 7 n c_tr + 6 n c_eps + L c_fib
   ceil(7 n / 2)``. The similar-cost fat-tree rate equates the two (prices at the fat-tree's rate).
@@ -43,6 +44,7 @@ switch_port_price = Quantity("c_eps", "price of one packet-switch port", "USD", 
 fibre_price = Quantity("c_fib", "fibre price per metre", "USD/m", "nonnegative", default=0.3)
 fibre_length = Quantity("L", "length of one fibre", "m", "nonnegative", default=500)
 busiest = Quantity("D_max", "bytes the busiest server sends per iteration", "B", default=1e9)
+ports_per_nic = Quantity("p", "optical ports sharing one NIC", "1", "positive_integer", default=1)
 
 
 def hamiltonian_stride_count(n: float) -> float:
@@ -101,20 +103,22 @@ BOUNDS = [
     ),
     Bound(
         name="topoopt.fabric_cost",
-        summary="TopoOpt fabric cost: n d (c_nic + c_tr + c_pp + L c_fib)",
+        summary="TopoOpt fabric cost: n (ceil(d/p) c_nic + d (c_tr + c_pp + L c_fib))",
         source=SOURCE + " and 2(d,e)",
         output=Quantity("C_topo", "network cost of the direct-connect fabric", "USD", "nonnegative"),
-        inputs=(servers, degree, nic_price, transceiver_price, patch_panel_price, fibre_price, fibre_length),
+        inputs=(servers, degree, nic_price, transceiver_price, patch_panel_price, fibre_price, fibre_length,
+                ports_per_nic),
         expr=servers.symbol
-        * degree.symbol
         * (
-            nic_price.symbol
-            + transceiver_price.symbol
-            + patch_panel_price.symbol
-            + fibre_length.symbol * fibre_price.symbol
+            sp.ceiling(degree.symbol / ports_per_nic.symbol) * nic_price.symbol
+            + degree.symbol
+            * (transceiver_price.symbol + patch_panel_price.symbol + fibre_length.symbol * fibre_price.symbol)
         ),
-        assumptions=("one NIC port, transceiver, patch-panel port and fibre per optical port",),
-        notes="Defaults: the 100 Gbps prices of the MixNet calculator (notes 2(e)).",
+        assumptions=(
+            "a transceiver, patch-panel port and fibre per optical port; p ports share one NIC",
+        ),
+        notes="Defaults: the 100 Gbit/s prices of the MixNet calculator (notes 2(e)), a NIC per port "
+        "(p = 1); p = d is the prototype's reading, one NIC split into the server's ports.",
     ),
     Bound(
         name="topoopt.fattree_cost",

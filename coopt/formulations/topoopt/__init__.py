@@ -2,14 +2,21 @@
 
 Source: W. Wang, M. Khazraee, Z. Zhong, M. Ghobadi, Z. Jia, D. Mudigere, Y. Zhang, A. Kewitsch,
 "TopoOpt: Co-optimizing Network Topology and Parallelization Strategy for Distributed Training
-Jobs", NSDI 2023 (arXiv 2202.00433); research notes section 1.
+Jobs", NSDI 2023 (arXiv 2202.00433); research notes section 1; the authors' TopologyFinder and
+simulator, hipersys-team/FlexFlow at b1526834 (``src/runtime/network.cc``, class ``SpMulMat``).
 
-Layout: the data model, the checker and the generator are in :mod:`.model`; the registered exact
-model P1 (topology + routing + ring split) in :mod:`.milp`; the paper's restricted search space P2
-(stride rings + matchings) in :mod:`.rings_milp`; the b-matching P3 in :mod:`.matching`; the stride
-selection P4 in :mod:`.strides`; the heuristics, the P2 outer loop (``solve_p2``), the
-parallelization search and the fat-tree baseline in :mod:`coopt.solvers.topoopt`; the closed forms in
-:mod:`coopt.analysis.bounds.topoopt`.
+Layout: the data model, the declared fields, the checker and the generator are in :mod:`.model`;
+the registered exact model P1 (topology + routing + ring split) in :mod:`.milp`; the routing LP on
+fixed links and P1's LP relaxation in matrix form in :mod:`.routing`; the dual bounds in
+:mod:`.bound`; the brute force (the oracle) in :mod:`.brute`; the paper's restricted search space
+P2 (stride rings + matchings) in :mod:`.rings_milp`; the b-matching P3 in :mod:`.matching`; the
+stride selection P4 in :mod:`.strides`; the heuristics (ours and the authors' TopologyFinder), the
+P2 outer loop, the parallelization search and the fat-tree baseline in
+:mod:`coopt.solvers.topoopt`; the closed forms in :mod:`coopt.analysis.bounds.topoopt`.
+
+What was reconstructed: the paper states no single model. P1 is the notes' proposal with the ring
+split as a decision (so every heuristic's multi-ring AllReduce lies inside its space), and
+``link_symmetry`` (default symmetric, the authors' duplex fabric) is ours; see :mod:`.model`.
 
 The related models of the paper's search space are library functions:
 
@@ -26,9 +33,11 @@ The related models of the paper's search space are library functions:
 
 from __future__ import annotations
 
+from coopt.formulations.topoopt import brute
+from coopt.formulations.topoopt.bound import dual_bound
 from coopt.formulations.topoopt.milp import build, extract
-from coopt.formulations.topoopt.model import check, dump, generate, load, objective
-from coopt.problem import HeuristicsOf, Problem
+from coopt.formulations.topoopt.model import SCHEMA, check, dump, generate, load, objective
+from coopt.problem import HeuristicsOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="topoopt",
@@ -45,4 +54,10 @@ PROBLEM = Problem(
     heuristics=HeuristicsOf("coopt.solvers.topoopt"),
     sizes=(1, 2, 3),
     size_doc="n = 2 size + 4 servers",
+    showcase="0-exact-n6-d2.toml",
+    schema=SCHEMA,
+    objective_name="communication rate theta",
+    objective_unit="iterations/s",
+    bound=dual_bound,
+    oracle=Oracle(generate=brute.tiny, solve=brute.solve),
 )

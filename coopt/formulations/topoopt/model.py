@@ -1,11 +1,21 @@
-"""The data model, the checker and the generator of TopoOpt (see :mod:`coopt.formulations.topoopt`).
+"""The data model, the declared fields, the checker and the generator of TopoOpt (see
+:mod:`coopt.formulations.topoopt`).
 
 Data model
 ----------
-``n`` servers, each with ``d`` optical ports of ``B`` bit/s. Every optical plane gives each server
-one transmit and one receive neighbour, so a topology is a nonnegative integer matrix ``x`` with
-zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exactly the sums of
-``d`` permutation matrices). The traffic of one training iteration is
+``n`` servers, each with ``d`` optical ports of ``B`` bit/s. A topology is a nonnegative integer
+matrix ``x`` with zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exactly
+the sums of ``d`` permutation matrices). ``link_symmetry`` says which fabric the ports are:
+
+* ``symmetric`` (default, the paper's fabric): every port is a duplex transceiver whose transmit and
+  receive fibres are patched to the same neighbour (TopoOpt's patch panels and OCSes; the authors'
+  simulator builds only bidirectional links, ``SpMulMat(machine, degree, true)`` at FlexFlow
+  ``src/runtime/simulator.cu:479-480``). Then ``x_ij = x_ji``: ``x`` is a ``d``-regular multigraph, which
+  needs ``n d`` even.
+* ``directed``: a port's transmit and receive sides are patched independently (simplex fibres, an
+  OCS that switches the Tx and Rx fibres of a port apart), so ``x_ij`` and ``x_ji`` are free.
+
+The traffic of one training iteration is
 
 * AllReduce groups ``g`` of size ``k_g`` and ``S_g`` bytes. A group of size ``k`` is realised on
   each of the ``n/k`` cosets ``{s, s + n/k, ...}``. Its candidate ring strides are the totient
@@ -19,7 +29,8 @@ zero diagonal and every row and column summing to ``d`` (by Koenig's theorem exa
 The optional ``[prices]`` table (``Prices``; the research notes' section 2(e) MixNet-calculator
 prices when absent) sizes the similar-cost fat-tree baseline of :mod:`coopt.solvers.topoopt`:
 per-rate tiers of NIC, transceiver, packet-switch port and patch-panel port prices (US$), fibre
-US$/m and metres per fibre. The topology models below do not read it.
+US$/m, metres per fibre, and ``ports_per_nic``, how many optical ports share one NIC. The topology
+models do not read it.
 
 Solution
 --------
@@ -28,6 +39,38 @@ Solution
 ``theta``. The checker recomputes the demand from the instance and the shares, checks flow
 conservation and that every loaded arc has a link, and takes
 ``theta = min over loaded arcs of (B / 8) x_ij / load_ij``.
+
+The checker against the exact model P1 (:mod:`.milp`), both ways
+------------------------------------------------------------------
+
+==============================================  ==============================================
+P1 row or domain                                checker violation
+==============================================  ==============================================
+``x_ij`` integer, ``0 <= x_ij <= d``            ``links`` (an ``n x n`` matrix of finite
+                                                nonnegative integers; ``<= d`` follows from
+                                                the degree rows)
+``x_ii = 0`` (no arc ``i -> i`` in the model)   ``links.diagonal``
+``sum_j x_ij = d``                              ``out_degree``
+``sum_i x_ij = d``                              ``in_degree``
+``x_ij = x_ji`` (``symmetric`` only)            ``links.symmetric``
+``mu_gq >= 0`` on ``q in C_k`` only             ``ring_share`` (``[candidate stride, share >= 0]``)
+``sum_q mu_gq = theta``                         ``ring_share.sum`` (shares sum to 1)
+conservation per source and server              ``conservation``
+``f^s_ij >= 0``, arcs between distinct servers  ``flows.nonnegative``, ``flows``
+``sum_s f^s_ij <= (B/8) x_ij`` (scaled)         ``capacity`` (a loaded arc needs a link); the
+                                                objective is the tightest arc's ratio
+``theta`` = objective                           :func:`objective` recomputes it
+``theta_floor`` (valid inequality)              none needed: every instance has a topology at
+                                                or above it (see :mod:`.milp`), so it cuts
+                                                off no optimum
+``theta_cap`` (valid inequality)                none needed: the port and Moore bounds hold for
+                                                every topology (:mod:`.bound`)
+every number finite                             ``finite`` (inf and NaN anywhere are rejected)
+==============================================  ==============================================
+
+Back: every decision the checker accepts is one P1 can take (integer links on arcs between distinct
+servers, shares on candidate strides only, per-source flows on arcs), so no accepted solution lies
+outside P1's space.
 """
 
 from __future__ import annotations
@@ -40,10 +83,19 @@ from typing import Any
 
 import numpy as np
 
+from coopt.errors import UsageError
 from coopt.instance import Fields
 from coopt.problem import TOL, Solution, Violation
+from coopt.schema import Field, Schema
 
 BITS_PER_BYTE = 8
+#: Largest partition the loader accepts: a solution holds per-source flows, up to ``n^2 d`` entries
+#: (n = 512, d = 8: 2 M), and the demand and link matrices are dense ``n x n``.
+MAX_SERVERS = 512
+#: Largest byte count a field may hold: 1e20 bytes (100 EB) per iteration means nothing physical,
+#: and keeps every sum of the model far from overflow.
+MAX_BYTES = 1e20
+SYMMETRY = ("symmetric", "directed")
 
 
 # -- data model ------------------------------------------------------------------------------
@@ -71,7 +123,7 @@ class PriceTier:
     """Unit prices (US$) of the components of one port rate (bit/s)."""
 
     rate: float
-    nic: float  # one NIC port
+    nic: float  # one NIC
     transceiver: float  # one optical transceiver
     switch_port: float  # one electrical packet-switch port
     patch_panel_port: float  # one optical patch-panel port
@@ -81,16 +133,19 @@ class PriceTier:
 class Prices:
     """What the similar-cost fat-tree baseline is sized with: component prices per port rate (tiers
     sorted by rate; a rate between tiers is priced by linear interpolation, outside them by the
-    nearest tier), the fibre price (US$/m) and the length of one fibre (m)."""
+    nearest tier), the fibre price (US$/m), the length of one fibre (m), and how many of a
+    server's optical ports share one NIC (1: a NIC per port, as the MixNet calculator prices
+    TopoOpt; d: one NIC split into d ports, as the prototype's 4 x 25 G NIC)."""
 
     tiers: tuple[PriceTier, ...]
     fibre_per_m: float
     fibre_length: float
+    ports_per_nic: int = 1
 
 
 #: The MixNet cost calculator's defaults (research notes section 2(e), [code]:
 #: mixnet-project/mixnet-project.github.io ``src/config/constants.js``): per item at 100/200/400/800
-#: Gbps, fibre 0.3 US$/m; 500 m per fibre (section 2(d)).
+#: Gbit/s, fibre 0.3 US$/m; 500 m per fibre (section 2(d)).
 DEFAULT_PRICES = Prices(
     tiers=(
         PriceTier(100e9, nic=659, transceiver=99, switch_port=187, patch_panel_port=100),
@@ -112,6 +167,7 @@ class Instance:
     mp_demand: tuple[tuple[int, int, float], ...]  # (source, destination, bytes), sorted, merged
     mp_groups: tuple[ModelParallelGroup, ...] = ()
     prices: Prices = DEFAULT_PRICES  # only the fat-tree baseline reads them
+    symmetric: bool = True  # duplex ports: x_ij = x_ji
 
     @property
     def port_rate(self) -> float:
@@ -150,11 +206,11 @@ def demand_matrix(instance: Instance, shares: Sequence[Sequence[tuple[int, float
     """Total demand ``D = M + sum_g c_g sum_q lambda_gq R_q`` for given ring shares (bytes)."""
     n = instance.servers
     d = mp_matrix(instance)
+    rows = np.arange(n)
     for group, share in zip(instance.allreduce, shares, strict=True):
         c = ring_bytes(group)
         for stride, fraction in share:
-            for s in range(n):
-                d[s, (s + stride) % n] += c * fraction
+            d[rows, (rows + stride) % n] += c * fraction
     return d
 
 
@@ -164,22 +220,81 @@ def busiest_sender(instance: Instance) -> float:
     return float(rows.max())
 
 
+# -- declared fields ---------------------------------------------------------------------------
+
+_BYTES = {"unit": "bytes", "positive": True, "max": MAX_BYTES}
+_USD = {"unit": "US$", "min": 0, "max": 1e9}
+
+TIER_FIELDS = (
+    Field("gbit_per_s", "float", "port rate this tier prices", unit="Gbit/s", si=1e9, positive=True,
+          max=1e6),
+    Field("nic_usd", "float", "one NIC", **_USD),
+    Field("transceiver_usd", "float", "one optical transceiver", **_USD),
+    Field("switch_port_usd", "float", "one electrical packet-switch port (fat-tree)", **_USD),
+    Field("patch_panel_port_usd", "float", "one patch-panel port (TopoOpt)", **_USD),
+)
+
+PRICE_FIELDS = (
+    Field("fibre_usd_per_m", "float", "fibre price", unit="US$/m", default=DEFAULT_PRICES.fibre_per_m,
+          min=0, max=1e6),
+    Field("fibre_length_m", "float", "metres of one fibre", unit="m", default=DEFAULT_PRICES.fibre_length,
+          min=0, max=1e6),
+    Field("ports_per_nic", "int", "optical ports that share one NIC (1: a NIC per port; d: one NIC per "
+          "server split into its d ports)", default=1, min=1, max=64),
+    Field("tier", "tables", "prices per port rate, in increasing gbit_per_s, fat-tree cost per server "
+          "rising (default: the MixNet calculator's 100/200/400/800 G tiers)", default=None,
+          min_length=2, fields=TIER_FIELDS),
+)
+
+SCHEMA = Schema(
+    (
+        Field("servers", "int", "servers of the job's partition (n)", min=2, max=MAX_SERVERS, example=8),
+        Field("degree", "int", "optical ports per server (d), at most servers - 1", min=1, example=2),
+        Field("bandwidth_gbit_per_s", "float", "rate of one port (B)", unit="Gbit/s", si=1e9,
+              positive=True, max=1e6, example=100.0),
+        Field("link_symmetry", "str", "symmetric: duplex ports, x_ij = x_ji (TopoOpt's patch panels); "
+              "directed: a port's transmit and receive fibres patched apart", default="symmetric",
+              choices=SYMMETRY),
+        Field("allreduce", "tables", "AllReduce groups: size servers spaced servers/size apart, one per "
+              "coset", default=(), example=({"size": 8, "bytes": 2.0e8},),
+              fields=(Field("size", "int", "members of one group (a divisor of servers)", min=2),
+                      Field("bytes", "float", "bytes reduced per iteration", **_BYTES))),
+        Field("mp_demand", "matrix", "model-parallel demand rows [source, destination, bytes]", cols=3,
+              default=(), min=0, max=MAX_BYTES),
+        Field("mp_group", "tables", "all-to-all inside blocks of size consecutive servers", default=(),
+              fields=(Field("size", "int", "servers per block (a divisor of servers)", min=2),
+                      Field("bytes", "float", "bytes per ordered pair per iteration", **_BYTES))),
+        Field("prices", "table", "component prices the similar-cost fat-tree is sized with",
+              default={}, fields=PRICE_FIELDS),
+    ),
+    version=2,
+    changes={
+        1: "bandwidth_gbps (Gbit/s) is now bandwidth_gbit_per_s and prices.tier gbps is now gbit_per_s; "
+        "link_symmetry is new and defaults to 'symmetric' (duplex ports, x_ij = x_ji), while version-1 "
+        "files were solved with directed links: write link_symmetry = \"directed\" to keep that meaning",
+    },
+)
+
+
 # -- instance files --------------------------------------------------------------------------
 
 
 def load(fields: Fields) -> Instance:
-    n = fields.int("servers", min=2)
-    d = fields.int("degree", min=1, max=n - 1)
-    bandwidth = fields.float("bandwidth_gbps", positive=True) * 1e9
+    values = SCHEMA.read(fields)
+    n, d = values.servers, values.degree
+    if d > n - 1:
+        fields.fail("degree", f"expected a value <= servers - 1 = {n - 1}, got {d}")
+    symmetric = values.link_symmetry == "symmetric"
+    if symmetric and n * d % 2:
+        fields.fail("degree", f"expected an even servers x degree with link_symmetry = 'symmetric' (no "
+                    f"{d}-regular duplex fabric on {n} servers exists), got {n} x {d}")
     groups = []
-    for g in fields.tables("allreduce", default=[]):
-        k = g.int("size", min=2, max=n)
-        if n % k:
-            g.fail("size", f"expected a divisor of servers = {n}, got {k}")
-        groups.append(AllReduceGroup(size=k, bytes=g.float("bytes", positive=True)))
+    for i, g in enumerate(values.allreduce):
+        if n % g.size:
+            fields.fail(f"allreduce[{i}].size", f"expected a divisor of servers = {n}, got {g.size}")
+        groups.append(AllReduceGroup(size=g.size, bytes=g.bytes))
     merged: dict[tuple[int, int], float] = {}
-    rows = fields.matrix("mp_demand", cols=3, min=0, default=())
-    for i, (s, t, b) in enumerate(rows):
+    for i, (s, t, b) in enumerate(values.mp_demand):
         for value in (s, t):
             if not value.is_integer() or value >= n:
                 fields.fail(
@@ -190,15 +305,15 @@ def load(fields: Fields) -> Instance:
         merged[int(s), int(t)] = merged.get((int(s), int(t)), 0.0) + b
     demand = tuple((s, t, b) for (s, t), b in sorted(merged.items()) if b > 0)
     blocks = []
-    for g in fields.tables("mp_group", default=[]):
-        m = g.int("size", min=2, max=n)
-        if n % m:
-            g.fail("size", f"expected a divisor of servers = {n}, got {m}")
-        blocks.append(ModelParallelGroup(size=m, bytes=g.float("bytes", positive=True)))
+    for i, g in enumerate(values.mp_group):
+        if n % g.size:
+            fields.fail(f"mp_group[{i}].size", f"expected a divisor of servers = {n}, got {g.size}")
+        blocks.append(ModelParallelGroup(size=g.size, bytes=g.bytes))
     if not groups and not demand and not blocks:
         fields.fail("allreduce", "expected an AllReduce group, an mp_group or a positive mp_demand entry")
-    prices = load_prices(fields.table("prices")) if fields.has("prices") else DEFAULT_PRICES
-    return Instance(n, d, bandwidth, tuple(groups), demand, tuple(blocks), prices)
+    prices = read_prices(fields, values.prices)
+    bandwidth = values.bandwidth_gbit_per_s
+    return Instance(n, d, bandwidth, tuple(groups), demand, tuple(blocks), prices, symmetric)
 
 
 #: Transceivers, switch ports and NIC ports per server of the 3-tier non-blocking fat-tree with one
@@ -206,29 +321,21 @@ def load(fields: Fields) -> Instance:
 FATTREE_PARTS = {"nic": 1, "transceiver": 7, "switch_port": 6}
 
 
-def load_prices(fields: Fields) -> Prices:
-    """The optional ``[prices]`` table: ``fibre_usd_per_m``, ``fibre_length_m`` and ``tier``, a list of
-    ``{gbps, nic_usd, transceiver_usd, switch_port_usd, patch_panel_port_usd}`` in increasing
-    ``gbps`` whose fat-tree cost per server rises with the rate (the similar-cost rate is read off
-    that curve). A missing fibre field or ``tier`` list takes the default's value; a tier given
-    needs all five fields."""
-    tiers = []
-    rows = fields.tables("tier", min_length=2, default=None)
-    for i, t in enumerate(rows or []):
-        rate = t.float("gbps", positive=True) * 1e9
-        if tiers and rate <= tiers[-1].rate:
+def read_prices(fields: Fields, values: Any) -> Prices:
+    """The ``[prices]`` table as read by the schema, with the tiers' cross-checks: rates in increasing
+    order, and a fat-tree cost per server that rises with the rate (the similar-cost rate is read
+    off that curve). A missing ``tier`` list takes the default's tiers."""
+    tiers: list[PriceTier] = []
+    for i, t in enumerate(values.tier or ()):
+        if tiers and t.gbit_per_s <= tiers[-1].rate:
             previous = tiers[-1].rate / 1e9
-            t.fail("gbps", f"expected rates in increasing order, got {rate / 1e9:g} after {previous:g}")
-        tier = PriceTier(
-            rate,
-            nic=t.float("nic_usd", min=0),
-            transceiver=t.float("transceiver_usd", min=0),
-            switch_port=t.float("switch_port_usd", min=0),
-            patch_panel_port=t.float("patch_panel_port_usd", min=0),
-        )
+            fields.fail(f"prices.tier[{i}].gbit_per_s",
+                        f"expected rates in increasing order, got {t.gbit_per_s / 1e9:g} after {previous:g}")
+        tier = PriceTier(t.gbit_per_s, t.nic_usd, t.transceiver_usd, t.switch_port_usd,
+                         t.patch_panel_port_usd)
         if tiers and fattree_price_per_server(tier) <= fattree_price_per_server(tiers[-1]):
             fields.fail(
-                f"tier[{i}]",
+                f"prices.tier[{i}]",
                 "expected a fat-tree cost per server (nic_usd + 7 transceiver_usd + 6 switch_port_usd) "
                 f"above the previous tier's, got {fattree_price_per_server(tier):g} <= "
                 f"{fattree_price_per_server(tiers[-1]):g}",
@@ -236,8 +343,9 @@ def load_prices(fields: Fields) -> Prices:
         tiers.append(tier)
     return Prices(
         tiers=tuple(tiers) or DEFAULT_PRICES.tiers,
-        fibre_per_m=fields.float("fibre_usd_per_m", min=0, default=DEFAULT_PRICES.fibre_per_m),
-        fibre_length=fields.float("fibre_length_m", min=0, default=DEFAULT_PRICES.fibre_length),
+        fibre_per_m=values.fibre_usd_per_m,
+        fibre_length=values.fibre_length_m,
+        ports_per_nic=values.ports_per_nic,
     )
 
 
@@ -250,7 +358,8 @@ def dump(instance: Instance) -> dict[str, Any]:
     out: dict[str, Any] = {
         "servers": instance.servers,
         "degree": instance.degree,
-        "bandwidth_gbps": instance.bandwidth / 1e9,
+        "bandwidth_gbit_per_s": instance.bandwidth / 1e9,
+        "link_symmetry": "symmetric" if instance.symmetric else "directed",
     }
     if instance.allreduce:
         out["allreduce"] = [{"size": g.size, "bytes": g.bytes} for g in instance.allreduce]
@@ -262,9 +371,10 @@ def dump(instance: Instance) -> dict[str, Any]:
     out["prices"] = {
         "fibre_usd_per_m": p.fibre_per_m,
         "fibre_length_m": p.fibre_length,
+        "ports_per_nic": p.ports_per_nic,
         "tier": [
             {
-                "gbps": t.rate / 1e9,
+                "gbit_per_s": t.rate / 1e9,
                 "nic_usd": t.nic,
                 "transceiver_usd": t.transceiver,
                 "switch_port_usd": t.switch_port,
@@ -276,16 +386,29 @@ def dump(instance: Instance) -> dict[str, Any]:
     return out
 
 
+#: Largest generator size: n = 2 size + 4 must stay within :data:`MAX_SERVERS`.
+MAX_SIZE = (MAX_SERVERS - 4) // 2
+
+
 def generate(seed: int, size: int) -> Instance:
-    """Exact family: ``n = 2 size + 4`` servers, ``d = min(4, 1 + ceil(size/2))``, one AllReduce
-    of all servers (every third seed: two groups of ``n/2``) and a sparse log-normal MP matrix."""
+    """Exact family: ``n = 2 size + 4`` servers, ``d = min(4, 1 + ceil(size/2))``, symmetric links (the
+    paper's fabric; ``n`` is even, so every degree is realisable), one AllReduce group of all
+    servers (every third seed on average: of ``n/2``) and a sparse log-normal MP matrix.
+    Sizes whose ``n`` the loader refuses are refused here too (UsageError)."""
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"topoopt --size must be in 1..{MAX_SIZE} (n = 2 size + 4 servers, at most "
+                         f"{MAX_SERVERS}), got {size}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     n = 2 * size + 4
     d = min(4, 1 + (size + 1) // 2)
     return random_instance(rng, n, d, 100.0)
 
 
-def random_instance(rng: np.random.Generator, n: int, d: int, gbps: float, density: float = 0.15) -> Instance:
+def random_instance(
+    rng: np.random.Generator, n: int, d: int, gbps: float, density: float = 0.15, symmetric: bool = True
+) -> Instance:
     """One AllReduce group (of ``n``, or of ``n/2`` with probability 1/3) plus MP pairs drawn with
     probability ``density``, log-normal sizes; bytes rounded to whole kilobytes."""
     k = n // 2 if n % 2 == 0 and rng.random() < 1 / 3 else n
@@ -296,13 +419,15 @@ def random_instance(rng: np.random.Generator, n: int, d: int, gbps: float, densi
             demand.append((s, t, float(round(rng.lognormal(3.0, 1.0) * 1e3) * 1e3)))
     if not demand:
         demand.append((0, n // 2, 1e7))
-    return Instance(n, d, gbps * 1e9, (AllReduceGroup(k, allreduce_bytes),), tuple(demand))
-
-
-# -- formulation P1 --------------------------------------------------------------------------
+    group = (AllReduceGroup(k, allreduce_bytes),) if k >= 2 else ()
+    return Instance(n, d, gbps * 1e9, group, tuple(demand), symmetric=symmetric)
 
 
 # -- checker ---------------------------------------------------------------------------------
+
+
+def _finite_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
 
 
 def _links(instance: Instance, solution: Solution, out: list[Violation]) -> np.ndarray | None:
@@ -311,12 +436,10 @@ def _links(instance: Instance, solution: Solution, out: list[Violation]) -> np.n
     if not isinstance(raw, list) or len(raw) != n or any(not isinstance(r, list) or len(r) != n for r in raw):
         out.append(Violation("links", f"expected an {n} x {n} integer matrix"))
         return None
-    if any(
-        isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v) for r in raw for v in r
-    ):
-        out.append(Violation("links", "expected nonnegative integers"))
+    if any(not _finite_number(v) or v < 0 or v != int(v) for r in raw for v in r):
+        out.append(Violation("links", "expected finite nonnegative integers"))
         return None
-    x = np.array(raw, dtype=int)
+    x = np.array(raw, dtype=np.int64)
     if np.any(np.diag(x)):
         out.append(Violation("links.diagonal", "a server is linked to itself"))
     for axis, name in ((1, "out_degree"), (0, "in_degree")):
@@ -325,6 +448,10 @@ def _links(instance: Instance, solution: Solution, out: list[Violation]) -> np.n
                 out.append(
                     Violation(name, f"server {i} has {total} ports in use, degree is {instance.degree}")
                 )
+    if instance.symmetric:
+        for i, j in zip(*np.nonzero(np.triu(x != x.T)), strict=True):
+            detail = f"{x[i, j]} links {i}->{j} but {x[j, i]} links {j}->{i} (duplex ports: link_symmetry)"
+            out.append(Violation("links.symmetric", detail))
     return x
 
 
@@ -342,12 +469,11 @@ def _shares(
         allowed = set(candidate_strides(instance.servers, group.size))
         parsed = []
         for entry in entries if isinstance(entries, list) else [None]:
-            ok = (
-                isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int | float) for v in entry)
-            )
+            ok = isinstance(entry, list) and len(entry) == 2 and all(_finite_number(v) for v in entry)
             if not ok or entry[0] not in allowed or entry[1] < -TOL:
                 out.append(
-                    Violation("ring_share", f"group {g}: {entry!r} is not [candidate stride, share >= 0]")
+                    Violation("ring_share", f"group {g}: {entry!r} is not (candidate stride, finite share"
+                              " >= 0)")
                 )
                 return None
             parsed.append((int(entry[0]), float(entry[1])))
@@ -366,28 +492,37 @@ def _arc_loads(instance: Instance, solution: Solution, out: list[Violation]) -> 
     if not isinstance(raw, list):
         out.append(Violation("flows", "expected a list of [source, i, j, bytes]"))
         return None
-    load = np.zeros((n, n))
-    net = np.zeros((n, n))
-    for entry in raw:
-        ok = isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int | float) for v in entry)
-        if (
-            not ok
-            or any(not float(v).is_integer() or not 0 <= v < n for v in entry[:3])
-            or entry[1] == entry[2]
-        ):
-            out.append(Violation("flows", f"{entry!r} is not [source, i, j, bytes] on servers 0..{n - 1}"))
-            return None
-        s, i, j, amount = int(entry[0]), int(entry[1]), int(entry[2]), float(entry[3])
-        if amount < 0:
-            out.append(Violation("flows.nonnegative", f"flow {amount} of source {s} on arc {i}->{j}"))
-        load[i, j] += amount
-        net[s, i] += amount
-        net[s, j] -= amount
-    return {"load": load, "net": net}
+    if not raw:
+        return {"load": np.zeros((n, n)), "net": np.zeros((n, n))}
+    bad = next((k for k, e in enumerate(raw) if not (isinstance(e, list) and len(e) == 4
+                                                     and all(map(_finite_number, e)))), None)
+    if bad is not None:
+        out.append(Violation("flows", f"{raw[bad]!r} is not [source, i, j, bytes] of finite numbers"))
+        return None
+    table = np.array(raw, dtype=float)
+    ends = table[:, :3]
+    wrong = ~np.all((np.mod(ends, 1) == 0) & (ends >= 0) & (ends < n), axis=1) | (ends[:, 1] == ends[:, 2])
+    if wrong.any():
+        entry = raw[int(np.flatnonzero(wrong)[0])]
+        detail = f"{entry!r} is not [source, i, j, bytes] on servers 0..{n - 1}, i != j"
+        out.append(Violation("flows", detail))
+        return None
+    s, i, j = (table[:, c].astype(np.int64) for c in range(3))
+    amount = table[:, 3]
+    for e in np.flatnonzero(amount < 0)[:5]:
+        out.append(Violation("flows.nonnegative", f"flow {amount[e]} of source {s[e]} on arc {i[e]}->{j[e]}"))
+    load = np.zeros(n * n)
+    np.add.at(load, i * n + j, amount)
+    net = np.zeros(n * n)
+    np.add.at(net, s * n + i, amount)
+    np.add.at(net, s * n + j, -amount)
+    return {"load": load.reshape(n, n), "net": net.reshape(n, n)}
 
 
 def check(instance: Instance, solution: Solution) -> list[Violation]:
     out: list[Violation] = []
+    if not isinstance(solution, dict):
+        return [Violation("solution", "expected an object with links, ring_share and flows")]
     x = _links(instance, solution, out)
     shares = _shares(instance, solution, out)
     routed = _arc_loads(instance, solution, out)
@@ -395,26 +530,31 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         return out
     demand = demand_matrix(instance, shares)
     scale = TOL * max(1.0, float(demand.sum()))
-    for s in range(instance.servers):
-        expected = -demand[s]
-        expected[s] = demand[s].sum()
-        for v in np.flatnonzero(np.abs(routed["net"][s] - expected) > scale):
-            got, need = routed["net"][s, v], expected[v]
-            detail = f"source {s} at server {v}: net outflow {got:.6g}, needs {need:.6g}"
-            out.append(Violation("conservation", detail))
+    expected = -demand
+    np.fill_diagonal(expected, demand.sum(axis=1))
+    wrong = np.abs(routed["net"] - expected) > scale
+    for s, v in list(zip(*np.nonzero(wrong), strict=True))[:20]:
+        got, need = routed["net"][s, v], expected[s, v]
+        detail = f"source {s} at server {v}: net outflow {got:.6g}, needs {need:.6g}"
+        out.append(Violation("conservation", detail))
     if x is not None:
         load = routed["load"]
-        for i, j in zip(*np.nonzero((load > scale) & (x == 0)), strict=True):
+        for i, j in list(zip(*np.nonzero((load > scale) & (x == 0)), strict=True))[:20]:
             out.append(Violation("capacity", f"arc {i}->{j} carries {load[i, j]:.6g} bytes but has no link"))
+    claimed = solution.get("objective")
+    if claimed is not None and not _finite_number(claimed):
+        out.append(Violation("finite", f"the claimed objective {claimed!r} is not a finite number"))
     return out
 
 
 def objective(instance: Instance, solution: Solution) -> float:
     """``theta = min over loaded arcs of (B/8) x_ij / load_ij``: iterations per second."""
     x = np.array(solution["links"], dtype=float)
-    load = np.zeros_like(x)
-    for _, i, j, amount in solution["flows"]:
-        load[int(i), int(j)] += amount
+    n = len(x)
+    flows = np.array(solution["flows"], dtype=float).reshape(-1, 4)
+    load = np.zeros(n * n)
+    np.add.at(load, flows[:, 1].astype(np.int64) * n + flows[:, 2].astype(np.int64), flows[:, 3])
+    load = load.reshape(n, n)
     scale = TOL * max(1.0, float(load.sum()))
     loaded = load > scale
     if not loaded.any():
@@ -444,12 +584,3 @@ def permutations_of(links: np.ndarray) -> list[list[int]]:
             x[i, j] -= 1
         perms.append(perm)
     return perms
-
-
-# -- P2: mutable AllReduce on stride rings plus matchings, minimum time ------------------------
-
-
-# -- P3: b-matching with diminishing returns -------------------------------------------------
-
-
-# -- P4: stride selection --------------------------------------------------------------------

@@ -1,0 +1,245 @@
+"""Routing LPs of TopoOpt in matrix form, handed to HiGHS directly (no Pyomo model: these are solved
+thousands of times by the oracle and the local search, where building a Pyomo model would cost more
+than solving it).
+
+:class:`RoutingLP` is P1 (:mod:`.milp`) with the links fixed: the best concurrent-flow rate ``theta``
+any routing and AllReduce ring split achieves on a topology, an LP. It is built once over a set of
+arcs; a new topology only changes the capacity rows' bounds, and HiGHS re-solves from the previous
+basis. :func:`route` routes one topology; :func:`relaxation` is P1 with the links free and
+fractional (integrality dropped): P1's LP relaxation, a dual bound.
+
+Both use P1's scaling (the busiest server sends 1, a link carries 1) and its variables: ``theta``,
+``mu_gq = theta lambda_gq``, link values (relaxation only) and source-aggregated flows ``f^s_a`` on
+the arcs ``a``. Rows: one split row per group (``sum_q mu_gq = theta``), conservation for every
+source ``s`` and server ``v != s`` (the row ``v = s`` is the negated sum of the others), and a
+capacity row per arc; with free links, the degree rows (one per server and direction, or one per
+server with symmetric links).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coopt.formulations.topoopt.model import (
+    Instance,
+    busiest_sender,
+    candidate_strides,
+    mp_matrix,
+    ring_bytes,
+)
+
+INF = 1e30
+_quiet = False  # set once this process's first Highs() has printed its banner (into a capture)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """An optimal routing: ``theta`` (iterations/s), ring shares per group ``[[stride, share], ...]``
+    and per-source flows ``[[s, i, j, bytes], ...]`` carrying one iteration's demand."""
+
+    theta: float
+    ring_share: list[list[list[float]]]
+    flows: list[list[float]]
+
+
+class Columns:
+    """Column-wise sparse matrix under construction: blocks of (rows, column, value) triples."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        self.rows.append(np.asarray(rows, dtype=np.int64))
+        self.cols.append(np.asarray(cols, dtype=np.int64))
+        self.vals.append(np.asarray(vals, dtype=float))
+
+    def csc(self, ncol: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r, c, v = (np.concatenate(x) for x in (self.rows, self.cols, self.vals))
+        order = np.lexsort((r, c))
+        r, c, v = r[order], c[order], v[order]
+        return np.searchsorted(c, np.arange(ncol + 1)).astype(np.int32), r.astype(np.int32), v
+
+
+def highs_lp(ncol: int, nrow: int, matrix: Columns, row_lo: np.ndarray, row_hi: np.ndarray,
+             col_hi: np.ndarray):
+    """A quiet one-thread ``highspy.Highs`` holding ``max x_0`` over the rows, columns in ``[0, col_hi]``."""
+    import highspy
+    from pyomo.common.tee import capture_output
+
+    start, index, value = matrix.csc(ncol)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = ncol, nrow
+    cost = np.zeros(ncol)
+    cost[0] = 1.0
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(ncol)
+    lp.col_upper_ = col_hi
+    lp.row_lower_, lp.row_upper_ = row_lo, row_hi
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
+    lp.sense_ = highspy.ObjSense.kMaximize
+    global _quiet
+    if _quiet:
+        highs = highspy.Highs()
+    else:
+        with capture_output(capture_fd=True):  # only the first Highs() of a process prints a banner
+            highs = highspy.Highs()
+        _quiet = True
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    highs.passModel(lp)
+    return highs
+
+
+def solve_lp(ncol: int, nrow: int, matrix: Columns, row_lo: np.ndarray, row_hi: np.ndarray,
+             col_hi: np.ndarray) -> np.ndarray | None:
+    """Maximise column 0 once; the column values, or None unless optimal."""
+    highs = highs_lp(ncol, nrow, matrix, row_lo, row_hi, col_hi)
+    return _optimal(highs)
+
+
+def _optimal(highs) -> np.ndarray | None:
+    import highspy
+
+    highs.run()
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return np.asarray(highs.getSolution().col_value)
+
+
+class RoutingLP:
+    """P1's routing LP on the arcs ``(tails, heads)``: with ``capacity`` (links per arc) the links are
+    fixed; with ``capacity=None`` they are free fractional variables with P1's degree rows."""
+
+    def __init__(self, instance: Instance, tails: np.ndarray, heads: np.ndarray,
+                 capacity: np.ndarray | None):
+        n, d = instance.servers, instance.degree
+        self.instance, self.tails, self.heads = instance, tails, heads
+        self.unit = unit = busiest_sender(instance)
+        mp = mp_matrix(instance) / unit
+        groups = instance.allreduce
+        self.shares = [(g, q) for g, group in enumerate(groups) for q in candidate_strides(n, group.size)]
+        ring_c = np.array([ring_bytes(groups[g]) / unit for g, _ in self.shares])
+        narc = len(tails)
+        self.sources = sources = np.flatnonzero((mp.sum(axis=1) > 0) | bool(groups))
+        free = capacity is None
+        if free and instance.symmetric:
+            pairs, link_index = np.unique(np.minimum(tails, heads) * n + np.maximum(tails, heads),
+                                          return_inverse=True)
+            nlink = len(pairs)
+        else:
+            link_index = np.arange(narc)
+            nlink = narc if free else 0
+
+        self.c_mu, c_link = 1, 1 + len(self.shares)
+        self.c_flow = c_flow = c_link + nlink
+        ncol = c_flow + len(sources) * narc
+        r_cons = len(groups)  # rows 0..G-1: the split rows
+        self.r_cap = r_cap = r_cons + len(sources) * (n - 1)
+        r_deg = r_cap + narc
+        nrow = r_deg + ((n if instance.symmetric else 2 * n) if free else 0)
+
+        def cons_row(k: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+            return r_cons + k * (n - 1) + v - (v > s)
+
+        m = Columns()
+        # theta: -1 in every split row; theta M_sv in the conservation rows (v != s)
+        m.add(np.arange(len(groups)), np.zeros(len(groups)), -np.ones(len(groups)))
+        ks, vs = np.nonzero(mp[sources] > 0)
+        m.add(cons_row(ks, sources[ks], vs), np.zeros(len(ks)), mp[sources[ks], vs])
+        # mu_gq: +1 in its split row; c_g in the conservation row of (s, s + q) for every source s
+        for column, (g, q) in enumerate(self.shares):
+            dest = (sources + q) % n
+            k = np.flatnonzero(dest != sources)
+            m.add(np.r_[g, cons_row(k, sources[k], dest[k])], np.full(1 + len(k), self.c_mu + column),
+                  np.r_[1.0, np.full(len(k), ring_c[column])])
+        # flows: +1 at the tail, -1 at the head (rows v != s only), +1 in the arc's capacity row
+        k = np.repeat(np.arange(len(sources)), narc)
+        a = np.tile(np.arange(narc), len(sources))
+        s = sources[k]
+        col = c_flow + k * narc + a
+        for ends, sign in ((tails[a], 1.0), (heads[a], -1.0)):
+            keep = ends != s
+            m.add(cons_row(k[keep], s[keep], ends[keep]), col[keep], np.full(int(keep.sum()), sign))
+        m.add(r_cap + a, col, np.ones(len(a)))
+        row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
+        row_lo[r_cap:r_deg] = -INF
+        col_hi = np.full(ncol, INF)
+        if free:
+            # links: -1 in the capacity rows of the arcs they carry, +1 in the degree rows of their ends
+            m.add(r_cap + np.arange(narc), c_link + link_index, -np.ones(narc))
+            if instance.symmetric:
+                m.add(np.r_[r_deg + pairs // n, r_deg + pairs % n], np.tile(c_link + np.arange(nlink), 2),
+                      np.ones(2 * nlink))
+            else:
+                m.add(np.r_[r_deg + tails, r_deg + n + heads], np.tile(c_link + np.arange(narc), 2),
+                      np.ones(2 * narc))
+            row_lo[r_deg:] = row_hi[r_deg:] = d
+            col_hi[c_link:c_flow] = d
+        else:
+            row_hi[r_cap:r_deg] = capacity
+        self.highs = highs_lp(ncol, nrow, m, row_lo, row_hi, col_hi)
+
+    def set_capacity(self, capacity: np.ndarray) -> None:
+        """New link counts on the arcs (fixed-link LP only); the next solve starts from the last basis."""
+        narc = len(self.tails)
+        index = np.arange(self.r_cap, self.r_cap + narc, dtype=np.int32)
+        self.highs.changeRowsBounds(narc, index, np.full(narc, -INF), np.asarray(capacity, dtype=float))
+
+    def solve(self) -> np.ndarray | None:
+        return _optimal(self.highs)
+
+    def theta(self, values: np.ndarray | None) -> float:
+        """``theta`` in iterations/s of a solve's values (0 for None or a null rate)."""
+        if values is None or values[0] <= 1e-12:
+            return 0.0
+        return float(values[0]) * self.instance.port_rate / self.unit
+
+    def routed(self, values: np.ndarray) -> Routed:
+        """The routing of a solve's values, in problem units."""
+        theta = float(values[0])
+        shares: list[list[list[float]]] = [[] for _ in self.instance.allreduce]
+        for column, (g, q) in enumerate(self.shares):
+            mu = values[self.c_mu + column]
+            if mu > 1e-12 * theta:
+                shares[g].append([q, mu])
+        for g, entries in enumerate(shares):
+            total = sum(mu for _, mu in entries)
+            shares[g] = [[q, mu / total] for q, mu in entries]
+        narc = len(self.tails)
+        flow = values[self.c_flow:].reshape(len(self.sources), narc)
+        k, a = np.nonzero(flow > 1e-12 * theta)
+        amounts = flow[k, a] / theta * self.unit
+        flows = [[int(s), int(i), int(j), float(b)]
+                 for s, i, j, b in zip(self.sources[k], self.tails[a], self.heads[a], amounts, strict=True)]
+        return Routed(theta * self.instance.port_rate / self.unit, shares, flows)
+
+
+def all_arcs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair of distinct servers, as (tails, heads)."""
+    tails, heads = np.nonzero(~np.eye(n, dtype=bool))
+    return tails, heads
+
+
+def route(instance: Instance, links: np.ndarray) -> Routed | None:
+    """The best routing and ring split on ``links`` (an ``n x n`` link-count matrix): P1 with ``x``
+    fixed. None when no routing carries the demand (some destination unreachable: ``theta = 0``)."""
+    links = np.asarray(links)
+    tails, heads = np.nonzero(links)
+    lp = RoutingLP(instance, tails, heads, links[tails, heads].astype(float))
+    values = lp.solve()
+    return lp.routed(values) if lp.theta(values) > 0 else None
+
+
+def relaxation(instance: Instance) -> float:
+    """P1's LP relaxation (links fractional in ``[0, d]`` with the degree rows, symmetric where the
+    instance says so), in iterations/s: an upper bound on every topology's ``theta``."""
+    lp = RoutingLP(instance, *all_arcs(instance.servers), None)
+    values = lp.solve()
+    if values is None:
+        raise ArithmeticError("P1's LP relaxation did not solve to optimality")
+    return lp.theta(values)

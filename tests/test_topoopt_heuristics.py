@@ -1,0 +1,107 @@
+"""TopoOpt: our heuristics' guarantees (the LP-routed portfolio and the link-swap search never fall
+below what they start from), the routing pieces they rest on, and the degree-preserving swap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coopt.formulations.topoopt import model as T
+from coopt.formulations.topoopt.routing import route
+from coopt.solvers import topoopt as H
+from coopt.solvers.topoopt import fabric, finder
+
+
+def instance(seed: int, symmetric: bool, n: int | None = None) -> T.Instance:
+    rng = np.random.default_rng(seed)
+    n = n or int(rng.choice([6, 8, 10, 12]))
+    return T.random_instance(rng, n, int(rng.integers(2, 5)), 100.0, symmetric=symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_lp_routes_a_topology_at_least_as_well_as_ecmp(seed, symmetric):
+    inst = instance(seed, symmetric)
+    ecmp = H.topology_finder(inst)
+    links = np.array(ecmp["links"])
+    split = fabric.ecmp_split_solution(inst, links)
+    lp = H.lp_solution(inst, links)
+    assert T.check(inst, split) == [] and T.check(inst, lp) == []
+    # ECMP with the LP-best ring split is never below ECMP with the even split, the LP never below either
+    assert ecmp["objective"] <= split["objective"] * (1 + 1e-7)
+    assert split["objective"] <= lp["objective"] * (1 + 1e-7)
+    assert lp["objective"] == pytest.approx(route(inst, links).theta, rel=1e-9)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_topology_finder_lp_is_never_below_topology_finder_and_the_search_never_below_it(seed, symmetric):
+    inst = instance(seed, symmetric)
+    paper = H.topology_finder(inst)["objective"]
+    portfolio = H.topology_finder_lp(inst)
+    search = H.link_swap_search(inst, seed=seed, max_evaluations=20)
+    assert T.check(inst, portfolio) == [] and T.check(inst, search) == []
+    assert paper <= portfolio["objective"] * (1 + 1e-7)
+    assert portfolio["objective"] <= search["objective"] * (1 + 1e-9)
+    assert H.link_swap_search(inst, seed=seed, max_evaluations=20) == search
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_swaps_keep_every_degree(symmetric):
+    rng = np.random.default_rng(1)
+    inst = instance(5, symmetric, n=10)
+    links = np.array(H.topology_finder(inst)["links"])
+    done = 0
+    for _ in range(300):
+        target = tuple(int(v) for v in rng.choice(10, 2, replace=False)) if rng.random() < 0.5 else None
+        moved = finder._swap(links, symmetric, rng, target)
+        if moved is None:
+            continue
+        done += 1
+        assert (moved.sum(axis=0) == inst.degree).all() and (moved.sum(axis=1) == inst.degree).all()
+        assert not np.diag(moved).any() and (moved >= 0).all()
+        assert not symmetric or (moved == moved.T).all()
+        assert (moved != links).any()
+        links = moved
+    assert done > 100
+
+
+def test_duplex_rings_take_both_directions_and_split_evenly():
+    inst = T.Instance(12, 4, 100e9, (T.AllReduceGroup(12, 1e8),), ((0, 5, 1e6),))
+    strides, shares = finder.ring_plan(inst, 2)
+    assert strides == [1, 5, 7, 11]
+    assert shares == [[[1, 0.25], [5, 0.25], [7, 0.25], [11, 0.25]]]
+    directed = T.Instance(12, 4, 100e9, (T.AllReduceGroup(12, 1e8),), ((0, 5, 1e6),), symmetric=False)
+    assert finder.ring_plan(directed, 2)[0] == [1, 11]
+
+
+def test_ring_unit_counts_respect_odd_n_and_duplex_ports():
+    assert finder.ring_units(T.Instance(8, 5, 1e9, (T.AllReduceGroup(8, 1.0),), ())) == [1, 2]
+    assert finder.ring_units(T.Instance(9, 4, 1e9, (T.AllReduceGroup(9, 1.0),), ())) == [2]
+    assert finder.ring_units(T.Instance(9, 3, 1e9, (T.AllReduceGroup(9, 1.0),), (), symmetric=False)) == [3]
+    assert finder.ring_units(T.Instance(8, 1, 1e9, (), ((0, 1, 1.0),))) == [0]
+
+
+def test_the_paper_split_gives_matchings_to_model_parallel_traffic():
+    """d_A = d T_A / (T_A + T_MP) ports, in duplex rings of two: T_A = n c = 8 * 2 (7/8) 1e8 = 1.4e9.
+    With 1 MB per MP pair (T_MP = 8e6), d_A = 3.98, 2 rings; with 10 GB per pair, d_A = 0.007, and
+    at least one ring stays."""
+    light = T.Instance(8, 4, 100e9, (T.AllReduceGroup(8, 1e8),), tuple((s, (s + 3) % 8, 1e6) for s in range(8)))
+    heavy = T.Instance(8, 4, 100e9, (T.AllReduceGroup(8, 1e8),), tuple((s, (s + 3) % 8, 1e10) for s in range(8)))
+    assert finder.paper_units(light) == 2 and finder.paper_units(heavy) == 1
+    links = np.array(H.topology_finder(heavy)["links"])
+    rows = np.arange(8)
+    assert (links[rows, (rows + 3) % 8] >= 1).all()  # the matchings follow the heavy pairs
+
+
+@pytest.mark.parametrize("name", ["0-exact-n6-d2", "1-exact-n12-d4-directed", "2-model-bert-n16-d6-40g"])
+def test_ours_is_never_below_the_authors_at_equal_traffic(name):
+    from pathlib import Path
+
+    from coopt.instance import load
+
+    path = Path(__file__).resolve().parent.parent / "instances" / "topoopt" / f"{name}.toml"
+    inst = load(path).instance
+    for seed in (0, 1):
+        authors = H.topoopt_authors(inst, seed=seed)["objective"]
+        assert H.topology_finder_lp(inst, seed=seed)["objective"] >= authors * (1 - 1e-9)
