@@ -42,7 +42,7 @@ def erlang_check(console: Console, arrivals: int) -> None:
         network = P.Instance(("a", "b"), (P.Link("a", "b", 100e3),), False, slots, 12.5e9, 0, 1,
                              (P.Modulation("one", 100e9, 1e6),), (P.PriorityClass("only", 1.0, 0.0),), (1.0,),
                              False, "time_expanded", 0, ())
-        result = simulate(network, Traffic(load_erlang, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+        result = simulate(network, Traffic(load_erlang, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                           RunControl(arrivals=arrivals, warmup=arrivals // 10, batches=20, seed=11))
         exact = erlang_b(slots, load_erlang)
         table.add_row(str(slots), f"{load_erlang:g}", f"{exact:.5f}",

@@ -48,7 +48,7 @@ from coopt.solvers.provisioning.rmsa import Choice, SpectrumState, degraded_choi
 class Traffic:
     load_erlang: float
     mean_holding_s: float = 1.0
-    bandwidths_gbps: tuple[float, ...] = (25.0, 50.0, 75.0, 100.0)
+    bandwidths_gbit_per_s: tuple[float, ...] = (25.0, 50.0, 75.0, 100.0)
     class_shares: tuple[float, ...] = ()  # empty: equiprobable classes
 
 
@@ -293,7 +293,7 @@ class ProvisioningSimulator:
         for index in range(total):
             now += rng.expovariate(rate)
             source, target = self.pairs[rng.randrange(len(self.pairs))]
-            bandwidth = rng.choice(traffic.bandwidths_gbps) * P.GBPS
+            bandwidth = rng.choice(traffic.bandwidths_gbit_per_s) * P.GBPS
             priority = rng.choices(classes, weights=self.shares)[0]
             holding = rng.expovariate(1.0 / traffic.mean_holding_s)
             self._depart_until(now)
@@ -365,7 +365,7 @@ class ProvisioningSimulator:
             requests.append(P.Request(req.source, req.target, req.bandwidth_bps, holding, 0.0, req.priority))
             connections.append({
                 "request": i, "path": list(conn.route.nodes), "modulation": conn.route.modulation.name,
-                "retained": conn.retained, "rate_gbps": conn.retained * req.bandwidth_bps / P.GBPS,
+                "retained": conn.retained, "rate_gbit_per_s": conn.retained * req.bandwidth_bps / P.GBPS,
                 "first_slot": conn.first_slot, "slots": conn.slots,
                 "start_s": 0.0, "end_s": remaining / (conn.retained * req.bandwidth_bps),
             })

@@ -1,4 +1,11 @@
-"""The channel MILP of Models A and B (the statement is in :mod:`coopt.formulations.provisioning.model`)."""
+"""The channel MILP of Models A and B (the statement is in :mod:`coopt.formulations.provisioning.model`).
+
+:func:`channel_model` builds the variables and rows (A1)-(A3) with two expressions, the served
+weight W and the weighted degradation P; :func:`build` adds the one-number objective W - eps P
+(the ``milp`` method, LP relaxation and export), and the exact route
+(:mod:`coopt.solvers.provisioning.exact`) solves the same rows lexicographically: max W, then
+min P at that W.
+"""
 
 from __future__ import annotations
 
@@ -12,28 +19,26 @@ from coopt.formulations.provisioning.model import (
     background_transponders,
     candidates,
     connection,
+    epsilon,
     instants,
     request_ends,
-    request_value,
     routes,
     solution_from,
 )
 from coopt.problem import Solution
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """The channel MILP (A1)-(A3) of the module docstring."""
+def channel_model(instance: Instance) -> pyo.ConcreteModel:
+    """x, the rows (A1)-(A3), and the expressions ``served_weight`` (W) and ``degradation`` (P)."""
     cands = candidates(instance)
     model = pyo.ConcreteModel(name=f"provisioning_{instance.model}")
     model.candidates = cands
     model.x = pyo.Var(range(len(cands)), within=pyo.Binary)
-    total_weight = sum(instance.classes[r.priority - 1].weight for r in instance.requests) or 1.0
-    model.objective_unit = total_weight
-    values = [request_value(instance, instance.requests[c.request], c.retained) / total_weight for c in cands]
-    model.value = pyo.Objective(
-        expr=sum(v * model.x[i] for i, v in enumerate(values)) if cands else pyo.quicksum([]),
-        sense=pyo.maximize,
-    )
+    weight = [instance.classes[instance.requests[c.request].priority - 1].weight for c in cands]
+    model.served_weight = pyo.Expression(expr=sum(w * model.x[i] for i, w in enumerate(weight)))
+    model.degradation = pyo.Expression(
+        expr=sum(w * (1.0 - c.retained) * model.x[i]
+                 for i, (w, c) in enumerate(zip(weight, cands, strict=True)) if c.retained < 1.0))
     by_request: dict[int, list[int]] = defaultdict(list)
     for i, c in enumerate(cands):
         by_request[c.request].append(i)
@@ -69,6 +74,17 @@ def build(instance: Instance) -> pyo.ConcreteModel:
     return model
 
 
+def build(instance: Instance) -> pyo.ConcreteModel:
+    """The channel MILP (A1)-(A3) with the one-number objective W - eps P in problem units (not
+    divided further: that would push the degradation coefficients eps w (1 - rho) toward HiGHS'
+    dual feasibility tolerance)."""
+    model = channel_model(instance)
+    model.value = pyo.Objective(expr=model.served_weight - epsilon(instance) * model.degradation,
+                                sense=pyo.maximize)
+    model.objective_unit = 1.0
+    return model
+
+
 def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
     chosen = []
     for i, c in enumerate(model.candidates):
@@ -76,5 +92,3 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
             route = routes(instance, *request_ends(instance, c.request))[c.route]
             chosen.append(connection(instance, c.request, route, c.retained, c.first_slot))
     return solution_from(instance, chosen)
-
-
