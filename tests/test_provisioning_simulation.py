@@ -47,7 +47,7 @@ def test_erlang_b_recursion_matches_the_closed_form() -> None:
 
 @pytest.mark.parametrize(("slots", "load_erlang", "seed"), [(5, 3.0, 1), (10, 7.0, 2)])
 def test_single_link_reproduces_erlang_b(slots: int, load_erlang: float, seed: int) -> None:
-    result = simulate(one_link(slots), Traffic(load_erlang, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+    result = simulate(one_link(slots), Traffic(load_erlang, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                       RunControl(arrivals=8000, warmup=1000, batches=10, seed=seed))
     assert result.blocking.covers(erlang_b(slots, load_erlang)), (result.blocking, erlang_b(slots, load_erlang))
     assert result.blocking.half_width < 0.03
@@ -58,7 +58,7 @@ def test_single_link_reproduces_erlang_b(slots: int, load_erlang: float, seed: i
 
 
 def test_blocking_grows_with_load_on_one_link() -> None:
-    runs = [simulate(one_link(6), Traffic(a, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+    runs = [simulate(one_link(6), Traffic(a, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                      RunControl(arrivals=4000, warmup=500, seed=3)).blocking for a in (2.0, 5.0, 9.0)]
     assert runs[0].high < runs[1].low and runs[1].high < runs[2].low
 
@@ -183,6 +183,6 @@ def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
     one, three = kaufman_roberts(12, [(3.0, 1), (3.0, 3)])
     assert one < three  # wider requests block more
     # contiguous first fit on one link can only lose to complete sharing (soft, with the CI)
-    result = simulate(one_link(12), Traffic(6.0, bandwidths_gbps=(100.0, 300.0)), "ksp_first_fit",
+    result = simulate(one_link(12), Traffic(6.0, bandwidths_gbit_per_s=(100.0, 300.0)), "ksp_first_fit",
                       RunControl(arrivals=8000, warmup=1000, seed=9))
     assert result.blocking.high >= (one + three) / 2

@@ -197,3 +197,4 @@ HEURISTICS = {
     "degraded_first_fit": degraded_first_fit,
     "priority_degraded_first_fit": priority_degraded_first_fit,
 }
+
