@@ -552,20 +552,22 @@ class Candidate:
     slots: int
 
 
-def candidates(instance: Instance) -> list[Candidate]:
-    """Every non-dominated channel that avoids the background, in (r, k, rho desc, f) order."""
+def candidates(instance: Instance, narrowest: bool = False) -> list[Candidate]:
+    """Every non-dominated channel that avoids the background, in (r, k, rho desc, f) order.
+    ``narrowest``: per (request, path) only the narrowest width (its largest fraction), which is
+    all that maximizing served weight in the static model needs (see :mod:`.milp`)."""
     out = []
     for r, req in enumerate(instance.requests):
         for k, route in enumerate(routes(instance, req.source, req.target)):
             if route.modulation is None:
                 continue
-            widths_seen: set[int] = set()
-            blocked = _background_cells(instance, route.links, req.arrival_s)
+            levels = []  # (rho, n), n strictly decreasing: the non-dominated fractions
             for rho in retained_levels(instance, req):
                 n = slots_needed(rho * req.bandwidth_bps, route.modulation, instance.guard_band)
-                if n > instance.num_slots or n in widths_seen:
-                    continue  # too wide, or as wide as a larger fraction (dominated)
-                widths_seen.add(n)
+                if n <= instance.num_slots and (not levels or n < levels[-1][1]):
+                    levels.append((rho, n))  # a fraction as wide as a larger one is dominated
+            blocked = _background_cells(instance, route.links, req.arrival_s)
+            for rho, n in levels[-1:] if narrowest else levels:
                 for f in range(instance.num_slots - n + 1):
                     if not any((e, s) in blocked for e in route.links for s in range(f, f + n)):
                         out.append(Candidate(r, k, rho, f, n))

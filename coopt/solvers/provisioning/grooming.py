@@ -10,7 +10,10 @@ variant makes exactly the baseline's decisions.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from coopt.formulations.provisioning import grooming as G
 from coopt.problem import Solution
@@ -222,3 +225,84 @@ HEURISTICS = {
     "grooming_first_fit": grooming_first_fit,
     "degraded_grooming": degraded_grooming,
 }
+
+
+def best_heuristic_solution(instance: G.Instance) -> Solution:
+    """The best of the heuristics, its rates re-optimized: the exact route's starting incumbent."""
+    return max((reoptimize_rates(instance, fn(instance)) for fn in HEURISTICS.values()),
+               key=lambda s: s["objective"])
+
+
+def reoptimize_rates(instance: G.Instance, solution: Solution) -> Solution:
+    """Keep the lightpaths and every request's virtual route, choose the served rates anew: the LP
+
+        max sum_r w_r rho_r  s.t.  sum_{r on l} b_r rho_r <= cap_l  (every lightpath l),
+                                   1 - delta_r <= rho_r <= 1,
+
+    then drop the lightpaths nobody uses. The rates the solution had are feasible for the LP, so
+    nothing gets worse. Guarantee: feasible in, feasible out; same served set and W; P and L never
+    larger. Complexity: one LP with R columns and |lightpaths| rows (HiGHS).
+    Source: issue 19 (re-optimizing the degraded requests' rates after routing)."""
+    conns = solution["connections"]
+    if not conns:
+        return G.solution_from(instance, [], [])
+    lightpaths = solution["lightpaths"]
+    requests = [instance.requests[c["request"]] for c in conns]
+    low = np.array([G.min_fraction(instance, q) for q in requests])
+    weight = np.array([float(G.served_weight(instance, c["request"])) for c in conns])
+    rows: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for j, (c, q) in enumerate(zip(conns, requests, strict=True)):
+        for h in c["hops"]:
+            rows[h].append((j, q.bandwidth_bps / G.GBPS))
+    order = sorted(rows)
+    capacity = np.array([lightpaths[h]["capacity_gbit_per_s"] for h in order])
+    fractions = _max_weighted_fractions(weight, low, [rows[h] for h in order], capacity)
+    if fractions is None:  # keep the rates the solution had
+        fractions = [c["rate_gbit_per_s"] * G.GBPS / q.bandwidth_bps
+                     for c, q in zip(conns, requests, strict=True)]
+    used = sorted({h for c in conns for h in c["hops"]})
+    renumber = {h: i for i, h in enumerate(used)}
+    out = []
+    for c, q, rho in zip(conns, requests, fractions, strict=True):
+        rate = min(max(rho, G.min_fraction(instance, q)), 1.0) * q.bandwidth_bps
+        out.append(G.connection_record(instance, c["request"], [renumber[h] for h in c["hops"]], rate))
+    return G.solution_from(instance, [lightpaths[h] for h in used], out)
+
+
+def _max_weighted_fractions(weight: np.ndarray, low: np.ndarray, rows: list[list[tuple[int, float]]],
+                            capacity: np.ndarray) -> np.ndarray | None:
+    """The LP of :func:`reoptimize_rates` (column j: weight, bounds [low_j, 1]; row i: the
+    (column, Gbit/s) pairs of lightpath i, at most capacity_i), solved by HiGHS; None if HiGHS
+    does not report it optimal."""
+    import highspy
+    from pyomo.common.tee import capture_output
+
+    with capture_output(capture_fd=True):  # the constructor prints a banner
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    # HiGHS keeps one thread scheduler per process, sized by the first run; reset it before and
+    # after, so this LP neither fails after nor breaks the exact route's runs (otherwise a later
+    # solve_model returns status "error", termination unknown)
+    highspy.Highs.resetGlobalScheduler(True)
+    n = len(weight)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, len(rows)
+    lp.col_cost_ = -weight
+    lp.col_lower_, lp.col_upper_ = low, np.ones(n)
+    lp.row_lower_ = np.full(len(rows), -highspy.kHighsInf)
+    lp.row_upper_ = capacity
+    entries = sorted((j, i, value) for i, row in enumerate(rows) for j, value in row)
+    starts = np.zeros(n + 1, dtype=np.int32)
+    for j, _, _ in entries:
+        starts[j + 1] += 1
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.cumsum(starts).astype(np.int32)
+    lp.a_matrix_.index_ = np.array([i for _, i, _ in entries], dtype=np.int32)
+    lp.a_matrix_.value_ = np.array([v for _, _, v in entries], dtype=np.float64)
+    highs.passModel(lp)
+    highs.run()
+    optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    fractions = np.array(highs.getSolution().col_value) if optimal else None
+    highspy.Highs.resetGlobalScheduler(True)
+    return fractions

@@ -198,3 +198,78 @@ HEURISTICS = {
     "priority_degraded_first_fit": priority_degraded_first_fit,
 }
 
+
+
+def best_heuristic_solution(instance: P.Instance) -> Solution:
+    """The best solution of the fixed-for-life heuristics (ties: the first in :data:`HEURISTICS`
+    order): the exact route's starting incumbent."""
+    return max((fn(instance) for fn in HEURISTICS.values()), key=lambda s: s["objective"])
+
+
+def upgrade(instance: P.Instance, solution: Solution) -> Solution:
+    """Raise retained fractions without changing who is served: each degraded connection, heaviest
+    class first, takes the largest fraction of its menu whose channel fits among the others (on
+    its own path at its own first slot, else first fit on any of its K paths); repeated until
+    nothing moves. In the time-expanded model a larger fraction is also a shorter interval, so it
+    never creates a conflict the check below misses.
+
+    Guarantee: feasible in, feasible out, same served set and W, P never larger.
+    Complexity O(passes R (R |path| + K |Lambda| |S|)); a pass raises at least one fraction, so
+    passes <= R |Lambda|. Source: ours (the exact route's stage-2 incumbent)."""
+    conns = {c["request"]: dict(c) for c in solution["connections"]}
+    background = [(P.path_links(instance, bg.path), ((1 << bg.slots) - 1) << bg.first_slot, bg.end_s)
+                  for bg in instance.background]
+    moved = True
+    while moved:
+        moved = False
+        order = sorted((r for r, c in conns.items() if c["retained"] < 1.0),
+                       key=lambda r: (-instance.classes[instance.requests[r].priority - 1].weight,
+                                      conns[r]["retained"], r))
+        for r in order:
+            req, conn = instance.requests[r], conns[r]
+            for rho in P.retained_levels(instance, req):
+                if rho <= conn["retained"]:
+                    break
+                end = P.end_time(req, rho)
+                busy = [0] * len(instance.links)
+                for other, c in conns.items():
+                    if other != r and P.concurrent(instance, c["start_s"], c["end_s"], req.arrival_s, end):
+                        block = ((1 << c["slots"]) - 1) << c["first_slot"]
+                        for e in P.path_links(instance, c["path"]):
+                            busy[e] |= block
+                for links, block, until in background:
+                    if instance.model == "static" or req.arrival_s < until:
+                        for e in links:
+                            busy[e] |= block
+                placed = _place(instance, req, rho, busy, conn)
+                if placed is not None:
+                    conns[r] = P.connection(instance, r, placed[0], rho, placed[1])
+                    moved = True
+                    break
+    return P.solution_from(instance, list(conns.values()))
+
+
+def _place(instance: P.Instance, req: P.Request, rho: float, busy: list[int], conn: dict
+           ) -> tuple[P.Route, int] | None:
+    """(route, first slot) for ``req`` at ``rho`` on the free cells: its own path and first slot if
+    they fit, else first fit on its K paths in order; None if nothing fits."""
+    full = (1 << instance.num_slots) - 1
+    own = P.route_of(instance, req, conn["path"])
+    candidates = [own] + [rt for rt in P.routes(instance, req.source, req.target) if rt is not own]
+    for i, route in enumerate(candidates):
+        if route is None or route.modulation is None:
+            continue
+        n = P.slots_needed(rho * req.bandwidth_bps, route.modulation, instance.guard_band)
+        if n > instance.num_slots:
+            continue
+        used = 0
+        for e in route.links:
+            used |= busy[e]
+        if i == 0 and conn["first_slot"] + n <= instance.num_slots:
+            block = ((1 << n) - 1) << conn["first_slot"]
+            if not used & block:
+                return route, conn["first_slot"]
+        f = lowest_block(~used & full, n)
+        if f is not None:
+            return route, f
+    return None
