@@ -31,7 +31,7 @@ SWEEPS = {"2-nsfnet-static": (40, 55, 70, 85, 100), "2-usnet-static": (30, 45, 6
 #: The grooming architecture carries more: its sweep starts where the single layer saturates.
 MULTILAYER_SWEEPS = {"2-nsfnet-static": (70, 100, 130, 160), "2-usnet-static": (60, 90, 120, 150)}
 MULTILAYER_POLICIES = ["grooming", "grooming_optical", "grooming_electrical", "grooming_degraded",
-                       "ksp_first_fit", "degraded"]
+                       "ksp_first_fit", "qos_assured"]
 
 
 def erlang_check(console: Console, arrivals: int) -> None:
