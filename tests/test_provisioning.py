@@ -315,7 +315,7 @@ def test_degraded_heuristic_reduces_to_ksp_first_fit_without_degradation(seed: i
 def test_heuristics_deterministic_and_feasible_on_large_files(method: str) -> None:
     for path in sorted(ROOT.glob("2-*.toml")):
         instance = read(path)
-        first = provisioning.PROBLEM.heuristics[method](instance, seed=0)
+        first = provisioning.PROBLEM.heuristics[method](instance, seed=1)
         assert P.check(instance, first) == []
         assert provisioning.PROBLEM.heuristics[method](instance, seed=1) == first
 
@@ -446,3 +446,19 @@ def test_the_generator_writes_files_its_loader_reads(tmp_path: Path, size: int) 
         path = tmp_path / f"g{seed}.toml"
         path.write_text(to_toml(provisioning.PROBLEM, instance))
         assert read(path) == instance
+
+
+# -- heuristics of ours (issue 19) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("[01]-*.toml")), ids=lambda p: p.name)
+def test_multistart_never_below_its_first_order_and_upgrade_keeps_who_is_served(path: Path) -> None:
+    instance = read(path)
+    best = H.multistart_first_fit(instance)
+    assert P.check(instance, best) == []
+    assert best["objective"] >= H.priority_degraded_first_fit(instance)["objective"] - 1e-9
+    deepest = H.replay(instance, H.arrival_order(instance), H.narrowest_choice)
+    raised = H.upgrade(instance, deepest)
+    assert P.check(instance, raised) == []
+    assert {c["request"] for c in raised["connections"]} == {c["request"] for c in deepest["connections"]}
+    assert raised["objective"] >= deepest["objective"]

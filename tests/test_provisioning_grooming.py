@@ -231,3 +231,15 @@ def test_the_generator_writes_files_its_loader_reads(tmp_path: Path, size: int) 
     path = tmp_path / "g.toml"
     path.write_text(to_toml(provisioning.GROOMING, instance))
     assert read(path) == instance
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rate_reoptimization_keeps_who_is_served_and_never_lowers_the_value(seed: int) -> None:
+    instance = G.generate(seed, 2)
+    for heuristic in (H.grooming_first_fit, H.degraded_grooming):
+        before = heuristic(instance)
+        after = H.reoptimize_rates(instance, before)
+        assert G.check(instance, after) == []
+        assert {c["request"] for c in after["connections"]} == {c["request"] for c in before["connections"]}
+        assert after["objective"] >= before["objective"] - 1e-9
+    assert G.check(instance, H.priority_degraded_grooming(instance, seed=seed)) == []
