@@ -59,6 +59,18 @@ class GroomingState:
         self.by_pair: dict[tuple[str, str], int] = {}
         self.users: dict[int, int] = {}
         self.transponders = dict.fromkeys(instance.nodes, 0)
+        self._order = {v: i for i, v in enumerate(instance.nodes)}
+        self._routes: dict[tuple[str, str], tuple[G.P.Route, ...]] = {}
+
+    def pair(self, u: str, v: str) -> tuple[str, str]:
+        """:func:`G.pair` with the node order looked up once."""
+        return (u, v) if self._order[u] < self._order[v] else (v, u)
+
+    def pair_routes(self, q: tuple[str, str]) -> tuple[G.P.Route, ...]:
+        """:func:`G.pair_routes`, memoized per state (its cache key hashes the whole network)."""
+        if q not in self._routes:
+            self._routes[q] = G.pair_routes(self.instance, q)
+        return self._routes[q]
 
     def new_lightpath(self, q: tuple[str, str], need_bps: float, largest: bool) -> _Hop | None:
         """First fit on the pair's K shortest paths: the narrowest width carrying ``need_bps``
@@ -66,7 +78,7 @@ class GroomingState:
         ``largest``, the widest width that fits and carries at least ``need_bps``."""
         inst = self.instance
         best: _Hop | None = None
-        for route in G.pair_routes(inst, q):
+        for route in self.pair_routes(q):
             if route.modulation is None:
                 continue
             for w in sorted(inst.lightpath_widths, reverse=largest or self.widest_first):
@@ -96,7 +108,7 @@ class GroomingState:
         used = dict.fromkeys(inst.nodes, 0)
         try:
             for a, b in zip(route_nodes, route_nodes[1:], strict=False):
-                q = G.pair(inst, a, b)
+                q = self.pair(a, b)
                 if q in self.by_pair:
                     lp = self.by_pair[q]
                     residual = self.lightpaths[lp].residual_bps
