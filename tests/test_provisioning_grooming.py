@@ -243,3 +243,11 @@ def test_rate_reoptimization_keeps_who_is_served_and_never_lowers_the_value(seed
         assert {c["request"] for c in after["connections"]} == {c["request"] for c in before["connections"]}
         assert after["objective"] >= before["objective"] - 1e-9
     assert G.check(instance, H.priority_degraded_grooming(instance, seed=seed)) == []
+
+
+def test_heuristics_stay_feasible_on_a_congested_large_batch() -> None:
+    """Generated seed 0, size 24 (96 requests): planning at the floor rates once let a request's
+    rate drop below its class floor, and raising it back overloaded two lightpaths."""
+    instance = G.generate(0, 24)
+    for method, heuristic in provisioning.GROOMING.heuristics.items():
+        assert G.check(instance, heuristic(instance)) == [], method

@@ -208,9 +208,10 @@ def _provision(instance: G.Instance, degrade: bool, order: list[int] | None = No
     connections = []
     for r in range(len(instance.requests)) if order is None else order:
         request = instance.requests[r]
-        if floor_rates:
+        if floor_rates:  # the floor itself, never less: the class window must hold
             request = dataclasses.replace(request, bandwidth_bps=G.min_rate_bps(instance, request))
-        decision = state.decide(request, optical=degrade, electrical=degrade)
+        flexible = degrade and not floor_rates
+        decision = state.decide(request, optical=flexible, electrical=flexible)
         if decision is not None:
             hops, rate = decision
             connections.append(G.connection_record(instance, r, state.commit(hops, rate), rate))
