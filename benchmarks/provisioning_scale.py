@@ -57,19 +57,20 @@ def row(label: str, variant: str, out: tuple) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-#: (label, builder, instances, variants): each variant is a name and the builder's keywords.
+#: (label, builder, seeds -> [(seed, instance)], variants): a variant is a name and the builder's
+#: keywords.
 CHANGES = (
-    ("grooming size 6", grooming_milp.grooming_model, lambda seeds: [G.generate(s, 6) for s in seeds],
+    ("grooming size 6", grooming_milp.grooming_model, lambda seeds: [(s, G.generate(s, 6)) for s in seeds],
      (("no linking, free rates", {"linking": False}),
       ("no linking, floor rates", {"linking": False, "lowest_rates": True}),
       ("linking, floor rates (exact's stage 1)", {"lowest_rates": True}))),
     ("provisioning size 6, static", milp.channel_model,
-     lambda seeds: [P.generate(s, 6) for s in seeds if s % 2 == 0],
-     (("all channels, no symmetry rows", {"symmetry": False}),
-      ("narrowest channels, no symmetry rows", {"narrowest": True, "symmetry": False}),
-      ("narrowest, symmetry rows (exact's stage 1)", {"narrowest": True}))),
+     lambda seeds: [(s, P.generate(s, 6)) for s in seeds if s % 2 == 0],
+     (("all channels", {}),
+      ("narrowest channels (exact's stage 1)", {"narrowest": True}),
+      ("narrowest, symmetry rows", {"narrowest": True, "symmetry": True}))),
     ("provisioning size 3, time-expanded", milp.channel_model,
-     lambda seeds: [P.generate(s, 3) for s in (1, 3)],
+     lambda seeds: [(s, P.generate(s, 3)) for s in (1, 3)],
      (("a row per (link, slot, arrival)", {"maximal_rows": False}),
       ("maximal instants only (exact's)", {}))),
 )
@@ -79,11 +80,11 @@ def changes(seeds: list[int], options: SolveOptions) -> None:
     print("| instance | variant | status | W | bound | nodes | LP gap | s | rows | nonzeros |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, builder, instances, variants in CHANGES:
-        for k, instance in enumerate(instances(seeds)):
+        for seed, instance in instances(seeds):
             w_max = max(c.weight for c in instance.classes)
             for variant, kwargs in variants:
                 out = served_weight_stage(builder(instance, **kwargs), w_max, options)
-                print(row(f"{label} #{k}", variant, out), flush=True)
+                print(row(f"{label}, seed {seed}", variant, out), flush=True)
     print()
     print("The whole exact route (two stages with cutoff rows) against one weighted solve (milp):")
     print("| instance | exact: status, s | milp: status, s |")
