@@ -31,7 +31,7 @@ SWEEPS = {"2-nsfnet-static": (40, 55, 70, 85, 100), "2-usnet-static": (30, 45, 6
 #: The grooming architecture carries more: its sweep starts where the single layer saturates.
 MULTILAYER_SWEEPS = {"2-nsfnet-static": (70, 100, 130, 160), "2-usnet-static": (60, 90, 120, 150)}
 MULTILAYER_POLICIES = ["grooming", "grooming_optical", "grooming_electrical", "grooming_degraded",
-                       "ksp_first_fit", "degraded"]
+                       "ksp_first_fit", "qos_assured"]
 
 
 def erlang_check(console: Console, arrivals: int) -> None:
@@ -42,7 +42,7 @@ def erlang_check(console: Console, arrivals: int) -> None:
         network = P.Instance(("a", "b"), (P.Link("a", "b", 100e3),), False, slots, 12.5e9, 0, 1,
                              (P.Modulation("one", 100e9, 1e6),), (P.PriorityClass("only", 1.0, 0.0),), (1.0,),
                              False, "time_expanded", 0, ())
-        result = simulate(network, Traffic(load_erlang, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+        result = simulate(network, Traffic(load_erlang, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                           RunControl(arrivals=arrivals, warmup=arrivals // 10, batches=20, seed=11))
         exact = erlang_b(slots, load_erlang)
         table.add_row(str(slots), f"{load_erlang:g}", f"{exact:.5f}",

@@ -47,7 +47,7 @@ def test_erlang_b_recursion_matches_the_closed_form() -> None:
 
 @pytest.mark.parametrize(("slots", "load_erlang", "seed"), [(5, 3.0, 1), (10, 7.0, 2)])
 def test_single_link_reproduces_erlang_b(slots: int, load_erlang: float, seed: int) -> None:
-    result = simulate(one_link(slots), Traffic(load_erlang, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+    result = simulate(one_link(slots), Traffic(load_erlang, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                       RunControl(arrivals=8000, warmup=1000, batches=10, seed=seed))
     assert result.blocking.covers(erlang_b(slots, load_erlang)), (result.blocking, erlang_b(slots, load_erlang))
     assert result.blocking.half_width < 0.03
@@ -58,7 +58,7 @@ def test_single_link_reproduces_erlang_b(slots: int, load_erlang: float, seed: i
 
 
 def test_blocking_grows_with_load_on_one_link() -> None:
-    runs = [simulate(one_link(6), Traffic(a, bandwidths_gbps=(100.0,)), "ksp_first_fit",
+    runs = [simulate(one_link(6), Traffic(a, bandwidths_gbit_per_s=(100.0,)), "ksp_first_fit",
                      RunControl(arrivals=4000, warmup=500, seed=3)).blocking for a in (2.0, 5.0, 9.0)]
     assert runs[0].high < runs[1].low and runs[1].high < runs[2].low
 
@@ -81,7 +81,7 @@ def test_every_state_passes_the_checker(six_node: P.Instance, policy: str) -> No
 
 
 def test_the_checker_sees_a_corrupted_state(six_node: P.Instance) -> None:
-    sim = ProvisioningSimulator(six_node, Traffic(12.0), POLICIES["degraded"], RunControl(arrivals=60, warmup=0))
+    sim = ProvisioningSimulator(six_node, Traffic(12.0), POLICIES["qos_assured"], RunControl(arrivals=60, warmup=0))
     sim.run()
     first, second = list(sim.active.values())[:2]
     second.route, second.first_slot = first.route, first.first_slot  # two connections on one channel
@@ -91,7 +91,7 @@ def test_the_checker_sees_a_corrupted_state(six_node: P.Instance) -> None:
 
 
 def test_prolongation_respects_class_bounds(six_node: P.Instance) -> None:
-    result = simulate(six_node, Traffic(10.0), "degraded_in_service", RunControl(arrivals=800, warmup=100, seed=5))
+    result = simulate(six_node, Traffic(10.0), "qos_assured_preemptive", RunControl(arrivals=800, warmup=100, seed=5))
     for cls, spec in zip(result.classes, six_node.classes, strict=True):
         if not math.isnan(cls.max_prolongation):
             assert 1.0 <= cls.mean_prolongation <= cls.max_prolongation <= 1 / (1 - spec.max_degradation) + 1e-9
@@ -102,7 +102,7 @@ def test_degraded_policy_reduces_to_baseline_without_degradation_room(six_node: 
                                                         for c in six_node.classes))
     control = RunControl(arrivals=600, warmup=100, seed=6)
     base = simulate(rigid, Traffic(10.0), "ksp_first_fit", control)
-    for policy in ("degraded", "degraded_in_service", "in_service_only"):
+    for policy in ("qos_assured", "qos_assured_preemptive", "preemptive_only"):
         other = simulate(rigid, Traffic(10.0), policy, control)
         assert [c.blocked for c in other.classes] == [c.blocked for c in base.classes]
         assert other.utilization == base.utilization
@@ -127,10 +127,10 @@ def test_grooming_carries_more_than_one_request_per_lightpath(six_node: P.Instan
 
 def test_same_seed_same_run(six_node: P.Instance) -> None:
     control = RunControl(arrivals=400, warmup=50, seed=7)
-    a = simulate(six_node, Traffic(9.0), "degraded", control)
-    b = simulate(six_node, Traffic(9.0), "degraded", control)
+    a = simulate(six_node, Traffic(9.0), "qos_assured", control)
+    b = simulate(six_node, Traffic(9.0), "qos_assured", control)
     assert dataclasses.replace(a, wall_s=0.0) == dataclasses.replace(b, wall_s=0.0)
-    c = simulate(six_node, Traffic(9.0), "degraded", dataclasses.replace(control, seed=8))
+    c = simulate(six_node, Traffic(9.0), "qos_assured", dataclasses.replace(control, seed=8))
     assert dataclasses.replace(c, wall_s=0.0) != dataclasses.replace(a, wall_s=0.0)
 
 
@@ -144,9 +144,9 @@ def test_batch_means_interval() -> None:
 
 def test_bad_traffic_is_rejected(six_node: P.Instance) -> None:
     with pytest.raises(ValueError, match="class shares"):
-        simulate(six_node, Traffic(5.0, class_shares=(1.0,)), "degraded")
+        simulate(six_node, Traffic(5.0, class_shares=(1.0,)), "qos_assured")
     with pytest.raises(ValueError, match="load"):
-        simulate(six_node, Traffic(0.0), "degraded")
+        simulate(six_node, Traffic(0.0), "qos_assured")
 
 
 def test_simulate_command_writes_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -183,6 +183,44 @@ def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
     one, three = kaufman_roberts(12, [(3.0, 1), (3.0, 3)])
     assert one < three  # wider requests block more
     # contiguous first fit on one link can only lose to complete sharing (soft, with the CI)
-    result = simulate(one_link(12), Traffic(6.0, bandwidths_gbps=(100.0, 300.0)), "ksp_first_fit",
+    result = simulate(one_link(12), Traffic(6.0, bandwidths_gbit_per_s=(100.0, 300.0)), "ksp_first_fit",
                       RunControl(arrivals=8000, warmup=1000, seed=9))
     assert result.blocking.high >= (one + three) / 2
+
+
+# -- the paper's QoS-assured policy (issue 18) -----------------------------------------------------------
+
+
+def test_qos_assured_degrades_only_when_no_path_fits_at_full_rate(six_node: P.Instance) -> None:
+    """Rule 1: degradation answers a block; rules 2-4 are checked by the validated runs above."""
+    from coopt.solvers.provisioning.rmsa import ksp_first_fit_choice
+
+    degraded = []
+
+    class Watched(ProvisioningSimulator):
+        def _admit(self, cid, request, choice, measured):
+            if choice.retained < 1.0:
+                full = dataclasses.replace(self.arrivals, degradation=False)
+                assert ksp_first_fit_choice(full, self.state, request, self.routes[(request.source, request.target)]) \
+                    is None
+                degraded.append(choice.retained)
+            super()._admit(cid, request, choice, measured)
+
+    Watched(six_node, Traffic(12.0), POLICIES["qos_assured"], RunControl(arrivals=1500, warmup=100, seed=2)).run()
+    assert degraded  # the run was congested enough to degrade
+
+
+@pytest.mark.parametrize(("bounds", "gold_first"), [((0.75, 0.5, 0.25), True), ((0.25, 0.5, 0.75), False)])
+def test_the_highest_class_gains_most_when_it_may_be_degraded_most(six_node: P.Instance, bounds, gold_first) -> None:
+    """'Significant blocking reduction, especially for requests with higher priorities' holds under
+    qos_assured when delta_p falls with priority (degradation as a grade of service); with delta_p
+    rising with priority the order flips (docs/provisioning.md, benchmarks/fidelity_provisioning.py)."""
+    from coopt.commands.simulate import with_max_degradation
+
+    network = with_max_degradation(six_node, bounds)
+    control = RunControl(arrivals=4000, warmup=500, seed=1)
+    base = simulate(network, Traffic(11.0), "ksp_first_fit", control)
+    qos = simulate(network, Traffic(11.0), "qos_assured", control)
+    gains = [1 - q.blocked * b.arrivals / (b.blocked * q.arrivals) for b, q in zip(base.classes, qos.classes, strict=True)]
+    assert qos.blocking.mean < base.blocking.mean
+    assert gains == sorted(gains, reverse=gold_first), gains

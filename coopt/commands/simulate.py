@@ -2,7 +2,8 @@
 
     coopt simulate INSTANCE... --loads 40,60,80 [--policies ksp_first_fit,degraded,...]
                    [--arrivals N] [--warmup N] [--batches N] [--seeds N] [--seed S]
-                   [--bandwidths 25,50,75,100] [--shares 1,1,1] [--slots N]
+                   [--bandwidths 25,50,75,100] [--shares 1,1,1] [--max-degradation D1,D2,..]
+                   [--slots N]
                    [--plot OUT.png] [--json OUT.json] [--quiet]
 
 Each INSTANCE is a provisioning instance file; only its network is used (topology, spectrum,
@@ -44,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--bandwidths", default="25,50,75,100", help="request bandwidths in Gb/s, drawn uniformly")
     p.add_argument("--shares", default="", help="class shares, comma-separated (default: equal)")
+    p.add_argument("--max-degradation", default="",
+                   help="each class's largest withheld fraction delta_p, highest class first, "
+                        "comma-separated (default: the instance's classes)")
     p.add_argument("--holding", type=float, default=1.0, help="mean holding time in seconds")
     p.add_argument("--slots", type=int, default=None, help="override the number of slots per link")
     p.add_argument("--plot", metavar="OUT.png", help="write blocking vs load per class (PNG)")
@@ -210,6 +214,13 @@ def points_json(points: list[Point]) -> list[dict[str, Any]]:
     return rows
 
 
+def with_max_degradation(instance: P.Instance, bounds: tuple[float, ...]) -> P.Instance:
+    """The instance with class p's delta_p set to ``bounds[p - 1]``."""
+    classes = tuple(dataclasses.replace(c, max_degradation=d)
+                    for c, d in zip(instance.classes, bounds, strict=True))
+    return dataclasses.replace(instance, classes=classes)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from coopt.console import out
     from coopt.instance import load
@@ -243,10 +254,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             instance = dataclasses.replace(instance, num_slots=args.slots)
         networks[Path(path).stem] = instance
     shares = _numbers(args.shares, "shares") if args.shares else ()
+    bounds = _numbers(args.max_degradation, "max-degradation", positive=False) if args.max_degradation else ()
+    if any(not 0.0 <= d <= 0.999 for d in bounds):
+        raise UsageError(f"--max-degradation: expected fractions in [0, 0.999], got {args.max_degradation!r}")
     for name, instance in networks.items():
         if shares and len(shares) != len(instance.classes):
             raise UsageError(f"--shares: {name} has {len(instance.classes)} classes, "
                              f"got {len(shares)} shares")
+        if bounds:
+            if len(bounds) != len(instance.classes):
+                raise UsageError(f"--max-degradation: {name} has {len(instance.classes)} classes, "
+                                 f"got {len(bounds)} values")
+            networks[name] = with_max_degradation(instance, bounds)
     traffic = Traffic(loads[0], args.holding, bandwidths, shares)
     control = RunControl(arrivals=args.arrivals, warmup=args.warmup, batches=args.batches, seed=args.seed)
 

@@ -7,20 +7,39 @@ request stream depends only on the seed, never on the decisions, so every policy
 the same requests at a given (load, seed): common random numbers.
 
 Policies (single layer; :mod:`coopt.solvers.provisioning` holds the decision rules) are two
-switches; the instance file's own ``degradation`` flag is ignored, its class menus are used:
+switches; the instance file's own ``degradation`` flag is ignored, its class menus are used.
 
-* optical-layer degradation of the arriving request: the two-stage QoS-assured degraded
-  provisioning (:func:`~coopt.solvers.provisioning.degraded_choice`) instead of KSP-FF;
-* in-service degradation: when the arriving request does not fit, in-service connections of
-  strictly lower priority on a candidate path are degraded (one at a time, lowest class and
-  largest retained fraction first, each to the smallest width its class menu allows) by
-  releasing slots from the top edge of their block, so continuity and contiguity hold without
-  retuning; each victim's departure moves to now + (remaining volume) / (new rate). If the
-  request still does not fit, every shrink on that path is rolled back.
+``qos_assured`` is the paper's policy as its abstract states it (Zhong et al., arXiv 1607.04695):
+"degraded provisioning ... to reduce blocking for differentiated demands when network congestion
+occurs", "QoS is assured by service-holding-time prolongation and immediate access as soon as the
+service arrives without set-up delay", "degraded routing and degraded resource allocation
+stages". Rule by rule, each checked by a test in tests/test_provisioning_simulation.py:
 
-``ksp_first_fit`` has neither (baseline B0), ``degraded`` the first, ``degraded_in_service``
-both, ``in_service_only`` the second (arrivals are served at full rate or not at all, so only
-a class with lower classes below it can gain).
+1. only under congestion: a request that fits at full rate on one of its K paths is served at
+   full rate (degradation is the answer to a block, never a choice);
+2. immediate access: a request is served at its arrival or blocked; nothing waits;
+3. holding-time prolongation: a request served at rho holds its channel for t / rho, so the data
+   volume is exactly b t;
+4. service differentiation: class p may be degraded to rho >= 1 - delta_p of the menu;
+5. two stages: degraded routing (each path offers the largest fraction with a first-fit block)
+   then degraded resource allocation (the path offering the largest rate; ties: K order),
+   :func:`~coopt.solvers.provisioning.rmsa.degraded_choice`.
+
+Who may be degraded by how much is rule 4, the classes' delta_p, instance data that the abstract
+does not give; it decides the claim "especially for requests with higher priorities"
+(docs/provisioning.md, and ``coopt simulate --max-degradation``).
+
+In-service degradation (the introduction's "delay-insensitive traffic ... can be preempted by
+more important traffic"): when the arriving request does not fit, in-service connections of
+strictly lower priority on a candidate path are degraded one width step at a time (lowest class
+and largest retained fraction first) by releasing slots from the top edge of their block, so
+continuity and contiguity hold without retuning; each victim's departure moves to now +
+(remaining volume) / (new rate), so rules 2-4 hold for it too. If the request still does not fit,
+every shrink on that path is rolled back.
+
+``ksp_first_fit`` has neither switch (baseline B0), ``qos_assured`` the first,
+``qos_assured_preemptive`` both, ``preemptive_only`` the second (arrivals are served at full rate
+or not at all, so only a class with lower classes below it can gain).
 
 Output analysis: the first ``warmup`` arrivals are discarded; the measured arrivals are split into
 consecutive batches and per-class blocking is reported as a batch-means 95% t-interval.
@@ -48,7 +67,7 @@ from coopt.solvers.provisioning.rmsa import Choice, SpectrumState, degraded_choi
 class Traffic:
     load_erlang: float
     mean_holding_s: float = 1.0
-    bandwidths_gbps: tuple[float, ...] = (25.0, 50.0, 75.0, 100.0)
+    bandwidths_gbit_per_s: tuple[float, ...] = (25.0, 50.0, 75.0, 100.0)
     class_shares: tuple[float, ...] = ()  # empty: equiprobable classes
 
 
@@ -73,9 +92,9 @@ class Policy:
 
 POLICIES = {p.name: p for p in (
     Policy("ksp_first_fit", degrade_arrivals=False),
-    Policy("degraded", degrade_arrivals=True),
-    Policy("degraded_in_service", degrade_arrivals=True, degrade_in_service=True),
-    Policy("in_service_only", degrade_arrivals=False, degrade_in_service=True),
+    Policy("qos_assured", degrade_arrivals=True),
+    Policy("qos_assured_preemptive", degrade_arrivals=True, degrade_in_service=True),
+    Policy("preemptive_only", degrade_arrivals=False, degrade_in_service=True),
     Policy("grooming", degrade_arrivals=False, multilayer=True),
     Policy("grooming_optical", degrade_arrivals=True, multilayer=True),
     Policy("grooming_electrical", degrade_arrivals=False, multilayer=True, degrade_electrical=True),
@@ -293,7 +312,7 @@ class ProvisioningSimulator:
         for index in range(total):
             now += rng.expovariate(rate)
             source, target = self.pairs[rng.randrange(len(self.pairs))]
-            bandwidth = rng.choice(traffic.bandwidths_gbps) * P.GBPS
+            bandwidth = rng.choice(traffic.bandwidths_gbit_per_s) * P.GBPS
             priority = rng.choices(classes, weights=self.shares)[0]
             holding = rng.expovariate(1.0 / traffic.mean_holding_s)
             self._depart_until(now)
@@ -365,7 +384,7 @@ class ProvisioningSimulator:
             requests.append(P.Request(req.source, req.target, req.bandwidth_bps, holding, 0.0, req.priority))
             connections.append({
                 "request": i, "path": list(conn.route.nodes), "modulation": conn.route.modulation.name,
-                "retained": conn.retained, "rate_gbps": conn.retained * req.bandwidth_bps / P.GBPS,
+                "retained": conn.retained, "rate_gbit_per_s": conn.retained * req.bandwidth_bps / P.GBPS,
                 "first_slot": conn.first_slot, "slots": conn.slots,
                 "start_s": 0.0, "end_s": remaining / (conn.retained * req.bandwidth_bps),
             })

@@ -96,7 +96,7 @@ class MultiLayerSimulator(ProvisioningSimulator):
             holding = remaining / req.bandwidth_bps
             requests.append(P.Request(req.source, req.target, req.bandwidth_bps, holding, 0.0, req.priority))
             connections.append({"request": i, "hops": [renumber[h] for h in conn.hops],
-                                 "rate_gbps": rate / P.GBPS, "start_s": 0.0, "end_s": remaining / rate})
+                                 "rate_gbit_per_s": rate / P.GBPS, "start_s": 0.0, "end_s": remaining / rate})
         instance = dataclasses.replace(self.layered, requests=tuple(requests))
         return instance, {"lightpaths": lightpaths, "connections": connections}
 

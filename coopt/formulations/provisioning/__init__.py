@@ -9,6 +9,11 @@
   degradation (Model C). Its data model and checker are in :mod:`.grooming`, its MILP in
   :mod:`.grooming_milp`, its heuristics in :mod:`coopt.solvers.provisioning.grooming`.
 
+The exact method of both (``exact``) is the lexicographic two-stage solve of
+:mod:`coopt.solvers.provisioning.exact`: served weight first, then the tie-break. ``milp`` is the
+same rows with the one-number objective, solved once: it proves the served weight, and its
+tie-break is resolved only as far as HiGHS' relative gap reaches (docs/provisioning.md).
+
 They share one package because they are one paper's two layers: Model C reads the same network,
 modulation formats, priority classes and K-shortest routes as Models A and B (it imports
 :mod:`.model`), and the discrete-event simulator (:mod:`coopt.simulation`) runs both.
@@ -16,8 +21,10 @@ modulation formats, priority classes and K-shortest routes as Models A and B (it
 
 from __future__ import annotations
 
-from coopt.formulations.provisioning import grooming, grooming_milp, milp, model
-from coopt.problem import HeuristicsOf, Problem
+from coopt.formulations.provisioning import brute, grooming, grooming_milp, milp, model
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
+
+OBJECTIVE = "served priority weight minus degradation penalty"
 
 PROBLEM = Problem(
     name="provisioning",
@@ -32,8 +39,15 @@ PROBLEM = Problem(
     build=milp.build,
     extract=milp.extract,
     heuristics=HeuristicsOf("coopt.solvers.provisioning.rmsa"),
+    exact=MethodOf("coopt.solvers.provisioning.exact", "provisioning_exact"),
+    bound=MethodOf("coopt.solvers.provisioning.bound", "provisioning_bound"),
     sizes=(1, 2, 3),
     size_doc="requests / 8",
+    schema=model.SCHEMA,
+    objective_name=OBJECTIVE,
+    objective_unit="weight",
+    oracle=Oracle(generate=brute.tiny_provisioning, solve=brute.provisioning_optimum),
+    showcase="0-six-node-static.toml",
 )
 
 GROOMING = Problem(
@@ -49,8 +63,14 @@ GROOMING = Problem(
     build=grooming_milp.build,
     extract=grooming_milp.extract,
     heuristics=HeuristicsOf("coopt.solvers.provisioning.grooming"),
+    exact=MethodOf("coopt.solvers.provisioning.exact", "grooming_exact"),
+    bound=MethodOf("coopt.solvers.provisioning.bound", "grooming_bound"),
     sizes=(1, 2, 3),
     size_doc="requests / 4",
+    schema=grooming.SCHEMA,
+    objective_name=OBJECTIVE + " and lightpath count",
+    objective_unit="weight",
+    oracle=Oracle(generate=brute.tiny_grooming, solve=brute.grooming_optimum),
 )
 
 PROBLEMS = (PROBLEM, GROOMING)
