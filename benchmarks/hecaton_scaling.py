@@ -75,7 +75,7 @@ def scheme_table(template: Instance, dies: list[int]) -> None:
             for n in dies:
                 package = replace(template.package, dies=n)
                 if relaxed:
-                    package = replace(package, dram_gb=1e9)
+                    package = replace(package, dram_bytes=1e18)
                 instance = replace(template, package=package)
                 rows = {s: best(instance, s, objective) for s in ("1d", "summa", "agrs")}
                 mixed = best(instance, None, objective)
@@ -96,8 +96,8 @@ def weak_scaling_table() -> None:
         hidden = round(16384 * (n / 256) ** 0.5 / 128) * 128
         model = replace(template.model, hidden=hidden, heads=hidden // 128, sequences=q,
                         sequence_length=4096 // q, segment_blocks=(1,), segment_ffn=(hidden * 13 // 4,))
-        instance = replace(template, model=model, package=replace(template.package, dies=n, sram_mib=1e6),
-                           microbatches=(1,))
+        package = replace(template.package, dies=n, sram_bytes=1e6 * 2**20)
+        instance = replace(template, model=model, package=package, microbatches=(1,))
         ffn = hidden * 13 // 4
         values = []
         for option in (Option("agrs", q, q, 1, False), Option("agrs", q, q, 1, True),
