@@ -262,3 +262,43 @@ def test_epigraph_and_collapsed_forms_agree(name):
         assert result.status == "optimal"
         values.append(result.objective)
     assert close(*values), values
+
+
+# -- the dual bound and the pruned capacity DP ---------------------------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_lagrangian_bound_is_the_lp_relaxation_and_below_the_optimum(seed):
+    """The DRAM row dualised over the integral flow polytope: Geoffrion's theorem says its dual
+    equals the LP relaxation of the MILP (with the row's right-hand side in stash quanta)."""
+    from coopt.solvers.highs import lp_relaxation
+
+    instance = hecaton_model.generate(seed, 6)
+    exact = run(P, instance, "exact", OPTIONS)
+    bound = run(P, instance, "bound", OPTIONS)
+    if exact.status != "optimal":
+        assert bound.status == "no_solution"
+        return
+    relaxed = lp_relaxation(P, instance, OPTIONS)
+    assert bound.bound == pytest.approx(relaxed, rel=1e-7)
+    assert bound.bound <= exact.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pruned_capacity_dp_equals_the_unpruned_one(seed):
+    instance = hecaton_model.generate(seed, 8)
+    free = methods.layered_dp(instance)
+    if free is None or stash_total(instance, free) <= instance.stash_capacity:
+        pytest.skip("the DRAM row does not bind here")
+    plain = methods.capacity_dp(instance)
+    dual = methods.lagrangian(instance)
+    upper = total(instance, dual.feasible)
+    pruned = methods.capacity_dp(instance, upper=upper, dual=dual)
+    assert (plain is None) == (pruned is None)
+    if plain is not None:
+        assert close(total(instance, plain), total(instance, pruned), rel=1e-12)
+        assert dual.value <= total(instance, pruned) * (1 + 1e-12) <= upper * (1 + 1e-12)
+
+
+def test_bound_of_an_instance_nothing_fits_is_no_solution():
+    instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
+    tiny_sram = replace(instance, package=replace(instance.package, sram_bytes=2.0**20))
+    assert run(P, tiny_sram, "bound", OPTIONS).status == "no_solution"

@@ -44,4 +44,5 @@ PROBLEM = Problem(
     objective_name=objective_name,
     objective_unit=objective_unit,
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
+    bound=MethodOf("coopt.solvers.hecaton", "bound"),
 )

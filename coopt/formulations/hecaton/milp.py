@@ -128,7 +128,7 @@ def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
     if stash_total_max(stash) > instance.stash_capacity:
         m.dram = pyo.Constraint(
             expr=sum(stash[b][i] // quantum * m.x[b, i] for b, i in m.pick)
-            <= math.floor(instance.stash_capacity / quantum)
+            <= instance.stash_capacity // quantum
         )
 
     if instance.one_scheme:
