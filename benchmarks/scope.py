@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from coopt.formulations import scope
+from coopt.formulations.scope import brute
 from coopt.formulations.scope import milp as scope_milp
 from coopt.formulations.scope import model as scope_model
 from coopt.instance import load
@@ -39,8 +40,8 @@ def throughput_table(depth: int, sizes: list[int]) -> None:
     for chiplets in sizes:
         inst = scope_model.resnet_instance(depth, chiplets)
         merged, t_m = timed(solvers.dynamic_program, inst)
-        segmented, t_s = timed(solvers.dynamic_program, inst, solvers.SEGMENTED)
-        intra, t_i = timed(solvers.dynamic_program, inst, solvers.INTRA_LAYER)
+        segmented, t_s = timed(solvers.dynamic_program, inst, scope_model.SEGMENTED)
+        intra, t_i = timed(solvers.dynamic_program, inst, scope_model.INTRA_LAYER)
         for solution in (merged, segmented, intra):
             assert scope_model.check(inst, solution) == []
         clusters = sum(len(seg) for seg in merged["segments"])
@@ -79,7 +80,7 @@ def rank_table(seeds: int) -> None:
     for label, inst in cases:
         values = {"exact": solvers.dynamic_program(inst)["objective"]}
         values.update({n: scope.PROBLEM.heuristics[n](inst)["objective"] for n in names[1:]})
-        space = solvers.enumerate_space(inst, tuple(values.values()))
+        space = brute.enumerate_space(inst, tuple(values.values()))
         ranks = {n: space.percentile(values[n]) for n in names}
         for n in names:
             worst[n] = max(worst[n], ranks[n])

@@ -60,9 +60,10 @@ heuristics in :mod:`coopt.solvers.scope`.
 
 from __future__ import annotations
 
-from coopt.formulations.scope.milp import build, extract
-from coopt.formulations.scope.model import check, dump, generate, load, objective
-from coopt.problem import HeuristicsOf, MethodOf, Problem
+from coopt.formulations.scope import brute
+from coopt.formulations.scope.milp import extract
+from coopt.formulations.scope.model import SCHEMA, check, dump, generate, load, objective
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="scope",
@@ -74,10 +75,15 @@ PROBLEM = Problem(
     check=check,
     objective=objective,
     generate=generate,
-    build=build,
+    build=MethodOf("coopt.solvers.scope", "milp_model"),
     extract=extract,
     heuristics=HeuristicsOf("coopt.solvers.scope"),
     exact=MethodOf("coopt.solvers.scope", "exact"),
     sizes=(1, 2, 3),
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
+    schema=SCHEMA,
+    objective_name="batch time",
+    objective_unit="s",
+    oracle=Oracle(generate=brute.tiny, solve=brute.solve),
+    bound=MethodOf("coopt.solvers.scope", "bound"),
 )
