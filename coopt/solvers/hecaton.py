@@ -354,34 +354,33 @@ def repair(
     """Cut the stash until it fits DRAM: repeatedly apply the single-block change with the least
     objective increase per stash byte saved (re-layout costs included). None if stuck.
 
-    Complexity O(Lambda |O| log Lambda + moves |O| log Lambda): the best move of every block sits
-    in a heap; a change only alters the best move of its block and the two neighbours, whose
-    entries are replaced (stale ones skipped when popped); each move strictly lowers the stash."""
+    Complexity O((Lambda + moves) log Lambda) heap operations plus O(|O|) per distinct (width,
+    option, neighbour layouts) context: the best move of every block sits in a heap; a change only
+    alters the best move of its block and the two neighbours, whose entries are replaced (stale
+    ones skipped when popped); a block's best move depends on its width, its option and its
+    neighbours' layouts only, so it is computed once per such context. Each move strictly lowers
+    the stash."""
     chosen = list(chosen)
     need = stash_total(instance, chosen) - instance.stash_capacity
     if need <= 0:
         return chosen
-    ffn = instance.model.block_ffn
-    menus: dict[int, list[tuple[Option, int, float]]] = {}
-    for f in set(ffn):
-        menus[f] = [(o, cost(instance, f, o).stash_bytes, cost(instance, f, o).objective)
-                    for o in candidates(instance, f) if allowed(o.layout)]
-    here = [cost(instance, f, o) for f, o in zip(ffn, chosen, strict=True)]
-    stash = [c.stash_bytes for c in here]
-    value = [c.objective for c in here]
+    m = menu(instance)
+    kinds = m.kinds.tolist()
+    where = [{o: i for i, o in enumerate(row)} for row in m.options]
+    usable = [[i for i in range(len(row)) if allowed(row[i].layout)] for row in m.options]
+    pick = [where[w][o] for w, o in zip(kinds, chosen, strict=True)]
+    layouts = [int(m.layout[w][i]) for w, i in zip(kinds, pick, strict=True)]
     version = [0] * len(chosen)
+    moves: dict[tuple[int, int, int, int], tuple[float, int] | None] = {}
 
     def best_move(block: int) -> tuple | None:
-        move = None
-        for alt, alt_stash, alt_value in menus[ffn[block]]:
-            saved = stash[block] - alt_stash
-            if saved <= 0:
-                continue
-            delta = alt_value - value[block] + _relayout_delta(instance, chosen, block, alt)
-            key = (delta / saved, block, alt, alt_stash, alt_value)
-            if move is None or key < move:
-                move = key
-        return move
+        before = layouts[block - 1] if block > 0 else -1
+        after = layouts[block + 1] if block + 1 < len(chosen) else -1
+        context = (kinds[block], pick[block], before, after)
+        if context not in moves:
+            moves[context] = _best_change(m, usable[kinds[block]], *context)
+        move = moves[context]
+        return None if move is None else (move[0], block, move[1])
 
     heap = [move + (0,) for move in map(best_move, range(len(chosen))) if move is not None]
     heapq.heapify(heap)
@@ -390,26 +389,39 @@ def repair(
             heapq.heappop(heap)
         if not heap:
             return None
-        _, block, alt, alt_stash, alt_value, _ = heapq.heappop(heap)
-        need -= stash[block] - alt_stash
-        chosen[block], stash[block], value[block] = alt, alt_stash, alt_value
+        _, block, alt, _ = heapq.heappop(heap)
+        w = kinds[block]
+        need -= int(m.stash[w][pick[block]]) - int(m.stash[w][alt])
+        pick[block], layouts[block] = alt, int(m.layout[w][alt])
         for other in (block - 1, block, block + 1):
             if 0 <= other < len(chosen):
                 version[other] += 1
                 move = best_move(other)
                 if move is not None:
                     heapq.heappush(heap, move + (version[other],))
-    return chosen
+    return [m.options[w][i] for w, i in zip(kinds, pick, strict=True)]
 
 
-def _relayout_delta(instance: Instance, chosen: list[Option], block: int, alt: Option) -> float:
-    delta = 0.0
-    for other in (block - 1, block + 1):
-        if 0 <= other < len(chosen):
-            a, b = (chosen[other], chosen[block]) if other < block else (chosen[block], chosen[other])
-            new = (chosen[other].layout, alt.layout) if other < block else (alt.layout, chosen[other].layout)
-            delta += transition(instance, *new) - transition(instance, a.layout, b.layout)
-    return delta
+def _best_change(m: Menu, usable: list[int], width: int, current: int, before: int, after: int
+                 ) -> tuple[float, int] | None:
+    """(objective increase per stash byte saved, option index) of the best single change of a block
+    of ``width`` running option ``current`` between neighbours of layouts ``before`` and ``after``
+    (-1: none); None when no allowed option saves stash. Ties go to the first option in sorted
+    order."""
+    stash, value, layout = m.stash[width], m.value[width], m.layout[width]
+
+    def relayout(a: int) -> float:
+        return (m.tau[before, a] if before >= 0 else 0.0) + (m.tau[a, after] if after >= 0 else 0.0)
+
+    base = value[current] + relayout(layout[current])
+    best = None
+    for alt in usable:
+        saved = int(stash[current]) - int(stash[alt])
+        if saved > 0:
+            key = (float((value[alt] + relayout(layout[alt]) - base) / saved), alt)
+            if best is None or key < best:
+                best = key
+    return best
 
 
 def _cheapest(instance: Instance, allowed: LayoutFilter) -> list[Option] | None:
