@@ -79,7 +79,7 @@ PROBLEM = Problem(
     extract=extract,
     heuristics=HeuristicsOf("coopt.solvers.scope"),
     exact=MethodOf("coopt.solvers.scope", "exact"),
-    sizes=(1, 2, 3),
+    sizes=(1, 2, 4),
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
     schema=SCHEMA,
     objective_name="batch time",
