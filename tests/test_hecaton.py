@@ -96,6 +96,16 @@ def test_magnitudes_beyond_physics_are_refused(tmp_path):
     assert err.value.field == "model.hidden"
 
 
+def test_the_generator_writes_files_its_loader_reads_up_to_its_limit(tmp_path):
+    from coopt.errors import UsageError
+
+    big = tmp_path / "big.toml"
+    big.write_text(to_toml(P, hecaton_model.generate(3, 300_000)))
+    assert read(big).blocks == 300_000
+    with pytest.raises(UsageError):
+        hecaton_model.generate(3, hecaton_model.MAX_BLOCKS + 1)
+
+
 # -- checker -----------------------------------------------------------------------------------
 def test_checker_rejects_malformed_and_infeasible_solutions():
     instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")

@@ -94,6 +94,13 @@ def test_loader_names_the_field(tmp_path, edit, field):
     assert err.value.field == field and str(bad) in str(err.value)
 
 
+def test_the_generator_writes_files_its_loader_reads_at_large_sizes(tmp_path):
+    big = tmp_path / "big.toml"
+    inst = scope_model.generate(5, 500)
+    big.write_text(to_toml(scope.PROBLEM, inst))
+    assert load(big).instance == inst
+
+
 # -- exact methods ---------------------------------------------------------------------------------
 
 

@@ -70,6 +70,7 @@ from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from typing import Any
 
+from coopt.errors import UsageError
 from coopt.instance import Fields
 from coopt.problem import Solution, Violation, close
 from coopt.schema import Field, Schema
@@ -78,6 +79,8 @@ SCHEMES = ("1d", "summa", "agrs")
 OBJECTIVES = ("time", "energy")
 OVERLAPS = ("full", "none")
 PLACEMENTS = ("distributed", "edge")
+#: Most blocks a segment may hold (no model has a thousandth of it; the generator's limit too).
+MAX_BLOCKS = 10**6
 #: The ``recompute`` field: which recompute flags the options may take.
 RECOMPUTE = {"never": (False,), "always": (True,), "choose": (False, True)}
 
@@ -224,7 +227,7 @@ _MODEL_FIELDS = (
     Field("bytes_per_element", "int", "bytes per activation and weight element beta", unit="bytes",
           min=1, max=8, default=2),
     Field("segment_blocks", "ints", "blocks per segment (runs of identical blocks, in order)", min=1,
-          max=10**5, min_length=1, example=[2]),
+          max=MAX_BLOCKS, min_length=1, example=[2]),
     Field("segment_ffn", "ints", "FFN width f of each segment's blocks", length="segment_blocks", min=1,
           max=2**22, example=[11008]),
 )
@@ -675,7 +678,10 @@ def generate(seed: int, size: int) -> Instance:
     """A seeded slice of a Llama-style model: ``size`` blocks in up to 3 segments of different
     FFN width, on 4, 8 or 16 dies, with DRAM sized so that the stash row often binds: the stash
     allowed lies between the least any choice needs and the stash of every block's cheapest
-    option (the optimum without the row, when re-layouts do not decide it)."""
+    option (the optimum without the row, when re-layouts do not decide it). At most
+    :data:`MAX_BLOCKS` blocks, the loader's limit."""
+    if not 1 <= size <= MAX_BLOCKS:
+        raise UsageError(f"hecaton generates 1 to {MAX_BLOCKS} blocks, got --size {size}")
     rng = random.Random(seed)
     heads = rng.choice((8, 16))
     hidden = heads * rng.choice((64, 128))
