@@ -96,3 +96,11 @@ def test_hand_computed_traffic_and_energy():
     # Split: no NoP traffic; layer 0's output written and read back by 2 samples: 4 GB of DRAM.
     assert scope_model.traffic(inst, split) == {"macs": 6e9, "nop_bytes": 0.0, "dram_bytes": 4e9}
     assert math.isclose(scope_model.energy(inst, merged), (6e9 * 0.2 + 2e9 * 8.0) * 1e-12, rel_tol=1e-12)
+
+
+def test_percentile_counts_each_better_mapping_once_even_for_tied_queries():
+    inst = scope_model.generate(8, 1)
+    value = solvers.search(inst)["objective"]
+    alone = brute.enumerate_space(inst, (value,))
+    twice = brute.enumerate_space(inst, (value, value))
+    assert alone.better[value] == twice.better[value] > 0

@@ -115,7 +115,7 @@ def enumerate_space(inst: Instance, queries: tuple[float, ...] = (), rel: float 
         for values, _ in parts[1:]:
             sums = np.add.outer(sums, values).ravel()
         total += len(sums)
-        for q in queries:
+        for q in better:  # each distinct query once (two methods may tie)
             better[q] += int(np.count_nonzero(sums < q * (1 - rel)))
         low = float(sum(values.min() for values, _ in parts))
         if low < best:
