@@ -194,8 +194,8 @@ def exact(inst: Instance, options: SolveOptions) -> ExactOutcome:
 
 
 def milp_model(inst: Instance) -> pyo.ConcreteModel:
-    """The exact MILP (:func:`coopt.formulations.scope.milp.build`) bounded by and warm-started from
-    :func:`search`'s mapping, when search finds one (the registered ``build`` of the problem)."""
+    """The exact MILP (:func:`coopt.formulations.scope.milp.build`) bounded by :func:`search`'s
+    mapping, when search finds one (the registered ``build`` of the problem)."""
     try:
         start = search(inst)
     except NoSolution:

@@ -70,7 +70,6 @@ from coopt.formulations.scope.model import (
     cluster_options,
     cut_time,
     make_solution,
-    parse,
     segment_candidate,
     segment_overhead,
     segment_weight_bytes,
@@ -152,7 +151,7 @@ def covering_floors(inst: Instance, segments: list[tuple[int, int]]) -> tuple[li
 
 def build(inst: Instance, incumbent: Solution | None = None) -> pyo.ConcreteModel:
     """The segment-by-count MILP of the module docstring; with ``incumbent`` (a mapping the
-    checker accepts) the search is bounded by its value and warm-started from it."""
+    checker accepts) the search is bounded by its value."""
     unit = _time_unit(inst)
     stage_unit = unit / (inst.batch * STAGE_SCALE)
     L, M, b, lam = inst.n_layers, inst.chiplets, inst.batch, inst.max_cluster_layers
@@ -227,34 +226,7 @@ def build(inst: Instance, incumbent: Solution | None = None) -> pyo.ConcreteMode
         expr=sum((b + k - 1) * stage_unit / unit * m.theta[i, j, k]
                  + segment_overhead(inst, i, j) / unit * m.z[i, j, k] for i, j, k in keys),
         sense=pyo.minimize)
-    if incumbent is not None:
-        _warm_start(m, inst, incumbent, rows)
     return m
-
-
-def _warm_start(m: pyo.ConcreteModel, inst: Instance, incumbent: Solution, rows: dict) -> None:
-    """Set every variable to the incumbent mapping (all others 0) when the model holds it."""
-    segments, _ = parse(incumbent)
-    if segments is None:
-        return
-    chosen_w, chosen_z, theta = set(), set(), {}
-    for clusters in segments:
-        first, last, k = clusters[0][0], clusters[-1][1], len(clusters)
-        taus = {(ci, cj, a): tau for ci, cj, a, tau in rows.get((first, last, k), [])}
-        if any((ci, cj, a) not in taus for ci, cj, a, _ in clusters):
-            return  # an option off the fronts, or bounded out: no warm start
-        chosen_z.add((first, last, k))
-        chosen_w.update((first, last, k, ci, cj, a) for ci, cj, a, _ in clusters)
-        theta[(first, last, k)] = max(taus[(ci, cj, a)] for ci, cj, a, _ in clusters)
-    for key in m.SK:
-        m.z[key].value = 1 if key in chosen_z else 0
-        m.theta[key].value = theta.get(key, 0.0)
-    for key in m.W:
-        m.w[key].value = 1 if key in chosen_w else 0
-    picked = {key[3:] for key in chosen_w}
-    for key in m.X:
-        m.x[key].value = 1 if key in picked else 0
-    m.warm_start = True
 
 
 def extract(model: pyo.ConcreteModel, inst: Instance) -> Solution:
