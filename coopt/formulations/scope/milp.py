@@ -17,6 +17,7 @@ bottleneck of ``(s, k)``, 0 when unused)::
          sum_{s,k} w_{s,k,c,a} = x_{c,a}                      (one option per cluster, one home)
          sum_{c ni l} sum_a x_{c,a} = 1                       for every layer l      (implied; kept)
          theta_{s,k} >= sum_a tau_{s,c,a} w_{s,k,c,a}         for every (s, k), c in s (min-max)
+         theta_{s,k} >= tau_{s,c,a} w_{s,k,c,a}               for every option (implied; see build)
          M theta_{s,k} >= sum_{c,a} a tau_{s,c,a} w_{s,k,c,a}  (area: valid, tightens the LP)
 
 Why this form. The pipeline term ``(b + k_s - 1) tau_s`` multiplies the cluster count with the
@@ -218,8 +219,12 @@ def build(inst: Instance, incumbent: Solution | None = None) -> pyo.ConcreteMode
         a * m.w[i, j, k, ci, cj, a] for ci, cj, a, _ in rows[(i, j, k)]) <= M * m.z[i, j, k])
     m.home = pyo.Constraint(m.X, rule=lambda m, ci, cj, a: sum(homes[(ci, cj, a)]) == m.x[ci, cj, a])
     clusters = sorted({(*sk, ci, cj) for sk in keys for ci, cj, _, _ in rows[sk]})
+    stage = {(*sk, ci, cj, a): tau for sk in keys for ci, cj, a, tau in rows[sk]}
     m.bottleneck = pyo.Constraint(clusters, rule=lambda m, i, j, k, ci, cj: m.theta[i, j, k] >= sum(
         tau * m.w[i, j, k, ci, cj, a] for c0, c1, a, tau in rows[(i, j, k)] if (c0, c1) == (ci, cj)))
+    # one row per option as well: the summed row above is the stronger in the LP, but a cluster's
+    # unchosen options, left a hair below 0 by HiGHS' integrality tolerance, could shave it
+    m.stage = pyo.Constraint(m.W, rule=lambda m, *key: m.theta[key[:3]] >= stage[key] * m.w[key])
     m.area = pyo.Constraint(m.SK, rule=lambda m, i, j, k: M * m.theta[i, j, k] >= sum(
         a * tau * m.w[i, j, k, ci, cj, a] for ci, cj, a, tau in rows[(i, j, k)]))
     m.obj = pyo.Objective(
