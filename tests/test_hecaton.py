@@ -42,7 +42,8 @@ def llama_block(dies: int, hidden: int = 4096, ffn: int = 11008, heads: int = 32
                 tokens: tuple[int, int] = (4, 2048), microbatches=(1, 4, 16)) -> Instance:
     """One Llama-style block on ``dies`` dies with roomy DRAM and SRAM (for invariants)."""
     model = Model(hidden, heads, kv, tokens[1], tokens[0], True, 2, (1,), (ffn,))
-    package = Package(dies, 100.0, 1024.0, 256.0, 2, 20.0, "distributed", 64.0, 1e7, 12.0, 16.0, 0.3, 0.5, 5.0, 2.0)
+    package = Package(dies, 100e12, 1024.0 * 2**20, 256e9, 2, 20e-9, "distributed", 64e9, 1e16, 12.0, 16.0, 0.3e-12,
+                      0.5e-12, 5e-12, 2.0)
     return Instance(model, package, SCHEMES, tuple(microbatches), (False, True), "time", "full", False)
 
 
@@ -76,6 +77,35 @@ def test_loader_names_the_file_and_the_field(tmp_path, edit, field):
     assert err.value.path == str(bad) and err.value.field == field
 
 
+def test_a_version_1_file_is_refused_with_the_renamed_fields(tmp_path):
+    text = (SHIPPED / "0-llama2-7b-slice-n4.toml").read_text()
+    old = tmp_path / "old.toml"
+    old.write_text(text.replace("schema_version = 2", "schema_version = 1")
+                   .replace("link_gbyte_per_s", "link_gb_per_s"))
+    with pytest.raises(InstanceError) as err:
+        read(old)
+    assert err.value.field == "schema_version" and "link_gbyte_per_s" in str(err.value)
+
+
+def test_magnitudes_beyond_physics_are_refused(tmp_path):
+    text = (SHIPPED / "0-llama2-7b-slice-n4.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("hidden = 4096", "hidden = 1000000000000"))
+    with pytest.raises(InstanceError) as err:
+        read(bad)
+    assert err.value.field == "model.hidden"
+
+
+def test_the_generator_writes_files_its_loader_reads_up_to_its_limit(tmp_path):
+    from coopt.errors import UsageError
+
+    big = tmp_path / "big.toml"
+    big.write_text(to_toml(P, hecaton_model.generate(3, 300_000)))
+    assert read(big).blocks == 300_000
+    with pytest.raises(UsageError):
+        hecaton_model.generate(3, hecaton_model.MAX_BLOCKS + 1)
+
+
 # -- checker -----------------------------------------------------------------------------------
 def test_checker_rejects_malformed_and_infeasible_solutions():
     instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
@@ -96,6 +126,25 @@ def test_checker_rejects_malformed_and_infeasible_solutions():
     # one micro-batch on 4 dies holds a whole T x h tile per die: over 64 MiB of SRAM
     big = [Option("1d", 1, 4, 1, True).to_json()] * instance.blocks
     assert any(v.constraint == "sram" for v in hecaton_model.check(instance, {"ops": big}))
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, 1e300, "4", None, True])
+def test_checker_rejects_non_finite_and_non_integer_decisions_without_raising(bad):
+    instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
+    good = run(P, instance, "exact", OPTIONS).solution
+    for key in ("rows", "microbatches"):
+        ops = [dict(op) for op in good["ops"]]
+        ops[1][key] = bad
+        assert any(v.constraint == "option" for v in hecaton_model.check(instance, {**good, "ops": ops}))
+
+
+@pytest.mark.parametrize("claim", [math.nan, math.inf, None, "1.0", 0.0])
+def test_checker_rejects_a_false_or_non_finite_objective(claim):
+    instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
+    good = run(P, instance, "exact", OPTIONS).solution
+    assert not hecaton_model.check(instance, good)
+    violations = hecaton_model.check(instance, {**good, "objective": claim})
+    assert [v.constraint for v in violations] == ["objective"]
 
 
 def test_checker_enforces_one_scheme():
@@ -163,7 +212,7 @@ def test_capacity_dp_fixes_what_the_layered_dp_overflows():
 
 def test_infeasible_instance_is_reported_not_crashed():
     instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
-    tiny_sram = replace(instance, package=replace(instance.package, sram_mib=1.0))
+    tiny_sram = replace(instance, package=replace(instance.package, sram_bytes=2.0**20))
     assert run(P, tiny_sram, "exact", OPTIONS).status == "infeasible"
     assert run(P, tiny_sram, "milp", OPTIONS).status == "infeasible"
     assert run(P, tiny_sram, "greedy", OPTIONS).status == "no_solution"
@@ -223,3 +272,43 @@ def test_epigraph_and_collapsed_forms_agree(name):
         assert result.status == "optimal"
         values.append(result.objective)
     assert close(*values), values
+
+
+# -- the dual bound and the pruned capacity DP ---------------------------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_lagrangian_bound_is_the_lp_relaxation_and_below_the_optimum(seed):
+    """The DRAM row dualised over the integral flow polytope: Geoffrion's theorem says its dual
+    equals the LP relaxation of the MILP (with the row's right-hand side in stash quanta)."""
+    from coopt.solvers.highs import lp_relaxation
+
+    instance = hecaton_model.generate(seed, 6)
+    exact = run(P, instance, "exact", OPTIONS)
+    bound = run(P, instance, "bound", OPTIONS)
+    if exact.status != "optimal":
+        assert bound.status == "no_solution"
+        return
+    relaxed = lp_relaxation(P, instance, OPTIONS)
+    assert bound.bound == pytest.approx(relaxed, rel=1e-7)
+    assert bound.bound <= exact.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pruned_capacity_dp_equals_the_unpruned_one(seed):
+    instance = hecaton_model.generate(seed, 8)
+    free = methods.layered_dp(instance)
+    if free is None or stash_total(instance, free) <= instance.stash_capacity:
+        pytest.skip("the DRAM row does not bind here")
+    plain = methods.capacity_dp(instance)
+    dual = methods.lagrangian(instance)
+    upper = total(instance, dual.feasible)
+    pruned = methods.capacity_dp(instance, upper=upper, dual=dual)
+    assert (plain is None) == (pruned is None)
+    if plain is not None:
+        assert close(total(instance, plain), total(instance, pruned), rel=1e-12)
+        assert dual.value <= total(instance, pruned) * (1 + 1e-12) <= upper * (1 + 1e-12)
+
+
+def test_bound_of_an_instance_nothing_fits_is_no_solution():
+    instance = read(SHIPPED / "0-llama2-7b-slice-n4.toml")
+    tiny_sram = replace(instance, package=replace(instance.package, sram_bytes=2.0**20))
+    assert run(P, tiny_sram, "bound", OPTIONS).status == "no_solution"

@@ -85,7 +85,8 @@ def test_dram_bandwidth_models_decide_weak_scaling():
 
 def _block(dies: int, sequences: int = 4) -> Instance:
     model = Model(16384, 128, 8, 4096, sequences, True, 2, (1,), (53248,))
-    package = Package(dies, 100.0, 1e6, 256.0, 2, 20.0, "distributed", 64.0, 1e9, 12.0, 16.0, 0.3, 0.5, 5.0, 0.0)
+    package = Package(dies, 100e12, 1e6 * 2**20, 256e9, 2, 20e-9, "distributed", 64e9, 1e18, 12.0, 16.0, 0.3e-12,
+                      0.5e-12, 5e-12, 0.0)
     return Instance(model, package, SCHEMES, (1,), (False, True), "time", "full", False)
 
 

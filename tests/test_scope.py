@@ -12,11 +12,13 @@ import pytest
 
 from coopt.errors import InstanceError
 from coopt.formulations import scope
+from coopt.formulations.scope import brute
 from coopt.formulations.scope import milp as scope_milp
 from coopt.formulations.scope import model as scope_model
 from coopt.formulations.scope.workloads import resnet
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
+from coopt.run import run
 from coopt.solvers import scope as solvers
 from coopt.solvers.highs import solve_model
 
@@ -44,7 +46,7 @@ def tail6_ranks(tail6):
     """Objective of the DP and of every heuristic on the shipped 6-layer slice, and the space."""
     values = {"exact": solvers.dynamic_program(tail6)["objective"]}
     values.update({name: fn(tail6)["objective"] for name, fn in scope.PROBLEM.heuristics.items()})
-    return values, solvers.enumerate_space(tail6, tuple(values.values()))
+    return values, brute.enumerate_space(tail6, tuple(values.values()))
 
 
 # -- workloads -------------------------------------------------------------------------------------
@@ -93,6 +95,13 @@ def test_loader_names_the_field(tmp_path, edit, field):
     assert err.value.field == field and str(bad) in str(err.value)
 
 
+def test_the_generator_writes_files_its_loader_reads_at_large_sizes(tmp_path):
+    big = tmp_path / "big.toml"
+    inst = scope_model.generate(5, 500)
+    big.write_text(to_toml(scope.PROBLEM, inst))
+    assert load(big).instance == inst
+
+
 # -- exact methods ---------------------------------------------------------------------------------
 
 
@@ -101,7 +110,7 @@ def test_dp_is_rank_zero_under_full_enumeration(seed, size):
     inst = scope_model.generate(seed, size)
     dp = solvers.dynamic_program(inst)
     assert scope_model.check(inst, dp) == []
-    space = solvers.enumerate_space(inst, (dp["objective"],))
+    space = brute.enumerate_space(inst, (dp["objective"],))
     assert same(dp["objective"], space.best)
     assert space.percentile(dp["objective"]) == 0.0
     assert same(scope_model.objective(inst, scope_model.make_solution(inst, space.best_mapping)), space.best)
@@ -113,29 +122,71 @@ def test_dp_matches_enumeration_on_the_shipped_resnet_slice(tail6_ranks):
     assert space.total > 10**6
 
 
-@pytest.mark.parametrize("restriction", [solvers.SEGMENTED, solvers.INTRA_LAYER], ids=["segmented", "intra"])
+@pytest.mark.parametrize("restriction", [scope_model.SEGMENTED, scope_model.INTRA_LAYER], ids=["segmented", "intra"])
 @pytest.mark.parametrize("seed", range(4))
 def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
     inst = scope_model.generate(seed, 2)
     dp = solvers.dynamic_program(inst, restriction)
-    space = solvers.enumerate_space(inst, restriction=restriction)
+    space = brute.enumerate_space(inst, restriction=restriction)
     if dp is None:
         assert space.total == 0
         return
     assert same(dp["objective"], space.best)
 
 
-@pytest.mark.parametrize("seed,size", [(0, 1), (1, 1), (2, 2), (3, 2), (4, 2)])
-def test_milp_equals_dp(seed, size):
+@pytest.mark.parametrize("incumbent", [False, True], ids=["plain", "bounded-by-search"])
+@pytest.mark.parametrize("seed,size", [(0, 1), (1, 1), (2, 2), (3, 2), (4, 2), (1, 3)])
+def test_milp_equals_dp(seed, size, incumbent):
     inst = scope_model.generate(seed, size)
     dp = solvers.dynamic_program(inst)
-    model = scope_milp.build(inst)
+    model = solvers.milp_model(inst) if incumbent else scope_milp.build(inst)
     result = solve_model(model, SolveOptions(gap=1e-9))
     assert result.status == "optimal"
     solution = scope_milp.extract(model, inst)
     assert scope_model.check(inst, solution) == []
-    assert same(solution["objective"], dp["objective"], rel=1e-6)
-    assert same(result.objective, dp["objective"], rel=1e-6)
+    assert same(solution["objective"], dp["objective"], rel=1e-9)
+    assert same(result.objective, dp["objective"], rel=1e-9)
+
+
+def test_the_oracle_instance_where_a_warm_start_misled_highs_is_solved_right():
+    """brute.tiny(2310): HiGHS 1.16 handed search's mapping as a start claimed a false optimum 17 %
+    below the true one; the model no longer hands it over."""
+    inst = brute.tiny(2310)
+    report = run(scope.PROBLEM, inst, "milp", SolveOptions(gap=1e-9))
+    assert report.status == "optimal" and report.check["feasible"]
+    assert same(report.objective, brute.solve(inst), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_incumbent_bound_keeps_every_choice_of_the_optimum(seed):
+    """Bounded by the optimum's own value, the model still holds the optimal mapping's (s, k, c, a)."""
+    inst = scope_model.generate(seed, 3)
+    dp = solvers.dynamic_program(inst)
+    model = scope_milp.build(inst, incumbent=dp)
+    for clusters in mapping(dp):
+        first, last, k = clusters[0][0], clusters[-1][1], len(clusters)
+        assert (first, last, k) in model.SK
+        assert all((first, last, k, i, j, a) in model.W for i, j, a, _ in clusters)
+
+
+@pytest.mark.parametrize("seed,size", [(s, n) for n in (1, 2, 3) for s in range(4)])
+def test_dual_bound_is_valid_and_the_floors_are_below_it(seed, size):
+    from coopt.solvers.highs import lp_relaxation
+
+    inst = scope_model.generate(seed, size)
+    optimum = solvers.dynamic_program(inst)["objective"]
+    bound = solvers.bound(inst, SolveOptions())
+    segments = [(i, j) for i in range(inst.n_layers) for j in range(i, inst.n_layers)
+                if scope_model.segment_candidate(inst, i, j)]
+    floors = scope_milp.covering_floors(inst, segments)[0][inst.n_layers]
+    assert floors <= bound <= optimum * (1 + 1e-9)
+    assert bound == pytest.approx(max(floors, lp_relaxation(scope.PROBLEM, inst, SolveOptions())), rel=1e-9)
+
+
+def test_bound_at_the_papers_size_needs_no_model():
+    inst = load(INSTANCES / "2-resnet152-m64.toml").instance
+    bound = solvers.bound(inst, SolveOptions())
+    assert 0 < bound <= solvers.search(inst)["objective"]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -180,7 +231,7 @@ def test_optimum_never_worsens_with_more_chiplets_or_nop_bandwidth(seed):
     inst = scope_model.generate(seed, 2)
     base = solvers.dynamic_program(inst)["objective"]
     more = replace(inst, chiplets=inst.chiplets + 1)
-    faster = replace(inst, nop_bandwidth_gb_per_s=2 * inst.nop_bandwidth_gb_per_s)
+    faster = replace(inst, nop_bandwidth=2 * inst.nop_bandwidth)
     assert solvers.dynamic_program(more)["objective"] <= base * (1 + REL)
     assert solvers.dynamic_program(faster)["objective"] <= base * (1 + REL)
 
@@ -233,7 +284,7 @@ def test_search_ranks_in_the_top_half_permille_on_enumerable_instances(tail6_ran
     for seed, size in SMALL:
         inst = scope_model.generate(seed, size)
         value = solvers.search(inst)["objective"]
-        space = solvers.enumerate_space(inst, (value,))
+        space = brute.enumerate_space(inst, (value,))
         assert space.percentile(value) <= 0.0005, (seed, size, space.percentile(value))
 
 
@@ -280,10 +331,51 @@ def test_checker_rejects_broken_mappings(tail6):
     assert "objective" in broken(lambda s: s.update(objective=s["objective"] * 0.9))
     one_cluster = {"objective": 1.0, "segments": [[{"first": 0, "last": 5, "chiplets": 8, "partition": "IS"}]]}
     assert "cluster_length" in {v.constraint for v in scope_model.check(tail6, one_cluster)}
-    tiny = replace(tail6, sram_kib=64.0)
+    tiny = replace(tail6, sram_bytes=64.0 * 1024)
     assert "sram" in {v.constraint for v in scope_model.check(tiny, good)}
-    small_dram = replace(tail6, dram_capacity_gib=0.001)
+    small_dram = replace(tail6, dram_bytes=0.001 * 1024**3)
     assert "dram" in {v.constraint for v in scope_model.check(small_dram, good)}
+
+
+def test_checker_judges_capacities_exactly_as_the_models_do(tail6):
+    """No tolerance on SRAM or DRAM: a mapping over either by one byte is rejected, as the DP and
+    the MILP exclude it."""
+    good = solvers.dynamic_program(tail6)
+    worst = max(scope_model.sram_need(tail6, i, j, a, p) for seg in mapping(good) for i, j, a, p in seg)
+    assert scope_model.check(replace(tail6, sram_bytes=worst), good) == []
+    assert {v.constraint for v in scope_model.check(replace(tail6, sram_bytes=worst - 1), good)} == {"sram"}
+    need = max(scope_model.segment_dram_need(tail6, seg[0][0], seg[-1][1]) for seg in mapping(good))
+    assert scope_model.check(replace(tail6, dram_bytes=need), good) == []
+    assert {v.constraint for v in scope_model.check(replace(tail6, dram_bytes=need - 1), good)} == {"dram"}
+
+
+@pytest.mark.parametrize("claim", [math.nan, math.inf, None, "1", True])
+def test_checker_rejects_a_non_finite_or_non_numeric_objective(tail6, claim):
+    good = solvers.dynamic_program(tail6)
+    assert [v.constraint for v in scope_model.check(tail6, {**good, "objective": claim})] == ["objective"]
+
+
+def test_a_version_1_file_is_refused_naming_the_renamed_bandwidths(tmp_path):
+    text = (INSTANCES / "0-chain6-m6.toml").read_text()
+    old = tmp_path / "old.toml"
+    old.write_text(text.replace("schema_version = 2", "schema_version = 1")
+                   .replace("nop_bandwidth_gbyte_per_s", "nop_bandwidth_gb_per_s"))
+    with pytest.raises(InstanceError) as err:
+        load(old)
+    assert err.value.field == "schema_version" and "nop_bandwidth_gbyte_per_s" in str(err.value)
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda t: t.replace("chiplets = 6", "chiplets = 100000"), "module.chiplets"),
+    (lambda t: re.sub(r"macs = \d+", "macs = 10000000000000000000", t, count=1), "layers[0].macs"),
+    (lambda t: t.replace("sram_kib = 70.038", "sram_kib = inf"), "module.sram_kib"),
+])
+def test_loader_refuses_magnitudes_that_mean_nothing(tmp_path, edit, field):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(edit((INSTANCES / "0-chain6-m6.toml").read_text()))
+    with pytest.raises(InstanceError) as err:
+        load(bad)
+    assert field in [e.field for e in err.value.errors]
 
 
 @pytest.mark.parametrize("bad", [

@@ -72,7 +72,7 @@ def test_merge_gain_matches_the_cost_model_for_compute_bound_clusters():
     # Two 1x1 convs whose channel counts (384, 192) every allocation below divides: linear scaling. A huge NoP
     # bandwidth makes both clusters compute-bound, as the lemma assumes.
     layers = [conv("heavy", 256, 384, 14, 14, 1), conv("light", 384, 192, 14, 14, 1)]
-    inst = replace(scope_model.module_instance(layers, 8, nop_bandwidth_gb_per_s=1e9, sram_kib=1e6),
+    inst = replace(scope_model.module_instance(layers, 8, nop_bandwidth_gbyte_per_s=1e9, sram_kib=1e6),
                    partitions=("IS",))
     for a_1, a_2 in [(1, 1), (2, 6), (3, 3), (4, 4), (6, 2)]:
         t_1 = scope_model.busy_time(inst, 0, 0, a_1, "IS")

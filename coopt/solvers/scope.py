@@ -1,5 +1,6 @@
 """Solvers of the ``scope`` problem: the exact dynamic program, the two baselines as restrictions
-of it, the linear-time search, seeded simulated annealing and the full-enumeration oracle.
+of it, the linear-time search and seeded simulated annealing (the full-enumeration oracle is
+:mod:`coopt.formulations.scope.brute`).
 
 Symbols as in :mod:`coopt.formulations.scope`: ``L`` layers, ``M`` chiplets, ``Lambda`` the
 longest cluster, ``K = min(M, segment length)`` clusters per segment, ``P`` partitions.
@@ -12,31 +13,36 @@ bottleneck search over the clusters' Pareto fronts), so the heuristics search st
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 
 import numpy as np
+import pyomo.environ as pyo
 
+from coopt.formulations.scope import milp as scope_milp
 from coopt.formulations.scope.model import (
+    CLUSTER_CUT,
+    INTRA_LAYER,
+    MERGED,
+    NO_CUT,
+    SEGMENT_CUT,
+    SEGMENTED,
+    Cluster,
     Instance,
+    Restriction,
     cluster_options,
     cut_time,
+    decode,
     make_solution,
     segment_candidate,
-    segment_dram_need,
     segment_overhead,
     segment_time,
     segment_weight_bytes,
-    sram_need,
     stage_time,
 )
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
-
-Cluster = tuple[int, int, int, str]  # first, last, chiplets, partition
-NO_CUT, CLUSTER_CUT, SEGMENT_CUT = 0, 1, 2
+from coopt.solvers.highs import solve_model
 
 
 class Table:
@@ -126,19 +132,6 @@ def _backtrack(table: Table, first: int, length: int, clusters: int, span: int, 
     return out[::-1]
 
 
-@dataclass(frozen=True)
-class Restriction:
-    """A sub-space of mappings: ``span`` caps cluster length, ``kmax`` clusters per segment."""
-
-    span: int | None = None
-    kmax: int | None = None
-
-
-MERGED = Restriction()
-SEGMENTED = Restriction(span=1)  # Tangram/SET/Gemini: one layer per pipeline stage
-INTRA_LAYER = Restriction(kmax=1)  # every segment one cluster: layers one after another on the module
-
-
 def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Solution | None:
     """Optimal mapping of the chain within ``restriction`` (None: no feasible mapping).
 
@@ -198,6 +191,40 @@ def exact(inst: Instance, options: SolveOptions) -> ExactOutcome:
     if solution is None:
         return ExactOutcome(None, "infeasible", None)
     return ExactOutcome(solution, "optimal", solution["objective"])
+
+
+def milp_model(inst: Instance) -> pyo.ConcreteModel:
+    """The exact MILP (:func:`coopt.formulations.scope.milp.build`) bounded by :func:`search`'s
+    mapping, when search finds one (the registered ``build`` of the problem)."""
+    try:
+        start = search(inst)
+    except NoSolution:
+        start = None
+    return scope_milp.build(inst, incumbent=start)
+
+
+#: Largest estimated MILP (option columns) whose LP relaxation :func:`bound` solves.
+LP_BOUND_COLUMNS = 60_000
+
+
+def bound(inst: Instance, options: SolveOptions) -> float:
+    """A dual bound on the batch time at any size: the larger of the segment floors' shortest path
+    (:func:`coopt.formulations.scope.milp.covering_floors`: area and heaviest-layer bounds on every
+    bottleneck, the fewest clusters, exact weight loads and spills; O(L^2)) and, where the MILP has
+    at most :data:`LP_BOUND_COLUMNS` option columns, its LP relaxation. Infinite when no
+    segmentation exists at all (then nothing is feasible)."""
+    L = inst.n_layers
+    segments = [(i, j) for i in range(L) for j in range(i, L) if segment_candidate(inst, i, j)]
+    value = scope_milp.covering_floors(inst, segments)[0][L]
+    columns = sum(min(inst.chiplets, j - i + 1) * (j - i + 1) * min(inst.max_cluster_layers, j - i + 1)
+                  for i, j in segments)
+    if columns * min(inst.chiplets, 8) <= LP_BOUND_COLUMNS:
+        model = milp_model(inst)
+        pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
+        relaxed = solve_model(model, options)
+        if relaxed.status == "optimal" and relaxed.objective is not None:
+            value = max(value, relaxed.objective)
+    return value
 
 
 def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
@@ -266,21 +293,6 @@ def allocate(table: Table, clusters: list[tuple[int, int]]) -> tuple[float, list
     chosen = pick(candidates[lo])
     mapped = [(i, j, a, p) for (i, j), (a, p, _) in zip(clusters, chosen, strict=True)]
     return max(o[2] for o in chosen), mapped
-
-
-def decode(labels: list[int] | tuple[int, ...]) -> list[list[tuple[int, int]]]:
-    """Segments of (first, last) clusters from the L-1 gap labels."""
-    segments, clusters, start = [], [], 0
-    for gap, label in enumerate(labels):
-        if label != NO_CUT:
-            clusters.append((start, gap))
-            start = gap + 1
-            if label == SEGMENT_CUT:
-                segments.append(clusters)
-                clusters = []
-    clusters.append((start, len(labels)))
-    segments.append(clusters)
-    return segments
 
 
 class StructureCost:
@@ -539,85 +551,3 @@ HEURISTICS = {
     "search_resegment": search_resegment,
     "segmented_pipeline": segmented_pipeline,
 }
-
-
-# -- full enumeration (the oracle) ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Enumeration:
-    """Every feasible mapping's batch time, summarised."""
-
-    total: int  # feasible mappings
-    best: float
-    best_mapping: list[list[Cluster]]
-    better: dict[float, int]  # for each queried objective: mappings strictly better than it
-
-    def percentile(self, value: float) -> float:
-        """Share of feasible mappings strictly better than ``value`` (0 = top)."""
-        return self.better[value] / self.total
-
-
-def enumerate_space(inst: Instance, queries: tuple[float, ...] = (), rel: float = 1e-9,
-                    restriction: Restriction = MERGED) -> Enumeration:
-    """Enumerate every (segmentation, clustering, allocation, partition) tuple (within
-    ``restriction``: every gap cut for ``span = 1``, no cluster cut for ``kmax = 1``).
-
-    Structures: 3^(L-1) gap labelings; per segment every allocation (a_c >= 1, sum <= M) and
-    partition vector, SRAM- and DRAM-feasible. Segment times combine by outer sums, so the count
-    below each query is exact without storing the whole space. For L <= 10, M <= 8 only."""
-    L, M = inst.n_layers, inst.chiplets
-    options: dict[tuple[int, int, bool], list[tuple[int, str, float]]] = {}
-
-    def cluster_list(i: int, j: int, closing: bool):
-        key = (i, j, closing)
-        if key not in options:
-            options[key] = [(a, p, stage_time(inst, i, j, a, p, cut=not closing))
-                            for a in range(1, M + 1) for p in inst.partitions
-                            if sram_need(inst, i, j, a, p) <= inst.sram_bytes]
-        return options[key]
-
-    @cache
-    def segment_values(clusters: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[Cluster, ...]]:
-        first, last = clusters[0][0], clusters[-1][1]
-        too_long = any(j - i + 1 > inst.max_cluster_layers for i, j in clusters)
-        if too_long or segment_dram_need(inst, first, last) > inst.dram_bytes:
-            return np.empty(0), ()
-        lists = [cluster_list(i, j, j == last) for i, j in clusters]
-        # Grow the allocations cluster by cluster: chiplets used, bottleneck, option index.
-        used, worst, picks = np.zeros(1, dtype=int), np.zeros(1), np.zeros((1, 0), dtype=int)
-        for options_c in lists:
-            chips = np.array([o[0] for o in options_c], dtype=int)
-            times = np.array([o[2] for o in options_c])
-            used = np.add.outer(used, chips).ravel()
-            worst = np.maximum.outer(worst, times).ravel()
-            picks = np.hstack([np.repeat(picks, len(options_c), axis=0),
-                               np.tile(np.arange(len(options_c)), len(picks))[:, None]])
-            keep = used <= M
-            used, worst, picks = used[keep], worst[keep], picks[keep]
-        if len(worst) == 0:
-            return np.empty(0), ()
-        values = (inst.batch + len(clusters) - 1) * worst + segment_overhead(inst, first, last)
-        row = picks[int(np.argmin(values))]
-        best_map = tuple((i, j, *lists[n][row[n]][:2]) for n, (i, j) in enumerate(clusters))
-        return values, best_map
-
-    total, best, best_mapping = 0, math.inf, []
-    better = dict.fromkeys(queries, 0)
-    kinds = (CLUSTER_CUT, SEGMENT_CUT) if restriction.span == 1 else (NO_CUT, CLUSTER_CUT, SEGMENT_CUT)
-    if restriction.kmax == 1:
-        kinds = tuple(k for k in kinds if k != CLUSTER_CUT)
-    for labels in itertools.product(kinds, repeat=L - 1):
-        parts = [segment_values(tuple(seg)) for seg in decode(labels)]
-        if any(len(values) == 0 for values, _ in parts):
-            continue
-        sums = parts[0][0]
-        for values, _ in parts[1:]:
-            sums = np.add.outer(sums, values).ravel()
-        total += len(sums)
-        for q in queries:
-            better[q] += int(np.count_nonzero(sums < q * (1 - rel)))
-        low = float(sum(values.min() for values, _ in parts))
-        if low < best:
-            best, best_mapping = low, [list(mapping) for _, mapping in parts]
-    return Enumeration(total, best, best_mapping, better)

@@ -9,9 +9,19 @@ closed forms in :mod:`coopt.analysis.bounds.hecaton`.
 
 from __future__ import annotations
 
+from coopt.formulations.hecaton import brute
 from coopt.formulations.hecaton.milp import build, extract
-from coopt.formulations.hecaton.model import check, dump, generate, load, objective
-from coopt.problem import HeuristicsOf, MethodOf, Problem
+from coopt.formulations.hecaton.model import SCHEMA, Instance, check, dump, generate, load, objective
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
+
+
+def objective_name(instance: Instance) -> str:
+    return "iteration time" if instance.objective == "time" else "iteration energy"
+
+
+def objective_unit(instance: Instance) -> str:
+    return "s" if instance.objective == "time" else "J"
+
 
 PROBLEM = Problem(
     name="hecaton",
@@ -30,4 +40,9 @@ PROBLEM = Problem(
     exact=MethodOf("coopt.solvers.hecaton", "exact"),
     sizes=(4, 8, 16),
     size_doc="number of blocks",
+    schema=SCHEMA,
+    objective_name=objective_name,
+    objective_unit=objective_unit,
+    oracle=Oracle(generate=brute.tiny, solve=brute.solve),
+    bound=MethodOf("coopt.solvers.hecaton", "bound"),
 )

@@ -37,6 +37,27 @@ cheapest costs), so HiGHS works on O(1) numbers.
 
 The solution lists one option per block: ``{"ops": [{"scheme", "rows", "cols",
 "microbatches", "recompute", "regather"}, ...], "objective": ...}``.
+
+The checker (:func:`coopt.formulations.hecaton.model.check`) judges exactly this model's problem;
+each row has its counterpart there, and each violation its row here:
+
+    model row                                           checker violation
+    x_lo defined over the instance's options only        option: scheme in ``schemes``, r c = N,
+      (``valid_option``)                                    1d has r = 1, summa r = c, mu in
+                                                            ``microbatches``, rho as ``recompute``
+                                                            allows, gamma for agrs without rho
+    sum_o x_lo = 1                                       option: exactly one readable op per block
+    m^S_lo > S_sram screened out before the build        sram
+    DRAM stash row (integer bytes, floor(D/N - R))       dram
+    one-scheme rows (``one_scheme = true``)              one_scheme
+    objective: block costs + tau on the layout flow      objective: the claim against ``total``
+      (y is the product of consecutive layout picks)        (relative 1e-6); every number finite
+
+Dominance pruning (``candidates``) is the only restriction of the search that has no checker
+counterpart, because it loses nothing: an option enters the objective through its own cost, the
+re-layout terms through its layout only, the DRAM row through its stash only and the one-scheme
+rows through its scheme (part of the layout); of two options with one layout and one stash, the
+cheaper one is at least as good in every solution that uses the other.
 """
 
 from __future__ import annotations
@@ -67,7 +88,7 @@ def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
     floor = [min((c.time_s for c in row), default=1.0) for row in costs]
     time_unit = max(sum(floor) / max(len(floor), 1), 1e-30)
     unit = max(sum(min((c.objective for c in row), default=1.0) for row in costs), 1e-30)
-    static = instance.package.static_w_per_die * instance.package.dies
+    static = instance.package.static_power * instance.package.dies
 
     m = pyo.ConcreteModel(name="hecaton")
     m.objective_unit = unit
@@ -107,7 +128,7 @@ def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
     if stash_total_max(stash) > instance.stash_capacity:
         m.dram = pyo.Constraint(
             expr=sum(stash[b][i] // quantum * m.x[b, i] for b, i in m.pick)
-            <= math.floor(instance.stash_capacity / quantum)
+            <= instance.stash_capacity // quantum
         )
 
     if instance.one_scheme:

@@ -70,13 +70,17 @@ from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from typing import Any
 
+from coopt.errors import UsageError
 from coopt.instance import Fields
-from coopt.problem import Solution, Violation
+from coopt.problem import Solution, Violation, close
+from coopt.schema import Field, Schema
 
 SCHEMES = ("1d", "summa", "agrs")
 OBJECTIVES = ("time", "energy")
 OVERLAPS = ("full", "none")
 PLACEMENTS = ("distributed", "edge")
+#: Most blocks a segment may hold (no model has a thousandth of it; the generator's limit too).
+MAX_BLOCKS = 10**6
 #: The ``recompute`` field: which recompute flags the options may take.
 RECOMPUTE = {"never": (False,), "always": (True,), "choose": (False, True)}
 
@@ -122,23 +126,24 @@ class Model:
 
 @dataclass(frozen=True)
 class Package:
-    """N identical compute dies on a 2D mesh NoP, with DRAM behind ports (customary units)."""
+    """N identical compute dies on a 2D mesh NoP, with DRAM behind ports. Every quantity is SI
+    (FLOP/s, bytes, bytes/s, s, J, W); the file's customary units are converted at load."""
 
     dies: int
-    tflops_per_die: float
-    sram_mib: float
-    link_gb_per_s: float  # one direction of one die-to-die link
-    ring_directions: int
-    hop_latency_ns: float
+    flops: float  # F: peak FLOP/s of one die
+    sram_bytes: float  # S_sram per die
+    link_bandwidth: float  # B_l: bytes/s, one direction of one die-to-die link
+    ring_directions: int  # kappa
+    hop_latency: float  # alpha: seconds per ring step
     dram_placement: str
-    dram_port_gb_per_s: float
-    dram_gb: float  # whole package
+    dram_port_bandwidth: float  # bytes/s of one DRAM port
+    dram_bytes: float  # whole package
     optimizer_state_bytes_per_param: float
     optimizer_traffic_bytes_per_param: float
-    mac_pj: float
-    nop_pj_per_bit: float
-    dram_pj_per_bit: float
-    static_w_per_die: float
+    mac_energy: float  # J per MAC
+    nop_energy_per_bit: float  # J per bit per hop
+    dram_energy_per_bit: float  # J per bit
+    static_power: float  # W per die
 
     @cached_property
     def grid(self) -> tuple[int, int]:
@@ -147,21 +152,9 @@ class Package:
         return rows, self.dies // rows
 
     @property
-    def flops(self) -> float:
-        return self.tflops_per_die * 1e12
-
-    @property
-    def sram_bytes(self) -> float:
-        return self.sram_mib * 2**20
-
-    @property
     def ring_bandwidth(self) -> float:
         """B_eff = kappa B_l in bytes/s."""
-        return self.ring_directions * self.link_gb_per_s * 1e9
-
-    @property
-    def hop_latency(self) -> float:
-        return self.hop_latency_ns * 1e-9
+        return self.ring_directions * self.link_bandwidth
 
     @property
     def dram_ports(self) -> int:
@@ -173,11 +166,11 @@ class Package:
     @property
     def dram_bandwidth_per_die(self) -> float:
         """B_d(N): DRAM bytes/s available to one die."""
-        return self.dram_port_gb_per_s * 1e9 * self.dram_ports / self.dies
+        return self.dram_port_bandwidth * self.dram_ports / self.dies
 
     @property
     def dram_bytes_per_die(self) -> float:
-        return self.dram_gb * 1e9 / self.dies
+        return self.dram_bytes / self.dies
 
     @property
     def mean_hops(self) -> float:
@@ -222,73 +215,105 @@ class Instance:
         return math.floor(self.package.dram_bytes_per_die - self.resident_bytes)
 
 
+# -- the file: declared fields (coopt schema hecaton) ----------------------------------------
+_MODEL_FIELDS = (
+    Field("hidden", "int", "hidden size h", min=1, max=2**20, example=4096),
+    Field("heads", "int", "attention heads n_h (divides hidden)", min=1, max=2**14, example=32),
+    Field("kv_heads", "int", "key/value heads n_kv (divides heads; GQA when fewer)", min=1, max=2**14,
+          example=8),
+    Field("sequence_length", "int", "tokens per sequence s", min=1, max=2**24, example=2048),
+    Field("sequences", "int", "sequences per iteration b (tokens T = b s)", min=1, max=2**20, example=2),
+    Field("causal", "bool", "causal attention mask (halves the attention FLOPs)", default=True),
+    Field("bytes_per_element", "int", "bytes per activation and weight element beta", unit="bytes",
+          min=1, max=8, default=2),
+    Field("segment_blocks", "ints", "blocks per segment (runs of identical blocks, in order)", min=1,
+          max=MAX_BLOCKS, min_length=1, example=[2]),
+    Field("segment_ffn", "ints", "FFN width f of each segment's blocks", length="segment_blocks", min=1,
+          max=2**22, example=[11008]),
+)
+_PACKAGE_FIELDS = (
+    Field("dies", "int", "compute dies N on the 2D mesh", min=1, max=2**16, example=16),
+    Field("die_tflops", "float", "peak compute F of one die", unit="TFLOP/s", si=1e12, positive=True,
+          max=1e6, example=100.0),
+    Field("sram_mib", "float", "SRAM per die S_sram", unit="MiB", si=2.0**20, positive=True, max=1e9,
+          example=64.0),
+    Field("link_gbyte_per_s", "float", "bandwidth B_l of one die-to-die link, one direction",
+          unit="GB/s", si=1e9, positive=True, max=1e7, example=256.0),
+    Field("ring_directions", "int", "ring directions kappa (2: bidirectional rings)", min=1, max=2,
+          default=2),
+    Field("hop_latency_ns", "float", "latency alpha of one ring step", unit="ns", si=1e-9, min=0.0,
+          max=1e9, default=20.0),
+    Field("dram_placement", "str", "DRAM ports on every die, or on the perimeter dies only",
+          choices=PLACEMENTS, default="distributed"),
+    Field("dram_port_gbyte_per_s", "float", "bandwidth of one DRAM port", unit="GB/s", si=1e9,
+          positive=True, max=1e7, example=64.0),
+    Field("dram_gb", "float", "DRAM capacity of the whole package", unit="GB", si=1e9, positive=True,
+          max=1e12, example=1000.0),
+    Field("optimizer_state_bytes_per_param", "float", "optimizer state resident in DRAM",
+          unit="bytes/param", min=0.0, max=1e3, default=12.0),
+    Field("optimizer_traffic_bytes_per_param", "float", "optimizer DRAM traffic per step",
+          unit="bytes/param", min=0.0, max=1e3, default=16.0),
+    Field("mac_pj", "float", "energy of one MAC", unit="pJ", si=1e-12, min=0.0, max=1e6, default=0.3),
+    Field("nop_pj_per_bit", "float", "NoP energy per bit and hop", unit="pJ/bit", si=1e-12, min=0.0,
+          max=1e6, default=0.5),
+    Field("dram_pj_per_bit", "float", "DRAM energy per bit", unit="pJ/bit", si=1e-12, min=0.0, max=1e6,
+          default=5.0),
+    Field("die_static_w", "float", "static power of one die", unit="W", min=0.0, max=1e6, default=0.0),
+)
+SCHEMA = Schema(
+    [
+        Field("objective", "str", "what to minimise: iteration time or iteration energy",
+              choices=OBJECTIVES, default="time"),
+        Field("overlap", "str", "compute, NoP and DRAM overlap fully (max) or not at all (sum)",
+              choices=OVERLAPS, default="full"),
+        Field("one_scheme", "bool", "every block uses the same scheme (the Hecaton vs Megatron runs)",
+              default=False),
+        Field("schemes", "strs", f"schemes the options may use, from {', '.join(SCHEMES)}", min_length=1,
+              default=SCHEMES),
+        Field("microbatches", "ints", "micro-batch counts mu the options may use (divide T)", min=1,
+              min_length=1, default=(1,)),
+        Field("recompute", "str", "recompute flags the options may take", choices=tuple(RECOMPUTE),
+              default="choose"),
+        Field("model", "table", "the LLM (Llama-style blocks)", fields=_MODEL_FIELDS),
+        Field("package", "table", "the chiplet package", fields=_PACKAGE_FIELDS),
+    ],
+    version=2,
+    changes={1: "package.link_gb_per_s and dram_port_gb_per_s (GB/s) are now link_gbyte_per_s and "
+                "dram_port_gbyte_per_s, tflops_per_die is die_tflops, static_w_per_die is die_static_w"},
+)
+
+
 def load(fields: Fields) -> Instance:
-    m = fields.table("model")
-    hidden = m.int("hidden", min=1)
-    heads = m.int("heads", min=1)
-    kv_heads = m.int("kv_heads", min=1, max=heads)
-    if heads % kv_heads:
-        m.fail("kv_heads", f"expected a divisor of heads = {heads}, got {kv_heads}")
-    if hidden % heads:
-        m.fail("hidden", f"expected a multiple of heads = {heads}, got {hidden}")
-    blocks = m.numbers("segment_blocks", min_length=1, min=1, integer=True)
-    ffn = m.numbers("segment_ffn", length=len(blocks), min=1, integer=True)
-    model = Model(
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        sequence_length=m.int("sequence_length", min=1),
-        sequences=m.int("sequences", min=1),
-        causal=m.bool("causal", default=True),
-        bytes_per_element=m.int("bytes_per_element", min=1, max=8, default=2),
-        segment_blocks=blocks,
-        segment_ffn=ffn,
-    )
-    p = fields.table("package")
+    v = SCHEMA.read(fields)
+    m, p = v.model, v.package
+    if m.kv_heads > m.heads or m.heads % m.kv_heads:
+        fields.fail("model.kv_heads", f"expected a divisor of heads = {m.heads}, got {m.kv_heads}")
+    if m.hidden % m.heads:
+        fields.fail("model.hidden", f"expected a multiple of heads = {m.heads}, got {m.hidden}")
+    model = Model(m.hidden, m.heads, m.kv_heads, m.sequence_length, m.sequences, m.causal,
+                  m.bytes_per_element, m.segment_blocks, m.segment_ffn)
     package = Package(
-        dies=p.int("dies", min=1),
-        tflops_per_die=p.float("tflops_per_die", positive=True),
-        sram_mib=p.float("sram_mib", positive=True),
-        link_gb_per_s=p.float("link_gb_per_s", positive=True),
-        ring_directions=p.int("ring_directions", min=1, max=2, default=2),
-        hop_latency_ns=p.float("hop_latency_ns", min=0.0, default=20.0),
-        dram_placement=p.str("dram_placement", choices=PLACEMENTS, default="distributed"),
-        dram_port_gb_per_s=p.float("dram_port_gb_per_s", positive=True),
-        dram_gb=p.float("dram_gb", positive=True),
-        optimizer_state_bytes_per_param=p.float("optimizer_state_bytes_per_param", min=0.0, default=12.0),
-        optimizer_traffic_bytes_per_param=p.float("optimizer_traffic_bytes_per_param", min=0.0, default=16.0),
-        mac_pj=p.float("mac_pj", min=0.0, default=0.3),
-        nop_pj_per_bit=p.float("nop_pj_per_bit", min=0.0, default=0.5),
-        dram_pj_per_bit=p.float("dram_pj_per_bit", min=0.0, default=5.0),
-        static_w_per_die=p.float("static_w_per_die", min=0.0, default=0.0),
+        dies=p.dies, flops=p.die_tflops, sram_bytes=p.sram_mib, link_bandwidth=p.link_gbyte_per_s,
+        ring_directions=p.ring_directions, hop_latency=p.hop_latency_ns, dram_placement=p.dram_placement,
+        dram_port_bandwidth=p.dram_port_gbyte_per_s, dram_bytes=p.dram_gb,
+        optimizer_state_bytes_per_param=p.optimizer_state_bytes_per_param,
+        optimizer_traffic_bytes_per_param=p.optimizer_traffic_bytes_per_param,
+        mac_energy=p.mac_pj, nop_energy_per_bit=p.nop_pj_per_bit, dram_energy_per_bit=p.dram_pj_per_bit,
+        static_power=p.die_static_w,
     )
-    schemes = fields.strings("schemes", min_length=1, default=SCHEMES)
-    for i, s in enumerate(schemes):
+    for i, s in enumerate(v.schemes):
         if s not in SCHEMES:
             fields.fail(f"schemes[{i}]", f"expected one of {', '.join(map(repr, SCHEMES))}, got {s!r}")
-    if len(set(schemes)) != len(schemes):
+    if len(set(v.schemes)) != len(v.schemes):
         fields.fail("schemes", "expected each scheme at most once")
-    microbatches = fields.numbers("microbatches", min_length=1, min=1, integer=True, default=(1,))
-    for i, mu in enumerate(microbatches):
+    for i, mu in enumerate(v.microbatches):
         if model.tokens % mu:
-            fields.fail(
-                f"microbatches[{i}]",
-                f"expected a divisor of the tokens per iteration (sequences x sequence_length ="
-                f" {model.tokens}), got {mu}",
-            )
-    if len(set(microbatches)) != len(microbatches):
+            fields.fail(f"microbatches[{i}]", "expected a divisor of the tokens per iteration (sequences x "
+                        f"sequence_length = {model.tokens}), got {mu}")
+    if len(set(v.microbatches)) != len(v.microbatches):
         fields.fail("microbatches", "expected distinct micro-batch counts")
-    recompute = fields.str("recompute", choices=tuple(RECOMPUTE), default="choose")
-    return Instance(
-        model=model,
-        package=package,
-        schemes=tuple(schemes),
-        microbatches=tuple(microbatches),
-        recompute=RECOMPUTE[recompute],
-        objective=fields.str("objective", choices=OBJECTIVES, default="time"),
-        overlap=fields.str("overlap", choices=OVERLAPS, default="full"),
-        one_scheme=fields.bool("one_scheme", default=False),
-    )
+    return Instance(model, package, tuple(v.schemes), tuple(v.microbatches), RECOMPUTE[v.recompute],
+                    v.objective, v.overlap, v.one_scheme)
 
 
 def dump(instance: Instance) -> dict[str, Any]:
@@ -314,20 +339,20 @@ def dump(instance: Instance) -> dict[str, Any]:
         },
         "package": {
             "dies": p.dies,
-            "tflops_per_die": p.tflops_per_die,
-            "sram_mib": p.sram_mib,
-            "link_gb_per_s": p.link_gb_per_s,
+            "die_tflops": p.flops / 1e12,
+            "sram_mib": p.sram_bytes / 2**20,
+            "link_gbyte_per_s": p.link_bandwidth / 1e9,
             "ring_directions": p.ring_directions,
-            "hop_latency_ns": p.hop_latency_ns,
+            "hop_latency_ns": p.hop_latency / 1e-9,
             "dram_placement": p.dram_placement,
-            "dram_port_gb_per_s": p.dram_port_gb_per_s,
-            "dram_gb": p.dram_gb,
+            "dram_port_gbyte_per_s": p.dram_port_bandwidth / 1e9,
+            "dram_gb": p.dram_bytes / 1e9,
             "optimizer_state_bytes_per_param": p.optimizer_state_bytes_per_param,
             "optimizer_traffic_bytes_per_param": p.optimizer_traffic_bytes_per_param,
-            "mac_pj": p.mac_pj,
-            "nop_pj_per_bit": p.nop_pj_per_bit,
-            "dram_pj_per_bit": p.dram_pj_per_bit,
-            "static_w_per_die": p.static_w_per_die,
+            "mac_pj": p.mac_energy / 1e-12,
+            "nop_pj_per_bit": p.nop_energy_per_bit / 1e-12,
+            "dram_pj_per_bit": p.dram_energy_per_bit / 1e-12,
+            "die_static_w": p.static_power,
         },
     }
 
@@ -493,10 +518,10 @@ def cost(instance: Instance, ffn: int, option: Option) -> Cost:
     time_s = max(compute_s, nop_s, dram_s) if instance.overlap == "full" else compute_s + nop_s + dram_s
     macs = passes * (flops_linear + flops_attention) / 2
     energy = (
-        p.mac_pj * 1e-12 * macs
-        + p.nop_pj_per_bit * 1e-12 * 8 * nop_bytes * n
-        + p.dram_pj_per_bit * 1e-12 * 8 * dram_bytes * n
-        + p.static_w_per_die * n * time_s
+        p.mac_energy * macs
+        + p.nop_energy_per_bit * 8 * nop_bytes * n
+        + p.dram_energy_per_bit * 8 * dram_bytes * n
+        + p.static_power * n * time_s
     )
     return Cost(
         compute_s=compute_s,
@@ -527,7 +552,7 @@ def transition(instance: Instance, before: tuple[str, int, int], after: tuple[st
     time_s = beta * volume * hops / p.ring_bandwidth + steps * p.hop_latency
     if instance.objective == "time":
         return time_s
-    return p.nop_pj_per_bit * 1e-12 * 8 * beta * volume * hops * n + p.static_w_per_die * n * time_s
+    return p.nop_energy_per_bit * 8 * beta * volume * hops * n + p.static_power * n * time_s
 
 
 # -- reading and scoring a solution ----------------------------------------------------------
@@ -559,7 +584,8 @@ def parse(instance: Instance, solution: Solution) -> tuple[list[Option] | None, 
 
 
 def _as_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or int(value) != value:
         raise ValueError(f"expected an integer, got {value!r}")
     return int(value)
 
@@ -609,7 +635,9 @@ def candidates(instance: Instance, ffn: int) -> tuple[Option, ...]:
 
 # -- checker ---------------------------------------------------------------------------------
 def check(instance: Instance, solution: Solution) -> list[Violation]:
-    """Options valid for the instance, SRAM per block, the DRAM stash total, one scheme."""
+    """The violated rows of the MILP (:mod:`coopt.formulations.hecaton.milp`), recomputed from the
+    instance: option validity, SRAM per block, the DRAM stash total, one scheme, the claimed
+    objective. Never raises on a malformed solution."""
     chosen, problems = parse(instance, solution)
     violations = [Violation("option", p) for p in problems]
     if chosen is None or violations:
@@ -630,6 +658,10 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
         )
     if instance.one_scheme and len({o.scheme for o in chosen}) > 1:
         violations.append(Violation("one_scheme", f"schemes used: {sorted({o.scheme for o in chosen})}"))
+    claimed, value = solution.get("objective"), total(instance, chosen)
+    if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not math.isfinite(claimed) \
+            or not close(claimed, value):
+        violations.append(Violation("objective", f"claimed {claimed!r}, recomputed {value!r}"))
     return violations
 
 
@@ -644,7 +676,12 @@ def objective(instance: Instance, solution: Solution) -> float:
 # -- instance families -----------------------------------------------------------------------
 def generate(seed: int, size: int) -> Instance:
     """A seeded slice of a Llama-style model: ``size`` blocks in up to 3 segments of different
-    FFN width, on 4, 8 or 16 dies, with DRAM sized so the stash row often binds."""
+    FFN width, on 4, 8 or 16 dies, with DRAM sized so that the stash row often binds: the stash
+    allowed lies between the least any choice needs and the stash of every block's cheapest
+    option (the optimum without the row, when re-layouts do not decide it). At most
+    :data:`MAX_BLOCKS` blocks, the loader's limit."""
+    if not 1 <= size <= MAX_BLOCKS:
+        raise UsageError(f"hecaton generates 1 to {MAX_BLOCKS} blocks, got --size {size}")
     rng = random.Random(seed)
     heads = rng.choice((8, 16))
     hidden = heads * rng.choice((64, 128))
@@ -665,20 +702,20 @@ def generate(seed: int, size: int) -> Instance:
     dies = rng.choice((4, 8, 16))
     package = Package(
         dies=dies,
-        tflops_per_die=float(rng.choice((25, 50, 100))),
-        sram_mib=float(rng.choice((32, 64, 128))),
-        link_gb_per_s=float(rng.choice((32, 64, 128, 256))),
+        flops=float(rng.choice((25, 50, 100))) * 1e12,
+        sram_bytes=float(rng.choice((32, 64, 128))) * 2**20,
+        link_bandwidth=float(rng.choice((32, 64, 128, 256))) * 1e9,
         ring_directions=2,
-        hop_latency_ns=20.0,
+        hop_latency=20e-9,
         dram_placement=rng.choice(("distributed", "edge")),
-        dram_port_gb_per_s=float(rng.choice((32, 64, 128))),
-        dram_gb=1.0,
+        dram_port_bandwidth=float(rng.choice((32, 64, 128))) * 1e9,
+        dram_bytes=1e9,
         optimizer_state_bytes_per_param=12.0,
         optimizer_traffic_bytes_per_param=16.0,
-        mac_pj=0.3,
-        nop_pj_per_bit=0.5,
-        dram_pj_per_bit=5.0,
-        static_w_per_die=float(rng.choice((0, 2, 5))),
+        mac_energy=0.3e-12,
+        nop_energy_per_bit=0.5e-12,
+        dram_energy_per_bit=5e-12,
+        static_power=float(rng.choice((0, 2, 5))),
     )
     draft = Instance(
         model=model,
@@ -690,14 +727,12 @@ def generate(seed: int, size: int) -> Instance:
         overlap=rng.choice(("full", "none")),
         one_scheme=False,
     )
-    # DRAM: resident state plus a stash between the least any choice needs and what the
-    # unconstrained optimum uses, so that the stash row binds in most instances
-    rows = [[cost(draft, f, o).stash_bytes for o in candidates(draft, f)] or [0] for f in model.block_ffn]
-    low = sum(min(r) for r in rows)
-    from coopt.solvers.hecaton import layered_dp  # the generator aims the DRAM cap at the DP's optimum
-
-    free = layered_dp(draft)
-    high = low if free is None else stash_total(draft, free)
+    widths = sorted(set(model.block_ffn))
+    rows = {f: [cost(draft, f, o) for o in candidates(draft, f)] for f in widths}
+    least = {f: min((c.stash_bytes for c in rows[f]), default=0) for f in widths}
+    cheapest = {f: min(rows[f], key=lambda c: c.objective).stash_bytes if rows[f] else 0 for f in widths}
+    low = sum(least[f] for f in model.block_ffn)
+    high = sum(cheapest[f] for f in model.block_ffn)
     stash = low + rng.choice((0.2, 0.5, 0.8, 1.2)) * (high - low)
     gb = math.ceil((draft.resident_bytes + stash) * dies / 1e6) / 1e3
-    return replace(draft, package=replace(package, dram_gb=gb))
+    return replace(draft, package=replace(package, dram_bytes=gb * 1e9))

@@ -49,20 +49,24 @@ the running segment). The objective is the batch time ``sum_s T_s`` in seconds (
 throughput is ``b / sum_s T_s``.
 
 Exact methods. ``exact`` is the dynamic program of :func:`coopt.solvers.scope.dynamic_program`
-(segments x clusters x chiplet counts x partitions). ``milp`` is the interval MILP below; the
-single-segment MILP with a fixed cluster count (:func:`build_segment`, the notes' k-sweep) is
-the building block it generalises, and tests check it against the DP per segment and per ``k``.
+(segments x clusters x chiplet counts x partitions). ``milp`` is the segment-by-count MILP of
+:mod:`.milp`, bounded by and warm-started from the ``search`` heuristic
+(:func:`coopt.solvers.scope.milp_model`, the registered ``build``); the single-segment MILP with
+a fixed cluster count (:func:`.milp.build_segment`, the notes' k-sweep) is tested against the
+DP per segment and per ``k``. ``bound`` (:func:`coopt.solvers.scope.bound`) is a dual bound at
+any size; the oracle is the full enumeration of :mod:`.brute`.
 
-Layout: the data model, cost model and checker are in :mod:`.model`, the workloads (ResNet
-chains, synthetic chains) in :mod:`.workloads`, the interval MILP in :mod:`.milp`, the DP and the
-heuristics in :mod:`coopt.solvers.scope`.
+Layout: the declared fields, data model, cost model and checker are in :mod:`.model`, the
+workloads (ResNet chains, synthetic chains) in :mod:`.workloads`, the MILP in :mod:`.milp`, the
+enumeration in :mod:`.brute`, the DP, the bound and the heuristics in :mod:`coopt.solvers.scope`.
 """
 
 from __future__ import annotations
 
-from coopt.formulations.scope.milp import build, extract
-from coopt.formulations.scope.model import check, dump, generate, load, objective
-from coopt.problem import HeuristicsOf, MethodOf, Problem
+from coopt.formulations.scope import brute
+from coopt.formulations.scope.milp import extract
+from coopt.formulations.scope.model import SCHEMA, check, dump, generate, load, objective
+from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 PROBLEM = Problem(
     name="scope",
@@ -74,10 +78,15 @@ PROBLEM = Problem(
     check=check,
     objective=objective,
     generate=generate,
-    build=build,
+    build=MethodOf("coopt.solvers.scope", "milp_model"),
     extract=extract,
     heuristics=HeuristicsOf("coopt.solvers.scope"),
     exact=MethodOf("coopt.solvers.scope", "exact"),
-    sizes=(1, 2, 3),
+    sizes=(1, 2, 4),
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
+    schema=SCHEMA,
+    objective_name="batch time",
+    objective_unit="s",
+    oracle=Oracle(generate=brute.tiny, solve=brute.solve),
+    bound=MethodOf("coopt.solvers.scope", "bound"),
 )

@@ -9,10 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from coopt.formulations.scope.workloads import ChainLayer, resnet, synthetic_chain
-from coopt.problem import TOL, Solution, Violation
+from coopt.problem import Solution, Violation, close
+from coopt.schema import Field, Schema
 
 Layer = ChainLayer
+Cluster = tuple[int, int, int, str]  # first, last, chiplets, partition
 PARTITIONS = ("IS", "WS")
+#: Labels of the L - 1 gaps between consecutive layers: a mapping's *structure*.
+NO_CUT, CLUSTER_CUT, SEGMENT_CUT = 0, 1, 2
 _LAYER_INTS = ("macs", "weight_bytes", "input_bytes", "output_bytes", "shortcut_bytes",
                "out_channels", "out_rows", "halo_bytes")
 
@@ -21,84 +25,96 @@ _LAYER_INTS = ("macs", "weight_bytes", "input_bytes", "output_bytes", "shortcut_
 
 @dataclass(frozen=True)
 class Instance:
-    """A layer chain and an MCM. Fields keep the file's units; properties give SI."""
+    """A layer chain and an MCM, every quantity SI (MAC/s, bytes, bytes/s); the file's customary
+    units (GMAC/s, KiB, GB/s, GiB) are converted at load."""
 
     layers: tuple[Layer, ...]
     chiplets: int
-    mac_rate_gmac_per_s: float
-    sram_kib: float
-    nop_bandwidth_gb_per_s: float
-    dram_bandwidth_gb_per_s: float
-    dram_capacity_gib: float
+    mac_rate: float  # R: MAC/s of one chiplet
+    sram_bytes: float  # S: SRAM of one chiplet
+    nop_bandwidth: float  # B_l: bytes/s of one NoP link
+    dram_bandwidth: float  # B_D: bytes/s of the package's DRAM interface
+    dram_bytes: float  # D: DRAM capacity
     batch: int
     max_cluster_layers: int
     partitions: tuple[str, ...] = PARTITIONS
-
-    @property
-    def mac_rate(self) -> float:
-        """MAC/s of one chiplet."""
-        return self.mac_rate_gmac_per_s * 1e9
-
-    @property
-    def sram_bytes(self) -> float:
-        return self.sram_kib * 1024.0
-
-    @property
-    def nop_bandwidth(self) -> float:
-        """Bytes/s of one NoP link."""
-        return self.nop_bandwidth_gb_per_s * 1e9
-
-    @property
-    def dram_bandwidth(self) -> float:
-        """Bytes/s of the package's DRAM interface."""
-        return self.dram_bandwidth_gb_per_s * 1e9
-
-    @property
-    def dram_bytes(self) -> float:
-        return self.dram_capacity_gib * 1024.0**3
 
     @property
     def n_layers(self) -> int:
         return len(self.layers)
 
 
+# -- the file: declared fields (coopt schema scope) ----------------------------------------------
+
+_COUNT = 10**15  # no physical layer has more MACs or bytes per sample than this
+_LAYER_FIELDS = (
+    Field("name", "str", "layer name (free text)", example="conv1"),
+    Field("macs", "int", "multiply-accumulates per sample", min=0, max=_COUNT, example=118013952),
+    Field("weight_bytes", "int", "weight bytes", unit="bytes", min=0, max=_COUNT, example=9408),
+    Field("input_bytes", "int", "input activation bytes per sample", unit="bytes", min=0, max=_COUNT,
+          example=150528),
+    Field("output_bytes", "int", "output activation bytes per sample", unit="bytes", min=0, max=_COUNT,
+          example=200704),
+    Field("shortcut_bytes", "int", "residual bytes alive across a cut right after the layer", unit="bytes",
+          min=0, max=_COUNT, default=0),
+    Field("out_channels", "int", "output channels C (split by IS)", min=1, max=2**24, example=64),
+    Field("out_rows", "int", "output rows H (split by WS)", min=1, max=2**24, example=56),
+    Field("halo_bytes", "int", "input bytes a row slab fetches from its neighbours", unit="bytes", min=0,
+          max=_COUNT, default=0),
+)
+SCHEMA = Schema(
+    [
+        Field("module", "table", "the multi-chip module", fields=(
+            Field("chiplets", "int", "chiplets M (snake order of the mesh)", min=1, max=1024, example=8),
+            Field("mac_rate_gmac_per_s", "float", "MAC rate R of one chiplet", unit="GMAC/s", si=1e9,
+                  positive=True, max=1e6, example=1024.0),
+            Field("sram_kib", "float", "SRAM S of one chiplet", unit="KiB", si=1024.0, positive=True,
+                  max=1e9, example=2048.0),
+            Field("nop_bandwidth_gbyte_per_s", "float", "bandwidth B_l of one NoP link", unit="GB/s",
+                  si=1e9, positive=True, max=1e7, example=32.0),
+            Field("dram_bandwidth_gbyte_per_s", "float", "DRAM bandwidth B_D of the package", unit="GB/s",
+                  si=1e9, positive=True, max=1e7, example=16.0),
+            Field("dram_capacity_gib", "float", "DRAM capacity D of the package", unit="GiB",
+                  si=1024.0**3, positive=True, max=1e6, example=8.0),
+        )),
+        Field("mapping", "table", "what the mapping may do", fields=(
+            Field("batch", "int", "samples b per batch (the pipeline's depth of work)", min=1, max=10**6,
+                  example=64),
+            Field("max_cluster_layers", "int", "longest cluster Lambda, in layers", min=1, max=10**4,
+                  example=8),
+            Field("partitions", "strs", "partitions a cluster may use: IS (channels split), WS (rows split)",
+                  min_length=1, default=PARTITIONS),
+        )),
+        Field("layers", "tables", "the layer chain, in execution order", min_length=1, fields=_LAYER_FIELDS),
+    ],
+    version=2,
+    changes={1: "module.nop_bandwidth_gb_per_s and dram_bandwidth_gb_per_s (GB/s) are now "
+                "nop_bandwidth_gbyte_per_s and dram_bandwidth_gbyte_per_s"},
+)
+
+
 def load(fields: Any) -> Instance:
-    module = fields.table("module")
-    mapping = fields.table("mapping")
-    layers = []
-    for f in fields.tables("layers", min_length=1):
-        values = {key: f.int(key, min=0) for key in _LAYER_INTS}
-        for key in ("out_channels", "out_rows"):
-            if values[key] < 1:
-                f.fail(key, f"expected an integer >= 1, got {values[key]}")
-        layers.append(Layer(name=f.str("name"), **values))
-    partitions = mapping.strings("partitions", min_length=1, default=PARTITIONS)
+    v = SCHEMA.read(fields)
+    partitions = tuple(v.mapping.partitions)
     for i, p in enumerate(partitions):
         if p not in PARTITIONS or p in partitions[:i]:
-            mapping.fail(f"partitions[{i}]", f"expected distinct values among {PARTITIONS}, got {p!r}")
-    return Instance(
-        layers=tuple(layers),
-        chiplets=module.int("chiplets", min=1, max=1024),
-        mac_rate_gmac_per_s=module.float("mac_rate_gmac_per_s", positive=True),
-        sram_kib=module.float("sram_kib", positive=True),
-        nop_bandwidth_gb_per_s=module.float("nop_bandwidth_gb_per_s", positive=True),
-        dram_bandwidth_gb_per_s=module.float("dram_bandwidth_gb_per_s", positive=True),
-        dram_capacity_gib=module.float("dram_capacity_gib", positive=True),
-        batch=mapping.int("batch", min=1),
-        max_cluster_layers=mapping.int("max_cluster_layers", min=1),
-        partitions=tuple(partitions),
-    )
+            fields.fail(f"mapping.partitions[{i}]", f"expected distinct values among {PARTITIONS}, got {p!r}")
+    layers = tuple(Layer(**{key: layer[key] for key in ("name", *_LAYER_INTS)}) for layer in v.layers)
+    m = v.module
+    return Instance(layers, m.chiplets, m.mac_rate_gmac_per_s, m.sram_kib, m.nop_bandwidth_gbyte_per_s,
+                    m.dram_bandwidth_gbyte_per_s, m.dram_capacity_gib, v.mapping.batch,
+                    v.mapping.max_cluster_layers, partitions)
 
 
 def dump(inst: Instance) -> dict[str, Any]:
     return {
         "module": {
             "chiplets": inst.chiplets,
-            "mac_rate_gmac_per_s": inst.mac_rate_gmac_per_s,
-            "sram_kib": inst.sram_kib,
-            "nop_bandwidth_gb_per_s": inst.nop_bandwidth_gb_per_s,
-            "dram_bandwidth_gb_per_s": inst.dram_bandwidth_gb_per_s,
-            "dram_capacity_gib": inst.dram_capacity_gib,
+            "mac_rate_gmac_per_s": inst.mac_rate / 1e9,
+            "sram_kib": inst.sram_bytes / 1024.0,
+            "nop_bandwidth_gbyte_per_s": inst.nop_bandwidth / 1e9,
+            "dram_bandwidth_gbyte_per_s": inst.dram_bandwidth / 1e9,
+            "dram_capacity_gib": inst.dram_bytes / 1024.0**3,
         },
         "mapping": {
             "batch": inst.batch,
@@ -281,18 +297,52 @@ def module_instance(
     *,
     mac_rate_gmac_per_s: float = 1024.0,
     sram_kib: float = 2048.0,
-    nop_bandwidth_gb_per_s: float = 32.0,
-    dram_bandwidth_gb_per_s: float | None = None,
+    nop_bandwidth_gbyte_per_s: float = 32.0,
+    dram_bandwidth_gbyte_per_s: float | None = None,
     dram_capacity_gib: float = 8.0,
     batch: int = 64,
     max_cluster_layers: int = 8,
 ) -> Instance:
-    """An MCM in the Gemini/Simba grid style: DRAM bandwidth defaults to 'TOPS' GB/s
-    (2 ops per MAC), as in the Gemini DSE scripts (repo SET-Scheduling-Project/GEMINI-HPCA2024)."""
-    if dram_bandwidth_gb_per_s is None:
-        dram_bandwidth_gb_per_s = 2 * mac_rate_gmac_per_s * chiplets / 1000.0
-    return Instance(tuple(layers), chiplets, mac_rate_gmac_per_s, sram_kib, nop_bandwidth_gb_per_s,
-                    dram_bandwidth_gb_per_s, dram_capacity_gib, batch, max_cluster_layers)
+    """An MCM in the Gemini/Simba grid style, given in the file's units: DRAM bandwidth defaults to
+    'TOPS' GB/s (2 ops per MAC), as in the Gemini DSE scripts (repo
+    SET-Scheduling-Project/GEMINI-HPCA2024)."""
+    if dram_bandwidth_gbyte_per_s is None:
+        dram_bandwidth_gbyte_per_s = 2 * mac_rate_gmac_per_s * chiplets / 1000.0
+    return Instance(tuple(layers), chiplets, mac_rate_gmac_per_s * 1e9, sram_kib * 1024.0,
+                    nop_bandwidth_gbyte_per_s * 1e9, dram_bandwidth_gbyte_per_s * 1e9,
+                    dram_capacity_gib * 1024.0**3, batch, max_cluster_layers)
+
+
+# -- structures and sub-spaces of mappings -------------------------------------------------------
+
+
+def decode(labels: list[int] | tuple[int, ...]) -> list[list[tuple[int, int]]]:
+    """Segments of (first, last) clusters from the L-1 gap labels."""
+    segments, clusters, start = [], [], 0
+    for gap, label in enumerate(labels):
+        if label != NO_CUT:
+            clusters.append((start, gap))
+            start = gap + 1
+            if label == SEGMENT_CUT:
+                segments.append(clusters)
+                clusters = []
+    clusters.append((start, len(labels)))
+    segments.append(clusters)
+    return segments
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """A sub-space of mappings: ``span`` caps cluster length, ``kmax`` clusters per segment."""
+
+    span: int | None = None
+    kmax: int | None = None
+
+
+MERGED = Restriction()
+SEGMENTED = Restriction(span=1)  # Tangram/SET/Gemini: one layer per pipeline stage
+INTRA_LAYER = Restriction(kmax=1)  # every segment one cluster: layers one after another on the module
+
 
 
 def parse(solution: Solution) -> tuple[list[list[tuple[int, int, int, str]]] | None, list[Violation]]:
@@ -320,6 +370,9 @@ def parse(solution: Solution) -> tuple[list[list[tuple[int, int, int, str]]] | N
 
 
 def check(inst: Instance, solution: Solution) -> list[Violation]:
+    """The violated rows of the exact models (table in :mod:`coopt.formulations.scope.milp`), recomputed
+    from the instance with the same functions and the same comparisons (no tolerance on SRAM or DRAM,
+    so that nothing the models exclude is accepted). Never raises on a malformed solution."""
     segments, violations = parse(solution)
     if segments is None:
         return violations
@@ -344,32 +397,30 @@ def check(inst: Instance, solution: Solution) -> list[Violation]:
                     "chiplets", f"{where}: {a} chiplets, expected 1..{inst.chiplets}"))
                 continue
             need = sram_need(inst, first, last, a, p)
-            if need > inst.sram_bytes * (1 + TOL):
+            if need > inst.sram_bytes:
                 violations.append(Violation("sram", f"{where}: needs {need:.0f} B > {inst.sram_bytes:.0f} B"))
         used = sum(a for _, _, a, _ in clusters)
         if used > inst.chiplets:
             violations.append(Violation("chiplet_budget", f"segment {s}: {used} chiplets > {inst.chiplets}"))
         first, last = clusters[0][0], clusters[-1][1]
         need = segment_dram_need(inst, first, last)
-        if need > inst.dram_bytes * (1 + TOL):
+        if need > inst.dram_bytes:
             violations.append(Violation("dram", f"segment {s}: needs {need:.0f} B > {inst.dram_bytes:.0f} B"))
     if expected != inst.n_layers:
         violations.append(Violation("layer_cover", f"layers {expected}..{inst.n_layers - 1} are not mapped"))
     if violations:
         return violations
-    claimed = solution.get("objective")
-    if not isinstance(claimed, int | float) or not math.isclose(
-            claimed, evaluate(inst, segments), rel_tol=TOL, abs_tol=0.0):
-        violations.append(Violation(
-            "objective", f"claimed {claimed!r}, recomputed {evaluate(inst, segments)!r} (batch seconds)"))
+    claimed, value = solution.get("objective"), evaluate(inst, segments)
+    if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not math.isfinite(claimed) \
+            or not close(claimed, value):
+        violations.append(Violation("objective", f"claimed {claimed!r}, recomputed {value!r} (batch s)"))
     return violations
 
 
 def objective(inst: Instance, solution: Solution) -> float:
-    segments, violations = parse(solution)
-    if segments is None:
-        raise ValueError(str(violations[0]))
-    return evaluate(inst, segments)
+    """Batch time in seconds of a readable mapping (NaN when the solution cannot be read)."""
+    segments, _ = parse(solution)
+    return math.nan if segments is None else evaluate(inst, segments)
 
 
 def generate(seed: int, size: int) -> Instance:
@@ -391,8 +442,8 @@ def generate(seed: int, size: int) -> Instance:
         layers, chiplets,
         mac_rate_gmac_per_s=float(rng.choice((256, 512, 1024))),
         sram_kib=round(sram / 1024.0, 3) + 1.0,
-        nop_bandwidth_gb_per_s=float(rng.choice((4, 8, 16, 32))),
-        dram_bandwidth_gb_per_s=float(rng.choice((8, 16, 32, 64))),
+        nop_bandwidth_gbyte_per_s=float(rng.choice((4, 8, 16, 32))),
+        dram_bandwidth_gbyte_per_s=float(rng.choice((8, 16, 32, 64))),
         batch=rng.choice((1, 8, 32, 64)),
         max_cluster_layers=rng.choice((3, 4, length)),
     )
