@@ -167,6 +167,15 @@ ORACLE_PROBLEMS = [n for n in registry.names() if registry.get(n).oracle is not 
 ORACLE_SEEDS = 12
 
 
+@pytest.mark.parametrize("name", registry.names())
+def test_every_problem_declares_its_fields_and_objective(name):
+    problem = registry.get(name)
+    assert problem.schema is not None, f"{name}: fields not declared with coopt.schema"
+    # the contract's defaults ("objective", no unit) mean the problem never said what it optimises
+    assert problem.objective_name != "objective" and problem.objective_unit != "", (
+        f"{name}: objective_name / objective_unit not registered")
+
+
 @pytest.mark.parametrize("name", SCHEMA_PROBLEMS)
 def test_schema_example_validates(name, tmp_path):
     from coopt.commands.schema import example

@@ -45,7 +45,8 @@ def one_error_line(stderr: str) -> str:
 @pytest.mark.slow
 def test_sigint_during_a_two_file_solve_exits_130_fast_with_the_finished_rows_and_the_incumbent(tmp_path):
     hard = tmp_path / "hard.toml"
-    assert coopt("generate", "topoopt", "--size", "12", "--seed", "1", "-o", str(hard)).returncode == 0
+    # size 12 is proven in about 20 s since P1 is warm-started; size 16 runs past a minute
+    assert coopt("generate", "topoopt", "--size", "16", "--seed", "1", "-o", str(hard)).returncode == 0
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", SMALL, str(hard), "--json", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -145,10 +146,12 @@ def test_check_matches_report_rows_by_instance_and_says_what_it_skipped(tmp_path
     assert run(capsys, "solve", SMALL, other, "--method", "all", "--json", report)[0] == 0
     rows = json.loads(report.read_text())
     mine = [r for r in rows if r["instance"].endswith("0-exact-n6-d2.toml")]
+    judged = [r for r in mine if r.get("solution") is not None]  # the bound method's row has none
     code, stdout, _ = run(capsys, "check", SMALL, report)
     assert code == 0
-    assert stdout.count("feasible  ") == len(mine)
-    assert f"skipped {len(rows) - len(mine)} row(s)" in stdout and "other instance" in stdout
+    assert judged and stdout.count("feasible  ") == len(judged)
+    assert f"skipped {len(rows) - len(judged)} row(s)" in stdout and "other instance" in stdout
+    assert len(judged) == len(mine) or "of no solution" in stdout
 
 
 def test_a_solution_from_another_solver_on_the_exported_model_is_judged(tmp_path, capsys):
@@ -167,8 +170,9 @@ def test_a_solution_from_another_solver_on_the_exported_model_is_judged(tmp_path
     code, stdout, _ = run(capsys, "check", SMALL, "--sol", sol)
     assert code == 0 and stdout.startswith("feasible  --sol"), stdout
     lines = sol.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("links(0_1) "))
-    lines[at] = "links(0_1) 7"  # more links than ports
+    # duplex links (the default symmetry) are one variable per unordered pair
+    at = next(i for i, line in enumerate(lines) if line.startswith("pair(0_1) "))
+    lines[at] = "pair(0_1) 7"  # more links than ports
     sol.write_text("\n".join(lines) + "\n")
     assert run(capsys, "check", SMALL, "--sol", sol)[0] == 1
 
