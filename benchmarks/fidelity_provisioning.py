@@ -46,7 +46,7 @@ def reduction(base: float, other: float) -> float:
 def fewer_failures() -> Ours:
     base, qos = run("ksp_first_fit", LOAD), run("qos_assured", LOAD)
     cut = reduction(base.blocking.mean, qos.blocking.mean)
-    return Ours(f"overall failure ratio {base.blocking.mean:.4f} -> {qos.blocking.mean:.4f} ({cut:+.0%}) "
+    return Ours(f"overall failure ratio {base.blocking.mean:.4f} -> {qos.blocking.mean:.4f} ({cut:.0%} fewer) "
                 f"at {LOAD:g} Erl", "reproduced" if cut > 0.3 else "open",
                 "degradation within each class's bound, immediate access, volume kept by prolongation; the "
                 "size of the cut depends on the class bounds and traffic mix, which the abstract does not "
@@ -63,10 +63,10 @@ def highest_class_gains_most() -> Ours:
     graded, ours = class_gains(GRADED), class_gains(OURS)
 
     def show(gains: list[float]) -> str:
-        return "/".join(f"{g:+.0%}" for g in gains)
+        return "/".join(f"{g:.0%}" for g in gains)
 
     holds = graded == sorted(graded, reverse=True) and ours != sorted(ours, reverse=True)
-    return Ours(f"gold/silver/bronze failure cut at {LOAD:g} Erl: {show(graded)} with delta = "
+    return Ours(f"gold/silver/bronze failures cut by {show(graded)} at {LOAD:g} Erl with delta = "
                 f"0.75/0.5/0.25, {show(ours)} with delta = 0.25/0.5/0.75", "reproduced" if holds else "open",
                 "who may be degraded how far (delta_p): the claim holds when the highest class may be "
                 "degraded most, and flips when it may be degraded least")
@@ -95,7 +95,7 @@ def electrical_exchange() -> Ours:
     cut = reduction(base.blocking.mean, elec.blocking.mean)
     stretch = max((c.max_prolongation for c in elec.classes if not math.isnan(c.max_prolongation)),
                   default=1.0)
-    return Ours(f"groomed rate below b on existing lightpaths: failures {cut:+.0%} at 100 Erl, holding "
+    return Ours(f"groomed rate below b on existing lightpaths: {cut:.0%} fewer failures at 100 Erl, holding "
                 f"times stretched continuously up to {stretch:.2f} x, volume kept",
                 "reproduced" if cut > 0 else "open",
                 "a continuous rate in [(1 - delta) b, b] on a lightpath's residual capacity: the exchange "
