@@ -71,6 +71,17 @@ def _broken(field: str, old: str, new: str) -> tuple[str, str, str]:
     return field, old, new
 
 
+
+def refused(tmp_path: Path, old: str, new: str) -> InstanceError:
+    """The loader's error on ``0-six-node-static.toml`` with ``old`` replaced by ``new``."""
+    text = (ROOT / "0-six-node-static.toml").read_text()
+    assert old in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InstanceError) as err:
+        read(path)
+    return err.value
+
 @pytest.mark.parametrize(("field", "old", "new"), [
     _broken("links[0].ends", 'ends = [\n    "1",\n    "2",\n]', 'ends = ["1", "9"]'),
     _broken("retained_fractions", "    0.25,\n]", "    0.25,\n    0.5,\n]"),
@@ -81,15 +92,10 @@ def _broken(field: str, old: str, new: str) -> tuple[str, str, str]:
     _broken("bogus", "num_slots = 16", "num_slots = 16\nbogus = 1"),
 ])
 def test_loader_names_file_field_and_expectation(tmp_path: Path, field: str, old: str, new: str) -> None:
-    text = (ROOT / "0-six-node-static.toml").read_text()
-    assert old in text
-    path = tmp_path / "bad.toml"
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(InstanceError) as err:
-        read(path)
-    assert err.value.path == str(path)
-    assert err.value.field == field
-    assert err.value.expected
+    err = refused(tmp_path, old, new)
+    assert err.path == str(tmp_path / "bad.toml")
+    assert err.field == field
+    assert err.expected
 
 
 def test_background_path_must_follow_links(tmp_path: Path) -> None:
@@ -247,13 +253,7 @@ def test_checker_refuses_non_finite_decisions(static: P.Instance, static_solutio
     ("holding_s = 0.4213", "holding_s = 1e20", "requests[0].holding_s"),
 ])
 def test_loader_refuses_numbers_that_mean_nothing(tmp_path: Path, old: str, new: str, field: str) -> None:
-    text = (ROOT / "0-six-node-static.toml").read_text()
-    assert old in text
-    path = tmp_path / "bad.toml"
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(InstanceError) as err:
-        read(path)
-    assert field in {e.field for e in err.value.errors}
+    assert field in {e.field for e in refused(tmp_path, old, new).errors}
 
 
 # -- Model A without degradation is channel RSA: an independent big-M RSA model agrees ----------------
