@@ -46,8 +46,8 @@ def reduction(base: float, other: float) -> float:
 def fewer_failures() -> Ours:
     base, qos = run("ksp_first_fit", LOAD), run("qos_assured", LOAD)
     cut = reduction(base.blocking.mean, qos.blocking.mean)
-    return Ours(f"overall failure ratio {base.blocking.mean:.4f} -> {qos.blocking.mean:.4f} ({cut:.0%} fewer) "
-                f"at {LOAD:g} Erl", "reproduced" if cut > 0.3 else "open",
+    return Ours(f"overall failure ratio {base.blocking.mean:.4f} -> {qos.blocking.mean:.4f} "
+                f"({cut:.0%} fewer) at {LOAD:g} Erl", "reproduced" if cut > 0.3 else "open",
                 "degradation within each class's bound, immediate access, volume kept by prolongation; the "
                 "size of the cut depends on the class bounds and traffic mix, which the abstract does not "
                 "give")
