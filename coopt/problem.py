@@ -186,6 +186,9 @@ class Problem:
     #: Generator sizes at the papers' scale: the bench's ``large`` family runs the heuristics and
     #: the bound there (with the ``2-*`` files) and reports each heuristic's certified gap.
     large_sizes: tuple[int, ...] = ()
+    #: The largest ``size`` the generator accepts (it refuses more with a UsageError), where it
+    #: has a limit: the bench's ``scaling`` family runs its 10x round at no more than this.
+    max_size: int | None = None
 
     @property
     def methods(self) -> list[str]:

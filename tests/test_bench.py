@@ -46,6 +46,7 @@ from coopt.analysis.bench_report import (
     update_readme,
     write_report,
 )
+from coopt.errors import UsageError
 from coopt.problem import ExactOutcome, SolveOptions
 
 # -- toy problems ----------------------------------------------------------------------------
@@ -509,6 +510,23 @@ def test_scaling_climbs_until_the_exact_route_fails_then_runs_heuristics_at_ten_
     assert result.heuristics["greedy"].outcome == "solved"
     write_report(done.rows, tmp_path / "out")
     assert "exact: 2" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_ten_times_round_stays_within_the_generator_s_limit(toys, tmp_path, monkeypatch):
+    capped = replace(CLIMB, max_size=12)
+    toys["climb"] = capped
+    done = bench.run_bench(_config(tmp_path, problems=["climb"], families=("scaling",), seeds=1))
+    assert sorted({r["size"] for r in done.rows if r["method"] == "greedy"}) == [1, 2, 4, 12]
+    # past 12 the generator would refuse: no row errs (the exact DP declines size 4, verdict none)
+    assert {r["verdict"] for r in done.rows} <= {"ok", "none"}, [r["check"] for r in done.rows]
+
+
+def test_every_generator_refuses_past_its_declared_max_size():
+    for name in registry.names():
+        problem = registry.get(name)
+        if problem.max_size is not None:
+            with pytest.raises(UsageError):
+                problem.generate(0, problem.max_size + 1)
 
 
 def test_cli_writes_report_and_updates_the_readme(toys, tmp_path):

@@ -669,7 +669,11 @@ class Climb:
         methods = (
             sorted(self.problem.heuristics) if self.finale else self.alive + sorted(self.problem.heuristics)
         )
-        size = SCALE_UP * max(self.largest.values()) if self.finale else self.sizes[self.step]
+        if self.finale:  # 10x the largest size proved, within what the generator can make
+            size = SCALE_UP * max(self.largest.values())
+            size = size if self.problem.max_size is None else min(size, self.problem.max_size)
+        else:
+            size = self.sizes[self.step]
         return _tasks(self.problem, "scaling", self.config.seeds, self.config.time_limit, methods, size=size)
 
     def _close_round(self, rows: dict[str, dict[str, Any]]) -> None:

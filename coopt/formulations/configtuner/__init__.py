@@ -55,6 +55,7 @@ PROBLEM = Problem(
     objective_name="iteration time",
     objective_unit="s",
     sizes=(1, 2, 4),
+    max_size=model.MAX_SIZE,
     size_doc="nodes of 8 A100-80GB (GPUs = 8 x size); the model shape grows with log2(size)",
     showcase="0-gpt1.3b-16xa100.toml",
 )

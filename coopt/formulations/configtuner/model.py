@@ -547,11 +547,15 @@ SHAPES = ((16, 1024, 16), (24, 2048, 16), (32, 2560, 32), (32, 4096, 32), (40, 5
           (96, 12288, 96))
 
 
+#: The generator's largest size: nodes of 8 GPUs, at most 10^6 GPUs.
+MAX_SIZE = 125_000
+
+
 def generate(seed: int, size: int = 1) -> Instance:
     """A GPT-style model on ``size`` nodes of 8 A100-80GB (NVLink 230 GB/s, 180 Gbit/s NIC per GPU);
     the shape grows with the cluster, the global batch is 8 to 32 sequences per GPU."""
-    if size < 1 or size > 125_000:
-        raise UsageError(f"configtuner: --size is 1..125000 nodes (at most 10^6 GPUs), got {size}")
+    if size < 1 or size > MAX_SIZE:
+        raise UsageError(f"configtuner: --size is 1..{MAX_SIZE} nodes (at most 10^6 GPUs), got {size}")
     if seed < 0:
         raise UsageError(f"configtuner: --seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)

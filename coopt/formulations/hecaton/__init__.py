@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from coopt.formulations.hecaton import brute
 from coopt.formulations.hecaton.milp import build, extract
-from coopt.formulations.hecaton.model import SCHEMA, Instance, check, dump, generate, load, objective
+from coopt.formulations.hecaton.model import (
+    MAX_BLOCKS,
+    SCHEMA,
+    Instance,
+    check,
+    dump,
+    generate,
+    load,
+    objective,
+)
 from coopt.problem import HeuristicsOf, MethodOf, Oracle, Problem
 
 
@@ -39,6 +48,7 @@ PROBLEM = Problem(
     heuristics=HeuristicsOf("coopt.solvers.hecaton"),
     exact=MethodOf("coopt.solvers.hecaton", "exact"),
     sizes=(4, 8, 16),
+    max_size=MAX_BLOCKS,
     size_doc="number of blocks",
     schema=SCHEMA,
     objective_name=objective_name,

@@ -28,6 +28,7 @@ from __future__ import annotations
 from coopt.formulations.lightcode import brute
 from coopt.formulations.lightcode.milp import build, extract
 from coopt.formulations.lightcode.model import (
+    MAX_LAYERS,
     SCHEMA,
     check,
     dump,
@@ -55,6 +56,7 @@ PROBLEM = Problem(
     exact=MethodOf("coopt.solvers.lightcode", "exact"),
     bound=MethodOf("coopt.solvers.lightcode", "dual_bound"),
     sizes=(1, 2, 4),
+    max_size=MAX_LAYERS,
     size_doc="transformer blocks",
     schema=SCHEMA,
     objective_name=objective_name,

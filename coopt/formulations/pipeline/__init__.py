@@ -27,6 +27,7 @@ PROBLEM = Problem(
     extract=milp.extract,
     heuristics=HeuristicsOf("coopt.solvers.pipeline"),
     sizes=(2, 3, 4),
+    max_size=model.MAX_SIZE,
     size_doc="p stages (m = 2p micro-batches)",
     showcase="0-p3m4-cap6.toml",  # a cap where 1F1B, ZB and Chronos fit and GPipe does not
     oracle=Oracle(generate=brute.tiny, solve=brute.optimum),

@@ -36,7 +36,7 @@ from __future__ import annotations
 from coopt.formulations.topoopt import brute
 from coopt.formulations.topoopt.bound import dual_bound
 from coopt.formulations.topoopt.milp import build, extract
-from coopt.formulations.topoopt.model import SCHEMA, check, dump, generate, load, objective
+from coopt.formulations.topoopt.model import MAX_SIZE, SCHEMA, check, dump, generate, load, objective
 from coopt.problem import HeuristicsOf, Oracle, Problem
 
 PROBLEM = Problem(
@@ -53,6 +53,7 @@ PROBLEM = Problem(
     extract=extract,
     heuristics=HeuristicsOf("coopt.solvers.topoopt"),
     sizes=(1, 2, 3),
+    max_size=MAX_SIZE,
     size_doc="n = 2 size + 4 servers",
     showcase="0-exact-n6-d2.toml",
     schema=SCHEMA,
