@@ -362,7 +362,7 @@ class Reach:
     largest: dict[str, int]  # exact method -> largest size proved optimal on every seed
     time_at_largest: dict[str, float]
     limit: float | None
-    heuristic_size: int | None  # SCALE_UP x the largest proved size
+    heuristic_size: int | None  # SCALE_UP x the largest proved size (at most the generator's limit)
     heuristics: dict[str, HeuristicAtScale]  # how each heuristic fared at heuristic_size
 
 
@@ -373,7 +373,10 @@ def reach(problem: ProblemResults) -> Reach:
     largest = {m: c.sizes[-1] for m, c in curves.items() if m not in problem.heuristics and c.sizes}
     at_largest = {m: curves[m].times[-1] for m in largest}
     limits = [r["time_limit"] for r in problem.rows if r.get("size") is not None and r.get("time_limit")]
-    target = SCALE_UP * max(largest.values()) if largest else None
+    # the climb's last round: SCALE_UP x the largest proved size, or less where the generator stops
+    beyond = [int(r["size"]) for r in problem.rows if r["method"] in problem.heuristics
+              and r.get("size") is not None and largest and int(r["size"]) > max(largest.values())]
+    target = max(beyond) if beyond else (SCALE_UP * max(largest.values()) if largest else None)
     at_target: dict[str, list[Row]] = defaultdict(list)
     for row in problem.rows:
         if row["method"] in problem.heuristics and row.get("size") is not None and int(row["size"]) == target:
