@@ -521,6 +521,14 @@ def test_the_ten_times_round_stays_within_the_generator_s_limit(toys, tmp_path, 
     assert {r["verdict"] for r in done.rows} <= {"ok", "none"}, [r["check"] for r in done.rows]
 
 
+def test_the_climb_itself_stops_at_the_generator_s_limit(toys, tmp_path):
+    toys["climb"] = replace(CLIMB, max_size=3)
+    done = bench.run_bench(_config(tmp_path, problems=["climb"], families=("scaling",), seeds=1))
+    # sizes 1 and 2 are proved, 4 is past the limit: the last round runs at 3, not 20
+    assert sorted({r["size"] for r in done.rows if r["method"] == "greedy"}) == [1, 2, 3]
+    assert sorted({r["size"] for r in done.rows if r["method"] == "exact"}) == [1, 2]
+
+
 def test_every_generator_refuses_past_its_declared_max_size():
     for name in registry.names():
         problem = registry.get(name)

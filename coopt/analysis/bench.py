@@ -656,7 +656,8 @@ class Climb:
 
     def __init__(self, problem: Problem, config: BenchConfig):
         self.problem, self.config = problem, config
-        self.sizes = scaling_sizes(config.sizes or problem.sizes)
+        limit = problem.max_size
+        self.sizes = [n for n in scaling_sizes(config.sizes or problem.sizes) if limit is None or n <= limit]
         self.step = 0
         self.alive = list(problem.exact_methods)
         self.largest: dict[str, int] = {}
