@@ -160,3 +160,25 @@ def test_a_warm_start_is_the_first_incumbent():
     warm = solve_model(warm_model, SolveOptions())
     assert warm.trace[0][1] == pytest.approx(optimum)
     assert warm.objective == pytest.approx(optimum)
+
+
+def test_optimal_means_the_solution_handed_back_reaches_the_bound():
+    """A proven optimum whose returned solution the checker values below the bound (here an
+    extract that drops the best item, as HiGHS' warm-start defect once did with its values) is
+    reported as an incumbent, ``feasible``, never ``optimal``."""
+    from dataclasses import replace
+
+    import knapsack
+
+    from coopt.run import run
+
+    def lossy(model, instance):
+        taken = knapsack.extract(model, instance)["take"]
+        return {"take": sorted(taken, key=lambda k: instance.values[k])[:-1]}
+
+    instance = knapsack.generate(5, 3)
+    honest = run(knapsack.PROBLEM, instance, "exact")
+    assert honest.status == "optimal" and honest.objective == pytest.approx(honest.bound)
+    report = run(replace(knapsack.PROBLEM, extract=lossy), instance, "exact")
+    assert report.check["feasible"] and report.objective < report.bound
+    assert report.status == "feasible"
