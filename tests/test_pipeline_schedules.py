@@ -177,3 +177,14 @@ def test_v_auto_declines_clearly():
         schedules.v_auto(two_chunks(toy(4, 8, None), 3.0))
     with pytest.raises(NoSolution, match="chunks = 2, placement 'vshape'"):
         schedules.v_auto(toy(4, 8, None))
+
+
+def test_v_auto_never_beats_the_proven_optimum():
+    """0-p3m4-v2-cap6 (two chunks in a V, cap 6 GB): the exact model proves 13; v_auto fits and
+    is not below it (here it reaches it)."""
+    instance = load(INSTANCES / "0-p3m4-v2-cap6.toml").instance
+    optimum = run(PROBLEM, instance, "exact", SolveOptions(gap=1e-9, time_limit=60))
+    assert optimum.status == "optimal"
+    solution = schedules.v_auto(instance)
+    assert pm.check(instance, solution) == []
+    assert solution["objective"] >= optimum.objective - 1e-9

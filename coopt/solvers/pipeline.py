@@ -1,6 +1,7 @@
 """Pipeline schedules as explicit timed schedules: fixed-order classics (GPipe, 1F1B, interleaved
-1F1B, ZB-H1), memory-capped list schedules (ZB-H2, V-shape, Chronos-Pipe) and recompute/offload
-policies (Megatron full and selective recompute, Chronos-Recomp, Chronos-Offload).
+1F1B, ZB-H1), memory-capped list schedules (ZB-H2, the V schedules and the building-block search
+``v_auto``, Chronos-Pipe) and recompute/offload policies (Megatron full and selective recompute,
+Chronos-Recomp, Chronos-Offload).
 
 Every heuristic builds per-device pass orders (or dispatches passes greedily in time), times them
 with the shared event simulator of :mod:`coopt.formulations.pipeline.model`, and raises
@@ -1633,10 +1634,14 @@ def v_auto(instance: Instance, seed: int = 0) -> Solution:
     with the authors' own warm-up and cool-down, which our compaction does not always reproduce
     on non-unit times), so the search is never worse than those at the same cap.
 
-    Guarantee: fits every cap (checked); on unit times span bubble 0 at 2p chunk activations
-    (ZB-V's point) and no worse than ZB-V / V-Half / V-Min wherever they fit. Raises NoSolution
-    when no block fits. Running time O(B (n + p m) p) for B blocks (B grows as about 60 x 15 p;
-    about 5 s at p = 8, m = 32 here).
+    The budget counts a chunk's activation until its W (the papers' accounting), so with a_W < a
+    it is conservative: a block it skips might still fit in bytes.
+
+    Guarantee: fits every cap (checked by the simulator's peaks); never worse than ZB-V, V-Half
+    or V-Min where they fit. Measured (benchmarks/pipeline_blocks.py): on unit times the blocks
+    alone reach span bubble 0 at 2p chunk activations, ZB-V's point. Raises NoSolution when no
+    block fits (none holds fewer than p chunk activations at p = 4 and 8). Running time
+    O(B p m (p + 6)) for B blocks (B = 260 at p = 4, 480 at p = 8): 5-10 s at p = 8, m = 32.
     """
     if instance.chunks != 2 or instance.placement != "vshape" or not instance.split_backward:
         raise NoSolution("v_auto needs chunks = 2, placement 'vshape' and split_backward = true")
