@@ -47,9 +47,13 @@ def instance(p: int, m: int, ratio: tuple[float, float, float], chunks: int) -> 
 def measure(method: str, inst: pm.Instance) -> tuple[float, float] | None:
     """(span bubble, peak bytes) of one schedule, or None when it does not apply."""
     try:
-        solution = schedules.HEURISTICS[method](inst)
+        return bubble_and_peak(inst, schedules.HEURISTICS[method](inst))
     except NoSolution:
         return None
+
+
+def bubble_and_peak(inst: pm.Instance, solution: dict) -> tuple[float, float]:
+    """(span bubble, peak bytes) of a solution: largest per-device span minus the device load."""
     timed, _ = pm.parse(inst, solution)
     load = inst.microbatches * (inst.forward_s[0] + inst.backward_s[0] + inst.weight_s[0])
     return timed.stage_span(inst) - load, max(pm.peaks(inst, timed))

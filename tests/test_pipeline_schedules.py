@@ -124,3 +124,67 @@ def test_local_search_never_worse_than_its_start_and_feasible():
     assert solution["objective"] <= schedules.portfolio(instance)["objective"] + 1e-9
     optimum = run(PROBLEM, instance, "exact", SolveOptions(gap=1e-9, time_limit=60)).objective
     assert solution["objective"] >= optimum - 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# v_auto: the building-block search for any memory budget (Qi et al., NeurIPS 2024)
+# --------------------------------------------------------------------------------------------
+def two_chunks(instance: pm.Instance, cap_gb: float | None = None) -> pm.Instance:
+    caps = None if cap_gb is None else (cap_gb * pm.GB,) * instance.stages
+    return replace(instance, chunks=2, placement="vshape", memory_cap_bytes=caps)
+
+
+def test_block_search_alone_reaches_zb_v_span_at_zb_v_budget():
+    """On 1-p4m8-stage-span with two chunks (cap 8 GB = 1F1B's p a), the blocks alone (without
+    ZB-V among the candidates) reach span 24 = m (T_F + T_B + T_W), the MILP's bound."""
+    v = two_chunks(load(INSTANCES / "1-p4m8-stage-span.toml").instance, 8.0)
+    found, _ = schedules._block_search(v)
+    assert found is not None and pm.check(v, found) == []
+    assert found["objective"] == pytest.approx(24.0)
+    assert schedules.v_auto(v)["objective"] == pytest.approx(schedules.zb_v(v)["objective"])
+
+
+@pytest.mark.parametrize("ratio", [(1.0, 1.0, 1.0), (1.0, 1.04, 0.96), (1.0, 2.0, 1.0)])
+def test_block_search_fits_v_min_budget_and_is_no_worse(ratio):
+    """At V-Min's own peak as the cap, the blocks alone fit and match or beat V-Min."""
+    f, b, w = ratio
+    v = two_chunks(replace(toy(4, 16, None), forward_s=(f,) * 4, backward_s=(b,) * 4, weight_s=(w,) * 4))
+    lean = schedules.v_min(v)
+    capped = replace(v, memory_cap_bytes=(peak(v, lean),) * 4)
+    found, _ = schedules._block_search(capped)
+    assert found is not None and pm.check(capped, found) == []
+    assert found["objective"] <= lean["objective"] + 1e-9
+
+
+@pytest.mark.parametrize("cap_gb", [4.0, 4.5, 5.0, 6.0, 7.0, 8.0])
+def test_v_auto_never_exceeds_the_cap_and_gets_no_worse_with_more_memory(cap_gb):
+    v = two_chunks(toy(4, 8, None), cap_gb)
+    solution = schedules.v_auto(v)
+    assert pm.check(v, solution) == []
+    assert peak(v, solution) <= cap_gb * pm.GB + 1e-6
+    for name in ("zb_v", "v_half", "v_min"):
+        try:
+            other = schedules.HEURISTICS[name](v)
+        except NoSolution:
+            continue
+        assert solution["objective"] <= other["objective"] + 1e-9
+
+
+def test_v_auto_declines_clearly():
+    """No block holds fewer than p chunk activations (4 x 1 GB at p = 4): a 3 GB cap has none;
+    one chunk per device is not a V."""
+    with pytest.raises(NoSolution, match="no building block fits the cap"):
+        schedules.v_auto(two_chunks(toy(4, 8, None), 3.0))
+    with pytest.raises(NoSolution, match="chunks = 2, placement 'vshape'"):
+        schedules.v_auto(toy(4, 8, None))
+
+
+def test_v_auto_never_beats_the_proven_optimum():
+    """0-p3m4-v2-cap6 (two chunks in a V, cap 6 GB): the exact model proves 13; v_auto fits and
+    is not below it (here it reaches it)."""
+    instance = load(INSTANCES / "0-p3m4-v2-cap6.toml").instance
+    optimum = run(PROBLEM, instance, "exact", SolveOptions(gap=1e-9, time_limit=60))
+    assert optimum.status == "optimal"
+    solution = schedules.v_auto(instance)
+    assert pm.check(instance, solution) == []
+    assert solution["objective"] >= optimum.objective - 1e-9
