@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -331,44 +332,63 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
 
 
 class _Evaluator:
-    """``theta`` of a topology: the routing LP on its links (``n <= LP_SERVERS``; rebuilt per topology,
-    which on these sizes is faster than one warm LP over every arc), or ECMP with the LP-best split."""
+    """``theta`` of a topology with the routing that gives it: the routing LP on its links
+    (``n <= LP_SERVERS``; rebuilt per topology, which on these sizes is faster than one warm LP over
+    every arc), or ECMP with the LP-best split. Each distinct topology is evaluated once: ``seen``
+    keeps its ``theta``."""
 
     def __init__(self, instance: Instance):
         self.instance = instance
+        self.seen: dict[bytes, float] = {}
 
-    def theta(self, links: np.ndarray) -> float:
+    def evaluate(self, links: np.ndarray) -> tuple[float, _Routing | None]:
+        """``theta`` (0 when no routing carries the demand) and the ring shares and flows achieving it."""
         if self.instance.servers > LP_SERVERS:
             try:
-                return ecmp_split_solution(self.instance, links)["objective"]
+                solution = ecmp_split_solution(self.instance, links)
             except NoSolution:
-                return 0.0
+                return 0.0, None
+            return solution["objective"], _Routing(solution["ring_share"], solution["flows"])
         routed = route(self.instance, links)
-        return 0.0 if routed is None else routed.theta
+        return (0.0, None) if routed is None else (routed.theta, _Routing(routed.ring_share, routed.flows))
 
     def solution(self, links: np.ndarray) -> Solution:
         return best_routed(self.instance, links)
 
 
-def _detour(instance: Instance, solution: Solution) -> np.ndarray:
-    """Bytes of each demand ``s -> t`` not carried on the arc ``s -> t`` itself: the pairs a new
-    direct link would relieve."""
+class _Routing(NamedTuple):
+    """A routing of one topology: ring shares per group and per-source flows ``[s, i, j, bytes]``."""
+
+    ring_share: list
+    flows: list
+
+
+def _guide(instance: Instance, routing: _Routing) -> tuple[np.ndarray, np.ndarray]:
+    """What a routing says about its topology: the bytes of each demand ``s -> t`` not carried on the
+    arc ``s -> t`` itself (the pairs a new direct link would relieve), and the bytes each arc
+    ``i -> j`` carries (the links a swap can take away at least cost)."""
     n = instance.servers
-    shares = [[(int(q), float(v)) for q, v in g] for g in solution["ring_share"]]
+    shares = [[(int(q), float(v)) for q, v in g] for g in routing.ring_share]
     demand = demand_matrix(instance, shares)
-    direct = np.zeros((n, n))
-    for s, i, j, amount in solution["flows"]:
-        if s == i:
-            direct[i, j] += amount
+    direct, load = np.zeros((n, n)), np.zeros((n, n))
+    if routing.flows:
+        flows = np.asarray(routing.flows, dtype=float)
+        s, i, j = (flows[:, k].astype(int) for k in range(3))
+        np.add.at(load, (i, j), flows[:, 3])
+        first = s == i
+        np.add.at(direct, (i[first], j[first]), flows[first, 3])
     np.fill_diagonal(demand, 0.0)
-    return np.maximum(demand - direct, 0.0)
+    return np.maximum(demand - direct, 0.0), load
 
 
-def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: tuple[int, int] | None
-          ) -> np.ndarray | None:
+def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: tuple[int, int] | None,
+          load: np.ndarray | None = None) -> np.ndarray | None:
     """One degree-preserving swap: remove ``s -> b`` and ``c -> t``, add ``s -> t`` and ``c -> b``
     (for duplex links the edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``). ``target`` fixes the
-    new link ``(s, t)``; otherwise both removed links are drawn at random."""
+    new link ``(s, t)``; otherwise both removed links are drawn at random. With ``load`` (bytes per
+    arc) the removed links of a targeted swap are drawn in proportion to their spare bytes
+    (``max - load`` per link over the candidates, plus 0.1 % of the max so every link stays possible):
+    a lightly loaded link is the cheapest to give up."""
     if target is None:
         tails, heads = np.nonzero(links)
         first, second = rng.choice(len(tails), 2, replace=False)
@@ -377,10 +397,15 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
         s, t = target
         outs = np.flatnonzero(links[s])
         ins = np.flatnonzero(links[:, t])
-        b = rng.choice(outs[outs != t]) if (outs != t).any() else None
-        c = rng.choice(ins[ins != s]) if (ins != s).any() else None
-        if b is None or c is None:
+        outs, ins = outs[outs != t], ins[ins != s]
+        if not len(outs) or not len(ins):
             return None
+        if load is None:
+            b, c = rng.choice(outs), rng.choice(ins)
+        else:
+            carried = load + load.T if symmetric else load
+            b = _lightest(rng, outs, carried[s, outs] / links[s, outs])
+            c = _lightest(rng, ins, carried[ins, t] / links[ins, t])
     if s in (t, c) or b in (c, t) or links[s, b] == 0 or links[c, t] == 0:
         return None
     new = links.copy()
@@ -396,6 +421,21 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
     return None if (new < 0).any() or np.diag(new).any() else new
 
 
+def _lightest(rng: np.random.Generator, candidates: np.ndarray, carried: np.ndarray) -> int:
+    """One of ``candidates`` drawn in proportion to its spare bytes ``max - carried + 0.1 % max``
+    (uniformly when none carries anything)."""
+    top = float(carried.max())
+    if top <= 0:
+        return int(rng.choice(candidates))
+    spare = 1.001 - carried / top
+    return int(rng.choice(candidates, p=spare / spare.sum()))
+
+
+#: :func:`link_swap_search` keeps a move that loses at most this fraction of ``theta``
+#: (threshold accepting, Dueck and Scheuer, J. Comput. Phys. 90, 1990).
+THRESHOLD = 0.01
+
+
 def link_swap_search(
     instance: Instance, seed: int = 0, max_evaluations: int | None = None, time_limit: float | None = None
 ) -> Solution:
@@ -403,59 +443,76 @@ def link_swap_search(
     topology, each move evaluated by the routing LP.
 
     A move removes two links and reconnects their ends (``s -> b, c -> t`` become ``s -> t, c -> b``;
-    duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Three moves in
-    four aim at a pair whose demand travels more than one hop (drawn in proportion to its detoured
-    bytes in the current routing), the fourth is a random swap. First improvement; after
-    ``max(20, 2 n)`` evaluations in a row without improvement the search restarts from the best
-    topology found, kicked by two random swaps. It stops after ``max_evaluations`` routing LPs
-    (default ``40 + 8 n``; 20 above ``LP_SERVERS`` servers, where each is an ECMP map), or, given
-    ``time_limit``, after that many seconds (then the result depends on the machine). Guarantee:
-    never below ``topology_finder_lp`` (the best visited topology is returned, and the start is one);
-    a checker-feasible ``d``-regular topology. O(max_evaluations)
-    routing LPs (ECMP with the LP-best split above ``LP_SERVERS`` servers). Deterministic for a seed.
-    Source: ours (coopt issues 19 and 21).
+    duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Every move
+    aims at a pair whose demand travels more than one hop (drawn in proportion to its detoured bytes
+    in the current routing) and gives up the links ``s -> b`` and ``c -> t`` that carry the fewest
+    bytes (drawn in proportion to their spare bytes); a random swap only when no demand is detoured.
+    A move is kept when ``theta`` drops by at most :data:`THRESHOLD` (threshold accepting; sideways
+    and slightly worse moves walk the plateaus of the bottleneck objective, where most swaps leave
+    ``theta`` unchanged); a topology already evaluated is never revisited, so the walk cannot cycle.
+    After ``max(20, 2 n)`` moves in a row without a strict improvement the search restarts
+    from the best topology found, kicked by two random swaps. It stops after ``max_evaluations``
+    routing LPs (default ``40 + 8 n``; 20 above ``LP_SERVERS`` servers, where each is an ECMP map),
+    or, given ``time_limit``, after that many seconds (then the result depends on the machine).
+    Guarantee: never below ``topology_finder_lp`` (the best visited topology is returned, and the
+    start is one); a checker-feasible ``d``-regular topology. O(max_evaluations) routing LPs (ECMP
+    with the LP-best split above ``LP_SERVERS`` servers), one per move: the move's routing gives the
+    next guide (at most ``50 (max_evaluations + 1)`` moves are drawn, so it ends even where every move
+    lands on a topology already seen). Deterministic for a seed. Source: ours (coopt issues 19 and 21).
     """
     rng = np.random.default_rng(seed)
     start = topology_finder_lp(instance, seed)
     evaluator = _Evaluator(instance)
     n = instance.servers
     best_links = links = np.array(start["links"])
-    best = theta = evaluator.theta(links)
-    if best <= 0:
+    best, routing = evaluator.evaluate(links)
+    if best <= 0 or routing is None:
         return start
-    guide = _detour(instance, start)
+    theta = best
+    evaluator.seen[links.tobytes()] = theta
+    guide, load = _guide(instance, routing)
     default = 40 + 8 * n if n <= LP_SERVERS else 20
     budget = default if max_evaluations is None else max_evaluations
     patience = max(20, 2 * n)
-    evaluations = stale = 0
+    evaluations = stale = tries = 0
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    while evaluations < budget and (deadline is None or time.perf_counter() < deadline):
+    # every loop either evaluates a topology or counts a failure; ``tries`` bounds the loops where
+    # every move lands on a topology already seen
+    while evaluations < budget and tries < 50 * (budget + 1) and (
+            deadline is None or time.perf_counter() < deadline):
+        tries += 1
         if stale >= patience:  # restart from the best, kicked by two random swaps
-            links, stale = best_links, 0
+            links, theta, stale = best_links, best, 0
             for _ in range(2):
                 kicked = _swap(links, instance.symmetric, rng, None)
                 links = links if kicked is None else kicked
-            theta = evaluator.theta(links)
+            if links.tobytes() in evaluator.seen:
+                theta = evaluator.seen[links.tobytes()]
+                continue  # a seen topology (its routing is not kept): the last guide serves
+            theta, routing = evaluator.evaluate(links)
+            evaluator.seen[links.tobytes()] = theta
             evaluations += 1
-            guide = _detour(instance, evaluator.solution(links)) if theta > 0 else guide
+            if routing is not None:
+                guide, load = _guide(instance, routing)
             continue
         target = None
         weights = guide.reshape(-1)
-        if rng.random() < 0.75 and weights.sum() > 0:
+        if weights.sum() > 0:
             target = divmod(int(rng.choice(len(weights), p=weights / weights.sum())), n)
-        moved = _swap(links, instance.symmetric, rng, target)
-        if moved is None:
+        moved = _swap(links, instance.symmetric, rng, target, load)
+        if moved is None or moved.tobytes() in evaluator.seen:
             stale += 1
             continue
-        value = evaluator.theta(moved)
+        value, routing = evaluator.evaluate(moved)
+        evaluator.seen[moved.tobytes()] = value
         evaluations += 1
-        if value > theta * (1 + 1e-9):
-            links, theta, stale = moved, value, 0
-            guide = _detour(instance, evaluator.solution(links))
+        if value > 0 and routing is not None and value >= theta * (1 - THRESHOLD):
+            stale = 0 if value > theta * (1 + 1e-9) else stale + 1
+            links, theta = moved, value
+            guide, load = _guide(instance, routing)
             if theta > best * (1 + 1e-9):
                 best_links, best = links, theta
         else:
             stale += 1
     solution = evaluator.solution(best_links)
     return solution if solution["objective"] >= start["objective"] else start
-
