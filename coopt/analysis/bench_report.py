@@ -374,9 +374,11 @@ def reach(problem: ProblemResults) -> Reach:
     at_largest = {m: curves[m].times[-1] for m in largest}
     limits = [r["time_limit"] for r in problem.rows if r.get("size") is not None and r.get("time_limit")]
     # the climb's last round: SCALE_UP x the largest proved size, or less where the generator stops
-    beyond = [int(r["size"]) for r in problem.rows if r["method"] in problem.heuristics
-              and r.get("size") is not None and largest and int(r["size"]) > max(largest.values())]
-    target = max(beyond) if beyond else (SCALE_UP * max(largest.values()) if largest else None)
+    top = max(largest.values(), default=None)
+    beyond = [] if top is None else [
+        int(r["size"]) for r in problem.rows
+        if r["method"] in problem.heuristics and r.get("size") is not None and int(r["size"]) > top]
+    target = max(beyond) if beyond else (None if top is None else SCALE_UP * top)
     at_target: dict[str, list[Row]] = defaultdict(list)
     for row in problem.rows:
         if row["method"] in problem.heuristics and row.get("size") is not None and int(row["size"]) == target:
