@@ -340,10 +340,12 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
         if getattr(model, "warm_start", False) and not _values_give(model, results.incumbent_objective):
             # HiGHS 1.16 after a warm start can report one incumbent's objective and hand back
             # another's values (mixnet_plan oracle seed 666: 1.52 ms claimed, the values time 1.60):
-            # solve again from scratch; both solves' times count
+            # solve again from scratch in what is left of the time limit (at least a second); both
+            # solves' times count
+            left = None if options.time_limit is None else max(options.time_limit - solve, 1.0)
             model.warm_start = False
             try:
-                again = solve_model(model, options, watch)
+                again = solve_model(model, replace(options, time_limit=left), watch)
             finally:
                 model.warm_start = True
             return replace(again, handoff=handoff + again.handoff, solve=solve + again.solve)
