@@ -11,6 +11,7 @@ import io
 
 from chase import explore_bench, gaps, mapping_times
 from fidelity import Claim, Ours
+from roofline_cpu import measured_in_subprocess
 
 PAPER = "CHASE (2026)"
 
@@ -62,11 +63,17 @@ def outer_loop() -> Ours:
 
 
 def compute_model() -> Ours:
+    result = measured_in_subprocess()
+    one, aware = result["roofline"], result["cache_aware"]
+    status = "reproduced" if aware["all"] <= 0.075 * 1.1 else "explained"
     return Ours(
-        "not measured",
-        "open",
-        "the roofline (chase.roofline_time) needs measured kernel times on real devices to give a MAPE; "
-        "no such traces are in the public material we could read",
+        f"{aware['all']:.1%} MAPE over 50 kernels measured on one CPU core with the cache-aware roofline "
+        f"(GEMMs {aware['gemm']:.1%}, kernels >= 1 ms {aware['large']:.1%}); {one['all']:.0%} with one "
+        "memory level",
+        status,
+        "the device: the paper's are not public, ours is one core of this machine (numpy float32), where one "
+        "compute efficiency for every GEMM shape and the cache levels decide the error; sweep of both in "
+        "benchmarks/roofline_cpu.py",
     )
 
 
@@ -89,7 +96,8 @@ CLAIMS = [
           "python benchmarks/chase.py --quick --part times", mapping_time),
     Claim("chase", PAPER, "outer loop reaches near-global optima", "within 64 iterations",
           "python benchmarks/chase.py --quick --part explore", outer_loop),
-    Claim("chase", PAPER, "compute-model error", "4.4-7.5 % (MAPE)", "-", compute_model),
+    Claim("chase", PAPER, "compute-model error", "4.4-7.5 % (MAPE)", "python benchmarks/roofline_cpu.py",
+          compute_model),
     Claim("chase", PAPER, "geomean speed-ups of the designs found", "6.20x and 2.12x",
           "python benchmarks/chase.py --quick --part explore", speedups),
 ]
