@@ -13,11 +13,14 @@ apart (the runner measures them); HiGHS runs on one thread.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM
+from coopt.formulations.pipeline import PROBLEM, counts
 from coopt.formulations.pipeline import model as pm
+from coopt.formulations.pipeline.bound import lower_bound
+from coopt.formulations.pipeline.milp import incumbent
 from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.timeindexed import build_time_indexed
 from coopt.instance import load
@@ -41,7 +44,13 @@ def i1(cap: float | None, *, recompute: bool = True, offload: bool = False, p: i
     )
 
 
-def family() -> Iterator[tuple[str, Any]]:
+def family(sizes: tuple[int, ...] | None = None) -> Iterator[tuple[str, Any]]:
+    """The shipped files and I1 by default; with ``sizes``, the generator at those sizes only."""
+    if sizes:
+        for size in sizes:
+            for seed in range(3):
+                yield f"generated size {size} seed {seed}", PROBLEM.generate(seed, size)
+        return
     for path in shipped("pipeline"):
         if path.name.startswith("2-"):
             continue
@@ -57,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--only", default="", help="rows whose name contains this")
+    parser.add_argument("--sizes", type=int, nargs="*", help="generator sizes instead of the default rows")
+    parser.add_argument("--counts", action="store_true", help="also Model N where it applies")
     args = parser.parse_args(argv)
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
-    print("| instance | status | optimum | bound | nodes | build s | hand-off s | solve s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, instance in family():
+    print("| instance | model | status | optimum | bound | nodes | build s | hand-off s | solve s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, instance in family(tuple(args.sizes or ())):
         if args.only not in name:
             continue
         report = run(PROBLEM, instance, "exact", options)
@@ -70,10 +81,22 @@ def main(argv: list[str] | None = None) -> int:
         def show(x: float | None) -> str:
             return "-" if x is None else f"{x:.6g}"
 
-        print(f"| {name} | {report.status} | {show(report.objective)} | {show(report.bound)} | "
+        print(f"| {name} | P | {report.status} | {show(report.objective)} | {show(report.bound)} | "
               f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
               f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
-    if "overtake" in args.only or not args.only:
+        if args.counts and counts.applies(instance):
+            started = time.perf_counter()
+            best, start = incumbent(instance)
+            horizon = int(best / counts.time_unit(instance) + 1e-9)
+            model = counts.build_counts(instance, horizon, lower_bound(instance), start)
+            built = time.perf_counter() - started
+            result = solve_model(model, options)
+            solution = counts.extract_counts(model, instance) if result.objective is not None else None
+            assert solution is None or not pm.check(instance, solution), "Model N's schedule is rejected"
+            print(f"| {name} | N | {result.status} | {show(result.objective)} | {show(result.bound)} | "
+                  f"{result.nodes if result.nodes is not None else '-'} | {built:.2f} | "
+                  f"{result.handoff:.2f} | {result.solve:.2f} |", flush=True)
+    if not args.sizes and ("overtake" in args.only or not args.only):
         overtake = next(i for n, i in family() if "overtake" in n)
         result = solve_model(build_time_indexed(overtake, 23), options)
         print(f"\nModel T (no FIFO, 23 slots) on 0-p3m3-offload-overtake: {result.status} "

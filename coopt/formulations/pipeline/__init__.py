@@ -1,7 +1,9 @@
 """Pipeline-parallel schedules under activation-memory limits (ChronosPipe, issue 6).
 
 The data model, event simulator and checker live in :mod:`.model`, the exact MILP (Model P) in
-:mod:`.milp`, the time-indexed Model T in :mod:`.timeindexed`, the oracle (enumeration of every
+:mod:`.milp`, the time-indexed Model T in :mod:`.timeindexed`, the count-based time-indexed
+Model N for keep-only integer instances in :mod:`.counts` (benchmarked beside Model P, not
+registered), the oracle (enumeration of every
 order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`,
 the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
 :mod:`coopt.analysis.bounds.pipeline`.
