@@ -16,7 +16,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 
@@ -1648,16 +1648,9 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it re-times + one device's order) = O(n).
     """
     deadline = time.perf_counter() + SEARCH_WALL_S
-    start: Solution | None = None
-    for name in SEARCH_STARTS:
-        if name == "1f1b" and instance.split_backward:
-            continue  # its order, re-timed without the fused send, is 1f1b_split's
-        try:
-            solution = HEURISTICS[name](instance)
-        except NoSolution:
-            continue
-        if start is None or solution["objective"] < start["objective"] - 1e-12:
-            start = {**solution, "schedule": name}
+    # with a split backward, 1F1B's order re-timed without the fused send is 1f1b_split's
+    names = [x for x in SEARCH_STARTS if x != "1f1b" or not instance.split_backward]
+    start = _best_of(instance, names)
     if start is None:
         raise NoSolution(f"local_search: none of {', '.join(SEARCH_STARTS)} fits the instance")
     timed, _ = parse(instance, start)
@@ -2017,16 +2010,23 @@ def portfolio(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: never worse than any member. Running time: the sum of the members'.
     """
+    best = _best_of(instance, PORTFOLIO)
+    if best is None:
+        raise NoSolution("portfolio: no cheap schedule applies and fits the cap")
+    return best
+
+
+def _best_of(instance: Instance, names: Iterable[str]) -> Solution | None:
+    """The best solution, under the instance's objective, of the named schedules that apply and
+    fit (the first of equal ones), marked with its schedule's name; None when none does."""
     best: Solution | None = None
-    for name in PORTFOLIO:
+    for name in names:
         try:
             solution = HEURISTICS[name](instance)
         except NoSolution:
             continue
         if best is None or solution["objective"] < best["objective"] - 1e-12:
             best = {**solution, "schedule": name}
-    if best is None:
-        raise NoSolution("portfolio: no cheap schedule applies and fits the cap")
     return best
 
 
