@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 
-from coopt.formulations.pipeline.milp import incumbent
 from coopt.formulations.pipeline.model import (
     GB,
     KEEP,
@@ -29,6 +30,7 @@ from coopt.formulations.pipeline.model import (
     Item,
     PassKey,
     Timed,
+    memory_profile,
     parse,
     peaks,
     simulate,
@@ -1271,113 +1273,442 @@ def chronos_offload(instance: Instance, seed: int = 0) -> Solution:
 
 
 # --------------------------------------------------------------------------------------------
-# Ours: iterated local search on per-device orders and modes
+# Ours: a compiled event simulator with incremental re-timing, and the local search on it
 # --------------------------------------------------------------------------------------------
-#: Timed schedules the local search may evaluate, per pass of the instance (and at least 100).
-ILS_EVALUATIONS_PER_PASS = 1
+_MODES = (KEEP, RECOMPUTE, OFFLOAD)
+
+
+class Evaluator:
+    """Per-device orders and modes on integer pass ids, timed exactly as
+    :func:`~coopt.formulations.pipeline.model.simulate` times them (ASAP, the D2H engine in the
+    device's F order, H2D prefetched at the start of the pass before B), kept with the timing so
+    that a change is re-timed incrementally.
+
+    A move changes one device's order from some position on, or one item's mode. On a device a
+    pass waits for the pass before it, so what a change can delay is, on every device, a suffix
+    of its order: :meth:`retime` closes the first changed positions under the data-flow
+    successors and re-times only those suffixes (the copy engines' states at a suffix's start are
+    kept per position). Without offload the activation level of a device is a function of its
+    order and modes alone (compute passes on a device are sequential, releases precede
+    allocations at equal times), so memory is one linear scan of the changed device; a device
+    holding offloaded items is checked on its event profile, as the checker does.
+
+    Build O(n); a move O(changed suffixes + the changed device's order).
+    """
+
+    def __init__(self, instance: Instance, orders: Orders, modes: dict[Item, str]):
+        self.instance = instance
+        m, p = instance.microbatches, instance.stages
+        keys = instance.passes()
+        self.keys = keys
+        ids = {x: i for i, x in enumerate(keys)}
+        n = len(keys)
+        self.device = [instance.device(k) for _, k, _ in keys]
+        self.item = [k * m + j for _, k, j in keys]
+        self.kind = [0 if x == "F" else 1 if x == "B" else 2 for x, _, _ in keys]
+        self.preds = [[(ids[q], lag) for q, lag in instance.predecessors(x)] for x in keys]
+        self.succs: list[list[int]] = [[] for _ in range(n)]
+        for i, ps in enumerate(self.preds):
+            for q, _ in ps:
+                self.succs[q].append(i)
+        self.length = [[instance.duration(x, mode) for mode in _MODES] for x in keys]
+        items = instance.virtual_stages * m
+        self.f_id = [ids[("F", i // m, i % m)] for i in range(items)]
+        self.b_id = [ids[("B", i // m, i % m)] for i in range(items)]
+        # activation bytes allocated at a pass's start and released at its end, per mode
+        self.alloc = [[0.0] * 3 for _ in range(n)]
+        self.release = [[0.0] * 3 for _ in range(n)]
+        for i, (kind, k, _) in enumerate(keys):
+            a, a_w, a_c = instance.a(k), instance.a_w(k), instance.a_c(k)
+            if kind == "F":
+                self.alloc[i] = [a, a_c, a]
+            elif kind == "B":
+                self.alloc[i] = [0.0, a - a_c, 0.0]
+                self.release[i] = [a - a_w] * 3
+            else:
+                self.release[i] = [a_w] * 3
+        self.tau_d = [instance.tau_d(i // m) for i in range(items)]
+        self.tau_u = [instance.tau_u(i // m) for i in range(items)]
+        self.a_o = [instance.a_o(i // m) for i in range(items)]
+        self.limit = [instance.cap(d) * (1 + 1e-9) for d in range(p)]
+        self.recompute = instance.allow_recompute
+        self.tol = 1e-9 * max(1.0, sum(x[0] for x in self.length))  # the checker's tie tolerance
+        self.orders = [[ids[x] for x in orders.get(d, [])] for d in range(p)]
+        self.pos = [0] * n
+        for order in self.orders:
+            for q, i in enumerate(order):
+                self.pos[i] = q
+        self.mode = [0] * items
+        for (k, j), mode in modes.items():
+            self.mode[k * m + j] = _MODES.index(mode)
+        self.offloaded = [0] * p  # offloaded items per device
+        for i in range(items):
+            if self.mode[i] == 2:
+                self.offloaded[self.device[self.f_id[i]]] += 1
+        self.start = [0.0] * n
+        self.end = [0.0] * n
+        self.d2h = [0.0] * items
+        self.h2d = [0.0] * items
+        self.engines = [[(0.0, 0.0)] * (len(o) + 1) for o in self.orders]  # (D2H, H2D) free before q
+        self._stamp = [0] * n
+        self._clock = 0
+        self._undo: list = []
+        if not self.retime([0] * p):
+            raise Deadlock("the per-device orders deadlock")
+        self.commit()
+
+    # -- timing ------------------------------------------------------------------------------
+    def retime(self, first: list[int]) -> bool:
+        """Re-time, on every device d, the order from ``first[d]`` on, closed under the data-flow
+        successors; remember the old values for :meth:`undo`. False on a deadlock (the state is
+        then left for :meth:`undo`)."""
+        orders, pos, device, succs = self.orders, self.pos, self.device, self.succs
+        p = len(orders)
+        scanned = [len(o) for o in orders]  # positions from here on have had their successors
+        grown = True
+        while grown:
+            grown = False
+            for d in range(p):
+                order = orders[d]
+                while first[d] < scanned[d]:
+                    lo, hi = first[d], scanned[d]
+                    scanned[d] = lo
+                    for q in range(lo, hi):
+                        for s in succs[order[q]]:
+                            e = device[s]
+                            if pos[s] < first[e]:
+                                first[e] = pos[s]
+                                grown = True
+        start, end, length, mode, item, kind, preds = (
+            self.start, self.end, self.length, self.mode, self.item, self.kind, self.preds)
+        d2h, h2d, engines = self.d2h, self.h2d, self.engines
+        self._clock += 1
+        clock, stamp = self._clock, self._stamp
+        undo = self._undo
+        for d in range(p):
+            q0 = first[d]
+            if q0 < len(orders[d]):
+                ids = orders[d][q0:]
+                undo.append(("time", d, q0, [start[i] for i in ids], [end[i] for i in ids],
+                             [(d2h[item[i]], h2d[item[i]]) for i in ids], engines[d][q0:]))
+        at = list(first)
+        free = [end[orders[d][at[d] - 1]] if at[d] else 0.0 for d in range(p)]
+        eng = [engines[d][at[d]] if at[d] < len(engines[d]) else (0.0, 0.0) for d in range(p)]
+        remaining = sum(len(orders[d]) - at[d] for d in range(p))
+        while remaining:
+            progressed = False
+            for d in range(p):
+                order = orders[d]
+                q = at[d]
+                if q >= len(order):
+                    continue
+                t_free = free[d]
+                d2h_free, h2d_free = eng[d]
+                while q < len(order):
+                    i = order[q]
+                    t = t_free
+                    ready = True
+                    for r, lag in preds[i]:
+                        if stamp[r] != clock and pos[r] >= first[device[r]]:
+                            ready = False
+                            break
+                        if end[r] + lag > t:
+                            t = end[r] + lag
+                    if not ready:
+                        break
+                    it = item[i]
+                    md = mode[it]
+                    if md == 2 and kind[i] == 1:
+                        u = start[order[q - 1]] if q else 0.0
+                        u = max(u, d2h[it] + self.tau_d[it], h2d_free)
+                        h2d[it] = u
+                        h2d_free = u + self.tau_u[it]
+                        if h2d_free > t:
+                            t = h2d_free
+                    start[i] = t
+                    t_free = end[i] = t + length[i][md]
+                    stamp[i] = clock
+                    if md == 2 and kind[i] == 0:
+                        d2h[it] = max(t_free, d2h_free)
+                        d2h_free = d2h[it] + self.tau_d[it]
+                    q += 1
+                    engines[d][q] = (d2h_free, h2d_free)
+                    remaining -= 1
+                    progressed = True
+                at[d], free[d], eng[d] = q, t_free, (d2h_free, h2d_free)
+            if not progressed:
+                return False
+        return True
+
+    def undo(self) -> None:
+        """Restore the state before the last :meth:`swap`, :meth:`move` or :meth:`flip`."""
+        item = self.item
+        for entry in reversed(self._undo):
+            if entry[0] == "time":
+                _, d, q0, starts, ends, copies, engines = entry
+                for i, s, e, (cd, cu) in zip(self.orders[d][q0:], starts, ends, copies, strict=True):
+                    self.start[i], self.end[i] = s, e
+                    self.d2h[item[i]], self.h2d[item[i]] = cd, cu
+                self.engines[d][q0:] = engines
+            elif entry[0] == "order":
+                _, d, lo, old = entry
+                self.orders[d][lo:lo + len(old)] = old
+                for q in range(lo, lo + len(old)):
+                    self.pos[self.orders[d][q]] = q
+            else:
+                _, it, old = entry
+                self._set_mode(it, old)
+        self._undo = []
+
+    def commit(self) -> None:
+        self._undo = []
+
+    # -- moves -------------------------------------------------------------------------------
+    def move(self, d: int, q: int, r: int, repair: int = 0) -> bool:
+        """Move the pass at position ``q`` of device ``d`` to position ``r``; where that overflows
+        the device's cap, recompute up to ``repair`` of its items (:meth:`_repair`). False when
+        the orders deadlock or a cap is exceeded (then :meth:`undo`)."""
+        order = self.orders[d]
+        lo, hi = min(q, r), max(q, r)
+        self._undo.append(("order", d, lo, order[lo:hi + 1]))
+        x = order.pop(q)
+        order.insert(r, x)
+        for s in range(lo, hi + 1):
+            self.pos[order[s]] = s
+        return self._settle(d, lo, repair)
+
+    def flip(self, it: int, mode: int, repair: int = 0) -> bool:
+        """Give item ``it`` (k m + j) ``mode`` (0 keep, 1 recompute, 2 offload), recomputing up to
+        ``repair`` other items of its device where that overflows the cap; False when a cap is
+        exceeded (then :meth:`undo`)."""
+        self._undo.append(("mode", it, self.mode[it]))
+        offload = mode == 2 or self.mode[it] == 2
+        self._set_mode(it, mode)
+        d = self.device[self.f_id[it]]
+        return self._settle(d, self.pos[self.f_id[it] if offload else self.b_id[it]], repair)
+
+    def _settle(self, d: int, lo: int, repair: int) -> bool:
+        """Re-time after a change of device ``d`` from position ``lo`` on, checking memory first
+        where it does not depend on the timing."""
+        if not self.offloaded[d] and self._overflow(d) is not None:
+            repaired = self._repair(d, repair)
+            if repaired is None:
+                return False
+            lo = min(lo, repaired)
+        first = [len(o) for o in self.orders]
+        first[d] = lo
+        return self.retime(first) and all(
+            self.fits_on(e) for e in range(len(first)) if self.offloaded[e] and first[e] < len(self.orders[e])
+        )
+
+    def _overflow(self, d: int) -> int | None:
+        """The first position of device ``d``'s order (no offloaded items) where its activations
+        exceed the cap, or None."""
+        limit = self.limit[d]
+        mode, item, alloc, release = self.mode, self.item, self.alloc, self.release
+        level = 0.0
+        for q, i in enumerate(self.orders[d]):
+            md = mode[item[i]]
+            level += alloc[i][md]
+            if level > limit:
+                return q
+            level -= release[i][md]
+        return None
+
+    def _repair(self, d: int, flips: int) -> int | None:
+        """Recompute, up to ``flips`` times, the keep item alive at the first overflow of device
+        ``d`` whose backward comes last (the longest-held activation), until the device fits;
+        the first position whose duration changed, or None when the device still overflows."""
+        if not self.recompute:
+            return None
+        order, pos, item, mode = self.orders[d], self.pos, self.item, self.mode
+        changed = len(order)
+        for _ in range(flips):
+            v = self._overflow(d)
+            if v is None:
+                return changed
+            best = None
+            for i in order[:v]:
+                it = item[i]
+                later = self.kind[i] == 0 and mode[it] == 0 and pos[self.b_id[it]] > v
+                if later and (best is None or pos[self.b_id[it]] > pos[self.b_id[best]]):
+                    best = it
+            if best is None:
+                return None
+            self._undo.append(("mode", best, 0))
+            self._set_mode(best, 1)
+            changed = min(changed, pos[self.b_id[best]])
+        return changed if self._overflow(d) is None else None
+
+    def _set_mode(self, it: int, mode: int) -> None:
+        d = self.device[self.f_id[it]]
+        self.offloaded[d] += (mode == 2) - (self.mode[it] == 2)
+        self.mode[it] = mode
+
+    # -- memory and value --------------------------------------------------------------------
+    def fits_on(self, d: int) -> bool:
+        """Device ``d``'s activations stay within its cap (the checker's rule)."""
+        limit = self.limit[d]
+        mode, item, alloc, release = self.mode, self.item, self.alloc, self.release
+        if not self.offloaded[d]:
+            return self._overflow(d) is None
+        late = self.late_h2d(d)
+        events = []
+        for i in self.orders[d]:
+            it = item[i]
+            md = mode[it]
+            if alloc[i][md]:
+                events.append((self.start[i], alloc[i][md]))
+            if release[i][md]:
+                events.append((self.end[i], -release[i][md]))
+            if md == 2 and self.kind[i] == 0:
+                events.append((self.d2h[it] + self.tau_d[it], -self.a_o[it]))
+                events.append((late[it], self.a_o[it]))
+        return all(level <= limit for _, level in memory_profile(events, self.tol))
+
+    def late_h2d(self, d: int) -> dict[int, float]:
+        """The H2D starts of device ``d``'s offloaded items, each as late as its B start and the
+        next H2D on the engine allow (engine order: the B order, as the simulator's). The pass
+        times are unchanged and every H2D still starts after the simulator's, hence after its
+        D2H ends; the activations come back later, so the device holds less."""
+        late: dict[int, float] = {}
+        bound = math.inf
+        for i in reversed(self.orders[d]):
+            it = self.item[i]
+            if self.kind[i] == 1 and self.mode[it] == 2:
+                bound = min(self.start[i], bound) - self.tau_u[it]
+                late[it] = bound
+        return late
+
+    def value(self) -> tuple[float, float]:
+        """(objective, sum of pass ends): the second term steers the search across plateaus."""
+        ends = [self.end[o[-1]] for o in self.orders if o]
+        if self.instance.objective == "stage_span":
+            best = max((self.end[o[-1]] - self.start[o[0]] for o in self.orders if o), default=0.0)
+        else:
+            best = max(ends, default=0.0)
+        return best, sum(self.end)
+
+    def timed(self) -> Timed:
+        m = self.instance.microbatches
+        modes = {(i // m, i % m): _MODES[md] for i, md in enumerate(self.mode) if md}
+        return Timed(
+            start=dict(zip(self.keys, self.start, strict=True)),
+            modes=modes,
+            d2h={(i // m, i % m): self.d2h[i] for i, md in enumerate(self.mode) if md == 2},
+            h2d={(i // m, i % m): t for d in range(len(self.orders)) for i, t in self.late_h2d(d).items()},
+        )
+
+    def key_orders(self) -> Orders:
+        return {d: [self.keys[i] for i in o] for d, o in enumerate(self.orders)}
+
+
+#: The cheap schedules the local search starts from (each at most O(n p v)); the best that fits
+#: under the instance's objective is the start.
+SEARCH_STARTS = ("zb_h2", "zb_v", "1f1b_split", "1f1b", "megatron_selective")
+#: Moves the local search evaluates per pass of the instance, at least ``SEARCH_MIN_MOVES`` and at
+#: most ``SEARCH_MAX_MOVES`` (a move re-times up to O(n) passes: the cap keeps the search linear).
+SEARCH_MOVES_PER_PASS = 4
+SEARCH_MIN_MOVES = 200
+SEARCH_MAX_MOVES = 2000
+#: Items a move may recompute to fit the cap it would otherwise exceed.
+SEARCH_REPAIRS = 2
+#: Farthest a move shifts a pass within its device's order.
+SEARCH_REACH = 3
+_SHIFTS = tuple(s for s in range(-SEARCH_REACH, SEARCH_REACH + 1) if s)
+#: Share of the moves that change an item's mode (where the instance allows another mode).
+SEARCH_FLIP_SHARE = 0.3
+#: Late acceptance: a move is kept when it is no worse than the schedule this many moves ago.
+SEARCH_HISTORY = 20
+#: Wall-clock guard (s): the search stops with its best schedule so far (only on huge instances).
+SEARCH_WALL_S = 20.0
+
+
+def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    scale = 1e-9 * max(1.0, abs(b[0]))
+    return a[0] < b[0] - scale or (a[0] <= b[0] + scale and a[1] < b[1] - scale)
 
 
 def local_search(instance: Instance, seed: int = 0) -> Solution:
-    """Ours (issue 19): start from the best schedule of every other heuristic (judged on the
-    instance's objective), then hill-climb on its per-device orders and modes. Moves: swap two
-    adjacent passes of a device that belong to different items (a micro-batch may overtake
-    another, which FIFO schedules never do), and switch one item's mode (keep / recompute /
-    offload, as the instance allows). Each candidate is timed by the event simulator (ASAP, copies
-    as :func:`~coopt.formulations.pipeline.model.simulate` places them) and kept when it fits every
-    cap and shortens the objective, or keeps it and lowers the sum of pass ends (which lets the
-    climb cross plateaus of equal makespan); when no move improves, a seeded perturbation (a few random
-    swaps) restarts the climb from the best schedule. At most ``max(100, n)`` timed schedules
-    for n passes.
+    """Ours (issue 19): a late-acceptance local search (Burke and Bykov's LAHC) on per-device
+    orders and modes, started from the best of the cheap schedules in ``SEARCH_STARTS`` and
+    evaluated incrementally by :class:`Evaluator`. Seeded random moves: shift one pass of a device
+    up to ``SEARCH_REACH`` places (past passes of other items, so a micro-batch may overtake
+    another, which FIFO schedules never do), or give one item another mode (keep / recompute /
+    offload, as the instance allows). A move that would exceed the cap recomputes up to
+    ``SEARCH_REPAIRS`` of the device's longest-held items first (where recompute is allowed),
+    so that a reorder and the recomputation it needs are one move. Offloaded items bring their
+    activations back as late as their backward allows (:meth:`Evaluator.late_h2d`). A move is
+    kept when (objective, sum of pass ends) is no worse than now or than ``SEARCH_HISTORY`` moves
+    ago. At most ``min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS n))`` moves
+    for n passes, stopped after ``SEARCH_WALL_S`` seconds (a guard for huge instances only).
 
-    Guarantee: never worse than the best other heuristic; feasible or NoSolution. Running time
-    O(n^2 p) (the evaluation budget times one O(n p) simulation).
+    Guarantee: never worse than the best start (it is returned when the search does not beat
+    it); feasible or NoSolution. Running time: the starts' (O(n p v)) plus at most
+    ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it re-times + one device's order) = O(n).
     """
-    import random
-
-    _, start = incumbent(instance)
+    deadline = time.perf_counter() + SEARCH_WALL_S
+    # with a split backward, 1F1B's order re-timed without the fused send is 1f1b_split's
+    names = [x for x in SEARCH_STARTS if x != "1f1b" or not instance.split_backward]
+    start = _best_of(instance, names)
     if start is None:
-        raise NoSolution("local_search: no heuristic gives a starting schedule")
+        raise NoSolution(f"local_search: none of {', '.join(SEARCH_STARTS)} fits the instance")
     timed, _ = parse(instance, start)
     orders: Orders = {d: [] for d in range(instance.stages)}
     for key in sorted(timed.start, key=lambda x: (timed.start[x], x)):
         orders[instance.device(key[1])].append(key)
-    modes = dict(timed.modes)
-    allowed = [KEEP] + [RECOMPUTE] * instance.allow_recompute + [OFFLOAD] * instance.allow_offload
-    rng = random.Random(seed)
-    budget = max(100, ILS_EVALUATIONS_PER_PASS * len(instance.passes()))
-
-    def value(orders: Orders, modes: dict[Item, str]) -> tuple[float, float] | None:
-        """(objective, sum of pass ends): the second term steers the climb across plateaus."""
-        try:
-            timed = simulate(instance, orders, modes)
-        except Deadlock:
-            return None
-        if _over_cap(instance, timed):
-            return None
-        ends = sum(t + instance.duration(x, modes.get(x[1:], KEEP)) for x, t in timed.start.items())
-        return timed.value(instance), ends
-
-    def better(a: tuple[float, float] | None, b: tuple[float, float]) -> bool:
-        scale = 1e-9 * max(1.0, abs(b[0]))
-        return a is not None and (a[0] < b[0] - scale or (a[0] <= b[0] + scale and a[1] < b[1] - scale))
-
-    best_value = value(orders, modes)
-    if best_value is None or best_value[0] > start["objective"] + 1e-9:
-        return start  # the start's own timing (span shift, slot train) is not reproducible here
-    best = ({d: list(o) for d, o in orders.items()}, dict(modes))
-    current = best_value
-    used = 1
-    items = [(k, j) for k in range(instance.virtual_stages) for j in range(instance.microbatches)]
-    while used < budget:
-        improved = False
-        for d in range(instance.stages):
-            order = orders[d]
-            for n in range(len(order) - 1):
-                if used >= budget:
-                    break
-                x, y = order[n], order[n + 1]
-                if x[1:] == y[1:]:
-                    continue
-                order[n], order[n + 1] = y, x
-                got = value(orders, modes)
-                used += 1
-                if better(got, current):
-                    current, improved = got, True
-                else:
-                    order[n], order[n + 1] = x, y
-        for item in items if len(allowed) > 1 else []:
-            if used >= budget:
-                break
-            old = modes.get(item, KEEP)
-            for mode in allowed:
-                if mode == old or used >= budget:
-                    continue
-                modes[item] = mode
-                got = value(orders, modes)
-                used += 1
-                if better(got, current):
-                    current, improved, old = got, True, mode
-                    break
-                modes[item] = old
-            if modes.get(item) == KEEP:
-                modes.pop(item, None)
-        if better(current, best_value):
-            best_value = current
-            best = ({d: list(o) for d, o in orders.items()}, dict(modes))
-        if not improved:
-            orders = {d: list(o) for d, o in best[0].items()}
-            modes = dict(best[1])
-            for _ in range(3):
-                d = rng.randrange(instance.stages)
-                if len(orders[d]) > 1:
-                    n = rng.randrange(len(orders[d]) - 1)
-                    orders[d][n], orders[d][n + 1] = orders[d][n + 1], orders[d][n]
-            got = value(orders, modes)
-            used += 1
-            current = got if got is not None else (math.inf, math.inf)
-    if best_value[0] >= start["objective"] - 1e-9:
+    try:
+        ev = Evaluator(instance, orders, timed.modes)
+    except Deadlock:
         return start
-    return _finish(instance, _run(instance, best[0], "local_search", best[1]))
+    if not all(ev.fits_on(d) for d in range(instance.stages)):
+        return start  # copies placed by the start's own rule (slot train) that ours would not fit
+    allowed = [0] + [1] * instance.allow_recompute + [2] * instance.allow_offload
+    items = list(range(len(ev.mode))) if len(allowed) > 1 else []
+    repair = SEARCH_REPAIRS if instance.allow_recompute else 0
+    rng = random.Random(seed)
+    budget = min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS * len(ev.keys)))
+    current = best_value = ev.value()
+    best = ([list(o) for o in ev.orders], list(ev.mode))
+    history = [current] * SEARCH_HISTORY
+    movable = [d for d, o in enumerate(ev.orders) if len(o) > 1]
+    for step in range(budget):
+        if step % 64 == 0 and time.perf_counter() > deadline:
+            break
+        if items and rng.random() < SEARCH_FLIP_SHARE:
+            it = rng.choice(items)
+            ok = ev.flip(it, rng.choice([md for md in allowed if md != ev.mode[it]]), repair)
+        else:
+            d = rng.choice(movable)
+            order = ev.orders[d]
+            q = rng.randrange(len(order))
+            r = min(len(order) - 1, max(0, q + rng.choice(_SHIFTS)))
+            if r == q or ev.item[order[q]] == ev.item[order[r]]:
+                continue
+            ok = ev.move(d, q, r, repair)
+        got = ev.value() if ok else None
+        slot = step % SEARCH_HISTORY
+        if got is not None and (not _better(current, got) or not _better(history[slot], got)):
+            ev.commit()
+            current = got
+            if _better(current, best_value):
+                best_value = current
+                best = ([list(o) for o in ev.orders], list(ev.mode))
+        else:
+            ev.undo()
+        history[slot] = current
+    if not _better(best_value, (start["objective"], math.inf)):
+        return start
+    ev = _restart(instance, ev, best)
+    return _finish(instance, _fits(instance, ev.timed(), "local_search"))
+
+
+def _restart(instance: Instance, ev: Evaluator, state: tuple[list[list[int]], list[int]]) -> Evaluator:
+    """A fresh evaluator on saved orders and modes (the saved state is known to be feasible)."""
+    m = instance.microbatches
+    orders = {d: [ev.keys[i] for i in o] for d, o in enumerate(state[0])}
+    modes = {(i // m, i % m): _MODES[md] for i, md in enumerate(state[1]) if md}
+    return Evaluator(instance, orders, modes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1679,16 +2010,23 @@ def portfolio(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: never worse than any member. Running time: the sum of the members'.
     """
+    best = _best_of(instance, PORTFOLIO)
+    if best is None:
+        raise NoSolution("portfolio: no cheap schedule applies and fits the cap")
+    return best
+
+
+def _best_of(instance: Instance, names: Iterable[str]) -> Solution | None:
+    """The best solution, under the instance's objective, of the named schedules that apply and
+    fit (the first of equal ones), marked with its schedule's name; None when none does."""
     best: Solution | None = None
-    for name in PORTFOLIO:
+    for name in names:
         try:
             solution = HEURISTICS[name](instance)
         except NoSolution:
             continue
         if best is None or solution["objective"] < best["objective"] - 1e-12:
             best = {**solution, "schedule": name}
-    if best is None:
-        raise NoSolution("portfolio: no cheap schedule applies and fits the cap")
     return best
 
 

@@ -187,7 +187,7 @@ class Instance:
             return [(("F", k, j), 0.0)] if k == last else [(("B", k + 1, j), self.lag(k + 1, k))]
         return [(("B", k, j), 0.0)]
 
-    @property
+    @cached_property
     def time_scale(self) -> float:
         """Sum of all keep-mode pass durations: a schedule-independent time scale."""
         return sum(self.duration(x) for x in self.passes())
