@@ -28,7 +28,7 @@ import numpy as np
 
 from coopt.formulations.topoopt.bound import moore_bound, port_bound
 from coopt.formulations.topoopt.model import Instance, objective
-from coopt.formulations.topoopt.routing import TopologyLP
+from coopt.formulations.topoopt.routing import Routed, TopologyLP
 from coopt.problem import NoSolution, Solution
 from coopt.solvers.topoopt.authors import topoopt_authors
 from coopt.solvers.topoopt.fabric import LP_SERVERS
@@ -156,13 +156,13 @@ def link_swap_search(
     candidates = portfolio_topologies(instance)
     with contextlib.suppress(NoSolution):  # the authors' code refuses odd degrees
         candidates.append(np.array(topoopt_authors(instance, seed)["links"]))
-    best, best_links = 0.0, None
+    best, best_links, answer = 0.0, None, None
     for links in candidates:
         if cuts.prices and _level(np.array(cuts.prices), links, symmetric).min() <= best * (1 + SCREEN):
             continue  # a cut proves it no better than the best so far
         value = cuts.evaluate(links)
         if value > best:
-            best, best_links = value, links
+            best, best_links, answer = value, links, cuts.lp.routed()
     if best_links is None:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     links, theta = best_links, best
@@ -202,7 +202,7 @@ def link_swap_search(
             if theta > best * (1 + SCREEN):
                 improved = cuts.evaluations
             if theta > best:
-                best, best_links = theta, links
+                best, best_links, answer = theta, links, cuts.lp.routed()
             continue
         left.add(links.tobytes())
         if plateau is not None:
@@ -215,15 +215,12 @@ def link_swap_search(
                 k = int(rng.integers(len(s)))
                 links = _apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
         theta = cuts.evaluate(links)
-    return _solution(instance, cuts.lp, best_links)
+    return _solution(instance, best_links, answer)
 
 
-def _solution(instance: Instance, lp: TopologyLP, links: np.ndarray) -> Solution:
-    """``links`` with the routing LP's optimal routing and ring split, priced by the checker's own
-    objective (the LP is solved afresh: the solution is the routing of exactly these links)."""
-    if lp.solve(links) <= 0:
-        raise NoSolution("the routing LP finds no routing: some demand is unreachable on these links")
-    routed = lp.routed()
+def _solution(instance: Instance, links: np.ndarray, routed: Routed) -> Solution:
+    """``links`` with ``routed`` (the routing LP's optimum on exactly these links), priced by the
+    checker's own objective."""
     solution = {"links": links.astype(int).tolist(), "ring_share": routed.ring_share, "flows": routed.flows}
     solution["objective"] = objective(instance, solution)
     return solution
