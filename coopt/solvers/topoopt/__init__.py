@@ -5,8 +5,10 @@
   baseline.
 * :mod:`.finder`: ours. ``topology_finder`` (the paper's degree split as the paper describes it),
   ``rings_only``, ``matching_only``, ``topology_finder_lp`` (every ring/matching split of our
-  construction, routed by the optimal LP) and ``link_swap_search`` (local search over
-  degree-preserving link swaps, each move evaluated by the routing LP).
+  construction, routed by the optimal LP) and ``guided_swap_search`` (the load-guided link-swap
+  search, one routing LP per move).
+* :mod:`.swap`: ours, ``link_swap_search``: link swaps screened by the routing LPs' dual cuts, only
+  the promising ones routed.
 * :mod:`.fabric`: rings, matchings and routing (ECMP as a linear map, the routing LP).
 * :mod:`.search`, :mod:`.workloads`, :mod:`.cost`: the alternating search over strategies and
   topologies with its iteration-time model, the six models of the paper's simulations with FlexFlow's
@@ -37,7 +39,7 @@ from coopt.solvers.topoopt.fabric import (
 )
 from coopt.solvers.topoopt.finder import (
     find_topology,
-    link_swap_search,
+    guided_swap_search,
     matching_only,
     rings_only,
     topology_finder,
@@ -54,6 +56,7 @@ from coopt.solvers.topoopt.search import (
     switch_comm_time,
     workload_instance,
 )
+from coopt.solvers.topoopt.swap import link_swap_search
 from coopt.solvers.topoopt.workloads import (
     WORKLOADS,
     Op,
@@ -78,10 +81,10 @@ HEURISTICS = {
 
 __all__ = [
     "HEURISTICS", "WORKLOADS", "EcmpRouting", "Fabric", "Op", "Workload", "alternating_search", "bert",
-    "candle_uno", "circulant_mean_hops", "degrees", "dlrm", "ecmp_flows", "fattree_cost", "find_topology",
-    "iteration_time", "link_swap_search", "lp_solution", "matching_only", "ncf", "repeated_matching",
-    "resnet50", "ring_shares_on", "rings_only", "select_permutations", "similar_cost_fattree",
-    "similar_cost_fattree_gbps", "solve_p2", "strategy_traffic", "switch_comm_time", "tier_at",
-    "topoopt_authors", "topoopt_authors_prefinal", "topoopt_cost", "topology_finder", "topology_finder_lp",
-    "vgg16", "workload_instance",
+    "candle_uno", "circulant_mean_hops", "degrees", "dlrm", "ecmp_flows", "fattree_cost",
+    "find_topology", "guided_swap_search", "iteration_time", "link_swap_search", "lp_solution",
+    "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
+    "select_permutations", "similar_cost_fattree", "similar_cost_fattree_gbps", "solve_p2",
+    "strategy_traffic", "switch_comm_time", "tier_at", "topoopt_authors", "topoopt_authors_prefinal",
+    "topoopt_cost", "topology_finder", "topology_finder_lp", "vgg16", "workload_instance",
 ]

@@ -1,6 +1,7 @@
 """Our TopologyFinder family: the paper's degree split (``topology_finder``), rings only, matchings
 only, the same constructions routed by the optimal LP (``topology_finder_lp``), and a local search
-over degree-preserving link swaps (``link_swap_search``).
+over degree-preserving link swaps (``guided_swap_search``; the cut-screened ``link_swap_search`` is
+in :mod:`.swap`).
 
 A *ring unit* is what one ring costs in ports: with directed links a ring ``i -> i + q`` uses one
 port per server; with symmetric (duplex) links a ring is bidirectional, ``q`` and ``n - q`` together,
@@ -431,16 +432,18 @@ def _lightest(rng: np.random.Generator, candidates: np.ndarray, carried: np.ndar
     return int(rng.choice(candidates, p=spare / spare.sum()))
 
 
-#: :func:`link_swap_search` keeps a move that loses at most this fraction of ``theta``
+#: :func:`guided_swap_search` keeps a move that loses at most this fraction of ``theta``
 #: (threshold accepting, Dueck and Scheuer, J. Comput. Phys. 90, 1990).
 THRESHOLD = 0.01
 
 
-def link_swap_search(
+def guided_swap_search(
     instance: Instance, seed: int = 0, max_evaluations: int | None = None, time_limit: float | None = None
 ) -> Solution:
-    """Iterated local search over degree-preserving link swaps from :func:`topology_finder_lp`'s
-    topology, each move evaluated by the routing LP.
+    """The load-guided link-swap search (``link_swap_search`` before the cut screening of
+    :mod:`.swap`, which calls this one above ``LP_SERVERS`` servers; ``benchmarks/topoopt.py`` compares
+    the two). Iterated local search over degree-preserving link swaps from
+    :func:`topology_finder_lp`'s topology, each move evaluated by the routing LP.
 
     A move removes two links and reconnects their ends (``s -> b, c -> t`` become ``s -> t, c -> b``;
     duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Every move

@@ -1,0 +1,121 @@
+"""TopoOpt: the fast routing LP and its dual cuts, on which ``link_swap_search`` rests.
+
+The fast LP (:class:`TopologyLP`: one ``Highs`` reused, flow columns laid out per topology) must give
+P1's value with the links fixed, as P1's own Pyomo model solves it; its dual prices must bound every
+other topology's ``theta`` from above (the Benders cut the search screens swaps with)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coopt.formulations.topoopt import milp
+from coopt.formulations.topoopt import model as T
+from coopt.formulations.topoopt.routing import TopologyLP, route
+from coopt.problem import SolveOptions
+from coopt.solvers import topoopt as H
+from coopt.solvers.highs import solve_model
+from coopt.solvers.topoopt import finder, swap
+
+OPTIONS = SolveOptions(time_limit=60.0, threads=1)
+
+
+def walk(instance: T.Instance, seed: int, steps: int) -> list[np.ndarray]:
+    """``steps`` topologies: ``topology_finder``'s, then random degree-preserving swaps of it."""
+    rng = np.random.default_rng(seed)
+    links = np.array(H.topology_finder(instance)["links"])
+    found = [links]
+    while len(found) <= steps:
+        moved = finder._swap(found[-1], instance.symmetric, rng, None)
+        if moved is not None:
+            found.append(moved)
+    return found
+
+
+def instance(seed: int, symmetric: bool) -> T.Instance:
+    rng = np.random.default_rng(100 + seed)
+    return T.random_instance(rng, int(rng.choice([5, 6, 8])) if not symmetric else int(rng.choice([6, 8])),
+                             int(rng.integers(2, 4)), 100.0, symmetric=symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_fast_lp_equals_p1s_pyomo_model_on_fixed_links(seed, symmetric):
+    inst = instance(seed, symmetric)
+    lp = TopologyLP(inst)
+    for links in walk(inst, seed, 4):
+        result = solve_model(milp.build(inst, links), OPTIONS)
+        fast = lp.solve(links)
+        assert result.status == "optimal"
+        assert fast == pytest.approx(result.objective, rel=1e-7, abs=1e-9)
+        if result.objective < 1e-9:  # some demand unreachable on these links: theta = 0
+            continue
+        solution = swap._solution(inst, links, lp.routed())
+        assert T.check(inst, solution) == []
+        assert solution["objective"] == pytest.approx(result.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_cut_bounds_every_topology_and_is_tight_where_it_was_taken(seed, symmetric):
+    inst = instance(seed, symmetric)
+    lp = TopologyLP(inst)
+    topologies = walk(inst, seed, 25)
+    cuts = []
+    for links in topologies[:5]:
+        theta = lp.solve(links)
+        if theta > 0:
+            prices = lp.prices()
+            assert (prices >= 0).all()
+            assert (prices * links).sum() == pytest.approx(theta, rel=1e-7)  # tight at its own links
+            cuts.append(prices)
+    assert cuts
+    for links in topologies:
+        routed = route(inst, links)
+        theta = 0.0 if routed is None else routed.theta
+        for prices in cuts:
+            assert theta <= (prices * links).sum() * (1 + 1e-7) + 1e-9
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_every_swap_of_the_enumeration_keeps_degrees_and_the_cut_bound_matches_its_links(symmetric):
+    inst = instance(1, symmetric)
+    links = np.array(H.topology_finder(inst)["links"])
+    lp = TopologyLP(inst)
+    lp.solve(links)
+    y = lp.prices()
+    w = (y + y.T if symmetric else y).ravel()
+    s, b, c, t = swap._moves(links, symmetric)
+    assert len(s) > 0
+    bounds = swap._bounds(w[None, :], links, symmetric, s, b, c, t)[0]
+    seen = set()
+    for k in range(len(s)):
+        new = swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+        assert (new.sum(axis=0) == inst.degree).all() and (new.sum(axis=1) == inst.degree).all()
+        assert (new >= 0).all() and not np.diag(new).any() and (new != links).any()
+        assert not symmetric or (new == new.T).all()
+        assert bounds[k] == pytest.approx((y * new).sum(), rel=1e-9, abs=1e-12)
+        seen.add(new.tobytes())
+    # every swap of a random draw is among the enumerated ones
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        moved = finder._swap(links, symmetric, rng, None)
+        assert moved is None or moved.tobytes() in seen
+
+
+def test_the_search_stops_at_the_port_bound_and_its_budget_binds():
+    inst = instance(2, True)
+    calls = []
+    original = swap.Cuts.evaluate
+
+    def counted(self, links):
+        calls.append(self.evaluations)
+        return original(self, links)
+
+    swap.Cuts.evaluate = counted
+    try:
+        solution = H.link_swap_search(inst, seed=0, max_evaluations=3)
+    finally:
+        swap.Cuts.evaluate = original
+    assert T.check(inst, solution) == []
+    assert max(calls) <= 3
