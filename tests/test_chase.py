@@ -441,3 +441,36 @@ def test_the_milp_warm_start_respects_the_symmetry_rows():
     assert model.tables["classes"] == [[0, 1, 2, 3]]
     violated = [c for c in model.symmetry.values() if c.body() > c.upper + 1e-9]
     assert not violated
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_local_searchs_suffix_decode_equals_the_full_decode_and_the_checker(seed):
+    """Every move of the local search's neighbourhood, valued by :meth:`mapping.Decoder.trial`
+    (the suffix after the first changed position, from the current state's snapshots), has the
+    makespan and sum of finishes of a full semi-active decode, and that makespan is the one the
+    checker recomputes; a trial abandoned at the cutoff is one whose makespan exceeds it."""
+    inst = generate(seed, 1 + seed % 3)
+    tab = inst.tables
+    rng = random.Random(seed)
+    decoder = mapping.Decoder(tab)
+    assignment, order = mapping.heft_mapping(tab)
+    checked = 0
+    for _ in range(5):
+        decoder.load(assignment, order)
+        for move in mapping._moves(tab, decoder):
+            moved, moved_order, k = mapping._apply(decoder, move)
+            start, span = semi_active(tab, moved, moved_order)
+            total = sum(start[v] + tab.time[v][moved[v]] for v in range(tab.n))
+            cutoff = decoder.value[0] * rng.choice([0.9, 1.0, 1.5, math.inf])
+            value = decoder.trial(moved, moved_order, k, cutoff)
+            if value is None:
+                assert span > cutoff
+                continue
+            assert value[0] == pytest.approx(span, rel=1e-12)
+            assert value[1] == pytest.approx(total, rel=1e-12)
+            solution = make_solution(inst, moved, start)
+            assert not check(inst, solution)
+            assert solution["objective"] == pytest.approx(span, rel=1e-9)
+            checked += 1
+        assignment = [rng.choice(tab.compatible[v]) for v in range(tab.n)]
+    assert checked > 10

@@ -294,3 +294,91 @@ def test_the_generator_draws_every_family_and_respects_the_region_sizes():
         assert all(t.servers in model.REGION_SIZES for t in instance.traffic)
         assert instance.fabric.alpha in model.ALPHAS and instance.fabric.eps_rate > 0
     assert seen == {"uniform", "zipf", "pareto", "mixtral"}
+
+
+# -- the local search's fast evaluation against the full recomputation ---------------------
+
+
+def planner_of(instance: Instance) -> H.RegionPlanner:
+    f = instance.fabric
+    return H.RegionPlanner([t.bits() for t in instance.traffic], f.alpha, f.nic_rate, f.eps_rate)
+
+
+def random_circuits(rng, servers: int, alpha: int) -> np.ndarray:
+    x = np.zeros((servers, servers), dtype=int)
+    for _ in range(servers * alpha):
+        i, j = rng.choice(servers, 2, replace=False)
+        if x[i].sum() < alpha and x[j].sum() < alpha:
+            x[i, j] += 1
+            x[j, i] += 1
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_incremental_move_values_equal_the_checkers_recomputation(seed):
+    """Every move the search lists, and random pair changes besides, valued by the cached rows
+    (:meth:`RegionPlanner._evaluate`) as the checker's :func:`model.worst_case` values the moved
+    circuits, and rejected exactly when they break a port budget."""
+    rng = np.random.default_rng(seed)
+    instance = model.generate(seed, 1)
+    planner = planner_of(instance)
+    servers, alpha = planner.servers, planner.alpha
+    checked = 0
+    for _ in range(4):
+        x = random_circuits(rng, servers, alpha)
+        rows, free = planner._state(x)
+        current, ranked = planner._current(rows)
+        per_server = [min(r) for r in current]
+        theta = min(per_server)
+        moves = planner._moves(rows, free, per_server.index(theta), theta, list(range(len(planner.demand))))
+        for _ in range(20):  # random changes of 1 to 3 pairs, some breaking a budget
+            pairs = [tuple(rng.choice(servers, 2, replace=False)) for _ in range(int(rng.integers(1, 4)))]
+            moves.append(tuple((int(i), int(j), int(rng.choice([-1, 1]))) for i, j in dict.fromkeys(pairs)))
+        for move, touched, roots in planner._candidates(rows, free, moves):
+            moved = x.copy()
+            for i, j, step in move:
+                moved[i, j] += step
+                moved[j, i] += step
+            thetas = planner._evaluate(touched, roots, ranked, current)
+            full = planner.roots(moved).min(axis=(1, 2))
+            assert thetas == pytest.approx(full.tolist(), rel=1e-12)
+            assert min(thetas) * planner.rate_per_unit == pytest.approx(model.worst_case(instance, [moved]), rel=1e-9)
+            checked += 1
+        for move in moves:
+            moved = x.copy()
+            for i, j, step in move:
+                moved[i, j] += step
+                moved[j, i] += step
+            broken = (moved < 0).any() or (moved.sum(axis=1) > alpha).any()
+            assert (planner._touched(rows, free, move) is None) == broken
+    assert checked > 20
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_screened_trades_are_those_that_lift_the_bottleneck(seed):
+    """The spill test of :meth:`RegionPlanner.lifting_trades` keeps exactly the trades whose new
+    row (recomputed with :func:`model.prefix_roots`) lifts the bottleneck above theta."""
+    rng = np.random.default_rng(100 + seed)
+    instance = model.generate(seed, 1)
+    planner = planner_of(instance)
+    which = list(range(len(planner.demand)))
+    for _ in range(5):
+        x = random_circuits(rng, planner.servers, planner.alpha)
+        rows, free = planner._state(x)
+        roots = planner.roots(x).min(axis=(0, 1))
+        b = int(np.argmin(roots))
+        theta = float(roots[b])
+        want = []
+        for m in [m for m in range(planner.servers) if x[b, m] > 0] + ([-1] if free[b] > 0 else []):
+            for u in range(planner.servers):
+                if u in (b, m):
+                    continue
+                moved = x.copy()
+                if m >= 0:
+                    moved[b, m] -= 1
+                    moved[m, b] -= 1
+                moved[b, u] += 1
+                moved[u, b] += 1
+                if planner.roots(moved)[:, :, b].min() > theta * (1 + 1e-9):
+                    want.append((m, u))
+        assert planner.lifting_trades(rows, free, b, theta, which) == want
