@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from coopt.errors import InstanceError
 from coopt.formulations.pipeline import PROBLEM, brute
 from coopt.formulations.pipeline import model as pm
 from coopt.instance import load, to_toml
@@ -91,27 +90,7 @@ def test_partial_recompute_beats_keep_and_whole_item_recompute():
     assert keep.status == "optimal" and keep.objective == pytest.approx(12.0)
 
 
-# -- loader --------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("patch", "field"),
-    [
-        ({"recompute_layers": [0, 2]}, "recompute_layers"),
-        ({"recompute_layers": [2]}, "recompute_layers"),
-        ({"recompute_layers": [2.5, 2]}, "recompute_layers"),
-        ({"allow_recompute": False, "recompute_s": None, "checkpoint_gb": None}, "recompute_layers"),
-    ],
-)
-def test_loader_names_the_bad_recompute_layers(tmp_path, patch, field):
-    data = {**tomllib.loads(LAYERS.read_text()), **patch}
-    data = {k: v for k, v in data.items() if v is not None}
-    path = tmp_path / "bad.toml"
-    path.write_text(tomli_w.dumps(data))
-    with pytest.raises(InstanceError) as err:
-        load(path)
-    assert err.value.field is not None and field in err.value.field
-    assert str(path) in str(err.value)
-
-
+# -- loader (bad values: tests/test_pipeline.py::test_loader_names_the_bad_field) ----------------
 def test_default_layers_is_the_old_instance_and_round_trips(tmp_path):
     """``recompute_layers = [1, 1]`` is the instance without the field (same meaning, no schema
     bump), and an instance with L > 1 round-trips through its file."""
