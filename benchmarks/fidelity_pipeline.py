@@ -39,20 +39,21 @@ def _status(ours: float, paper: float) -> str:
 def _layers() -> tuple[float, int, int, int, str]:
     """(device memory GB where 1F1B tops out at 20 layers, 1F1B's, 1F1B + full recompute's and
     the best Chronos schedule's largest layer count there, any throughput, and which Chronos
-    schedule and recompute granularity reached it, the first of the best in CHRONOS_ROWS)."""
+    schedule reached it first in CHRONOS_ROWS, with Chronos-Recomp's counts at both recompute
+    granularities)."""
     hbm = calibrated_hbm()
     base = max_layers("1f1b", 1, "interleaved", hbm)
     recompute = max_layers("megatron_full", 1, "interleaved", hbm)
     found = [(max_layers(name, v, placement, hbm, per_layer=layered), name, v, layered)
              for name, v, placement, layered in CHRONOS_ROWS]
     chronos = max(n for n, *_ in found)
-    n, name, v, layered = next(row for row in found if row[0] == chronos)
-    if name != "chronos_recomp":
-        how = f"{name}, no recompute" if name != "chronos_pipe" else name
-    elif layered:
-        how = f"{name}, per-layer recompute (L = {stage_layers(n, v)} layers per virtual stage)"
-    else:
-        how = f"{name}, whole-item recompute (per virtual stage and micro-batch)"
+    best = next(name for n, name, _, _ in found if n == chronos)
+    (whole, _), (layered, v) = (
+        next((n, v) for n, name, v, per in found if name == "chronos_recomp" and per == flag)
+        for flag in (False, True)
+    )
+    how = (f"first reached by {best}; chronos_recomp {whole} with whole-item recompute, {layered} with "
+           f"per-layer recompute (L = {stage_layers(layered, v)} layers per virtual stage)")
     return hbm, base, recompute, chronos, how
 
 
