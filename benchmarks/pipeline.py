@@ -8,6 +8,9 @@ B. Largest trainable LLaMA-2-70B-architecture model (layers L, steps of 4) with 
    memory at which 1F1B tops out at 20 layers, then every schedule's largest L there, at any
    throughput and within 5% of uncapped 1F1B, with PipeOffload's copy size and with ours; the
    ratios beside ChronosPipe's 2.4x (48 / 20) and 1.5x (48 / 32); a sweep over device memory.
+   Per-layer recompute rows (issue 18): L = the virtual stage's layer count, layers / (8 v)
+   rounded to an integer (recompute_layers), for Chronos-Recomp and for 1F1B with Megatron's block
+   recompute; beside them the iteration time at the largest size and at equal sizes.
 C. The closed form ``pipeline.largest_model_layers`` with each schedule's simulated peak.
 
 Run: ``python benchmarks/pipeline.py [--out DIR] [--time-limit S]``.
@@ -175,6 +178,11 @@ LAYER_ROWS = [
     ("Chronos-Recomp (v=2, V)", "chronos_recomp", 2, "vshape"),
     ("Chronos-Offload (v=2, V)", "chronos_offload", 2, "vshape"),
 ]
+#: Per-layer recompute rows (recompute_layers = each virtual stage's layer count).
+PER_LAYER_ROWS = [
+    ("1F1B + block recompute, per layer", "megatron_block", 1, "interleaved"),
+    ("Chronos-Recomp, per layer (v=2, V)", "chronos_recomp", 2, "vshape"),
+]
 LAYER_STEP = 4
 
 
@@ -184,7 +192,16 @@ def activation_per_layer() -> float:
     return SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP))
 
 
-def llama(layers: int, v: int, placement: str, hbm: float = HBM, copy: str = "pipeoffload") -> pm.Instance:
+def stage_layers(layers: int, v: int) -> int:
+    """Layers of one virtual stage, the per-layer recompute granularity: layers / (PP v), rounded
+    to the nearest integer where the split is uneven (the model's stages are all alike)."""
+    return max(1, round(layers / (PP * v)))
+
+
+def llama(layers: int, v: int, placement: str, hbm: float = HBM, copy: str = "pipeoffload",
+          per_layer: bool = False) -> pm.Instance:
+    """The LLaMA-2-70B-architecture instance; ``per_layer``: an item may recompute any of its
+    virtual stage's :func:`stage_layers` layers (else whole items only)."""
     per = layers / PP
     t_f = per * 2 * P_LAYER * SEQ / TP / FLOPS
     a = per * activation_per_layer()
@@ -210,31 +227,44 @@ def llama(layers: int, v: int, placement: str, hbm: float = HBM, copy: str = "pi
         offload_bytes=(moved,) * PP,
         d2h_s=(moved / PCIE,) * PP,
         h2d_s=(moved / PCIE,) * PP,
+        recompute_layers=(stage_layers(layers, v),) * PP if per_layer else (),
     )
 
 
+def slowdown(method: str, layers: int, v: int, placement: str, hbm: float, copy: str = "pipeoffload",
+             per_layer: bool = False) -> float | None:
+    """Iteration time of ``method`` at ``layers`` layers in ``hbm`` GB over uncapped 1F1B's at the
+    same size (None: it does not fit)."""
+    try:
+        value = schedules.HEURISTICS[method](llama(layers, v, placement, hbm, copy, per_layer))["objective"]
+    except NoSolution:
+        return None
+    reference = schedules.one_f_one_b(replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None))
+    return value / reference["objective"]
+
+
 def fits(method: str, layers: int, v: int, placement: str, hbm: float, band: float | None,
-         copy: str = "pipeoffload") -> bool:
+         copy: str = "pipeoffload", per_layer: bool = False) -> bool:
     """Does ``method`` train ``layers`` layers in ``hbm`` GB, within ``band`` of uncapped 1F1B's
     iteration time at the same size (None: at any throughput)?"""
-    try:
-        value = schedules.HEURISTICS[method](llama(layers, v, placement, hbm, copy))["objective"]
-    except NoSolution:
-        return False
     if band is None:
+        try:
+            schedules.HEURISTICS[method](llama(layers, v, placement, hbm, copy, per_layer))
+        except NoSolution:
+            return False
         return True
-    reference = schedules.one_f_one_b(replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None))
-    return value <= (1 + band) * reference["objective"]
+    ratio = slowdown(method, layers, v, placement, hbm, copy, per_layer)
+    return ratio is not None and ratio <= 1 + band
 
 
 def max_layers(method: str, v: int, placement: str, hbm: float, band: float | None = None,
-               copy: str = "pipeoffload", top: int = 400) -> int:
+               copy: str = "pipeoffload", top: int = 400, per_layer: bool = False) -> int:
     """The largest multiple of LAYER_STEP that fits (0: none), by bisection (fitting is monotone
     in the layer count for a fixed schedule)."""
     lo, hi = 0, top // LAYER_STEP + 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if fits(method, mid * LAYER_STEP, v, placement, hbm, band, copy):
+        if fits(method, mid * LAYER_STEP, v, placement, hbm, band, copy, per_layer):
             lo = mid
         else:
             hi = mid
@@ -276,11 +306,34 @@ def largest() -> None:
         print(f"   best Chronos / 1F1B = {chronos}/{base} = {chronos / base:.2f}x (paper 48/20 = 2.4x); "
               f"/ 1F1B + recompute = {chronos}/{recompute} = {chronos / recompute:.2f}x "
               "(paper 48/32 = 1.5x)")
+    per_layer(hbm)
     print("\n   sensitivity: largest layers at any throughput vs device memory (copy size pipeoffload)")
     sweep = [40.0, 48.0, 56.0, 64.0, 80.0]
     print(f"{'schedule':30s}" + "".join(f"{h:>8g}" for h in sweep))
     for label, name, v, placement in LAYER_ROWS:
         print(f"{label:30s}" + "".join(f"{max_layers(name, v, placement, h):>8d}" for h in sweep), flush=True)
+
+
+def per_layer(hbm: float, sizes: tuple[int, ...] = (24, 32, 48, 64)) -> None:
+    """Whole-item against per-layer recompute at the calibrated memory: largest layer count at any
+    throughput and within 5 %, the iteration time at that size over uncapped 1F1B's, and the
+    iteration time at equal sizes (PipeOffload's copy size; no offload is used by these rows)."""
+    rows = [(label, name, v, placement, False) for label, name, v, placement in LAYER_ROWS
+            if name in ("megatron_full", "megatron_selective", "chronos_recomp")]
+    rows += [(label, name, v, placement, True) for label, name, v, placement in PER_LAYER_ROWS]
+    print(f"\n   per-layer recompute at {hbm:g} GB (L = layers / (8 v) per virtual stage):")
+    print(f"{'schedule':36s}{'any':>6s}{'time':>8s}{'<=5%':>6s}" + "".join(f"{f't@{n}':>9s}" for n in sizes))
+    for label, name, v, placement, layered in rows:
+        top = max_layers(name, v, placement, hbm, per_layer=layered)
+        near = max_layers(name, v, placement, hbm, 0.05, per_layer=layered)
+        at_top = slowdown(name, top, v, placement, hbm, per_layer=layered) if top else None
+        equal = [slowdown(name, n, v, placement, hbm, per_layer=layered) for n in sizes]
+        cells = "".join(f"{_ratio(x):>9s}" for x in equal)
+        print(f"{label:36s}{top:>6d}{_ratio(at_top):>8s}{near:>6d}{cells}", flush=True)
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def closed_form() -> None:

@@ -46,6 +46,9 @@ def test_dump_load_round_trip(tmp_path):
         ({"memory_cap_gb": [0.0, 1.0]}, "memory_cap_gb"),
         ({"split_backward": False}, "split_backward"),
         ({"allow_recompute": True}, "recompute_s"),
+        *(({"allow_recompute": True, "recompute_s": [1.0, 1.0], "checkpoint_gb": [0.5, 0.5],
+            "recompute_layers": layers}, "recompute_layers") for layers in ([0, 2], [2], [2.5, 2])),
+        ({"recompute_layers": [2, 2]}, "recompute_layers"),  # read only with allow_recompute
         ({"bandwidth": 3}, "bandwidth"),
     ],
 )

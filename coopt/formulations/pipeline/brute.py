@@ -4,7 +4,8 @@ Two independent ways, chosen by the instance:
 
 * **Enumeration** (no offload): every per-device order of the passes in which each item's own
   passes come F, B, W (any other order deadlocks; micro-batches of one kind may overtake each
-  other), times every keep / recompute choice, each timed by the ASAP event simulator of
+  other), times every keep / recompute choice (with per-layer recompute, every count r = 0..L of
+  recomputed layers per item), each timed by the ASAP event simulator of
   :mod:`.model` and kept when every device's peak fits its cap. For a fixed order and modes the
   memory level at every event depends on the order alone (one compute pass at a time, releases
   before allocations at equal times), so the ASAP timing is the shortest feasible one and the
@@ -20,7 +21,9 @@ Two independent ways, chosen by the instance:
   within the serial bound.
 
 The generator draws integer times (so that Model T applies), a lag of 0 or 1, caps from below one
-micro-batch's activation (infeasible) to a few, and sizes whose enumeration stays within about
+micro-batch's activation (infeasible) to a few, half of the recompute instances with L = 2 layers
+per virtual stage (per-layer recompute, with even recompute times so that a half stays integral
+for Model T), and sizes whose enumeration stays within about
 20,000 timed schedules (with offload, at most four items, so that Model T stays within
 seconds). The objective is the makespan (ASAP timing is not optimal for the
 per-stage span).
@@ -35,7 +38,6 @@ from dataclasses import replace
 
 from coopt.formulations.pipeline.model import (
     GB,
-    RECOMPUTE,
     Deadlock,
     Instance,
     PassKey,
@@ -95,27 +97,34 @@ def enumeration_size(instance: Instance) -> int:
         chains = len(instance.stages_on(d)) * instance.microbatches
         length = len(instance.kinds)
         per_device *= math.factorial(chains * length) // math.factorial(length) ** chains
-    items = instance.virtual_stages * instance.microbatches
-    return per_device * (2**items if instance.allow_recompute else 1)
+    if not instance.allow_recompute:
+        return per_device
+    return per_device * math.prod(
+        instance.layers(k) + 1 for k in range(instance.virtual_stages) for _ in range(instance.microbatches)
+    )
 
 
 def enumerate_optimum(instance: Instance) -> float | None:
-    """Least makespan over every order combination and recompute choice that fits the caps
-    (None when nothing fits). Refuses offload instances, which it cannot cover."""
+    """Least makespan over every order combination and recompute choice (how many of its layers
+    each item recomputes) that fits the caps (None when nothing fits). Refuses offload instances,
+    which it cannot cover."""
     if instance.allow_offload:
         raise ValueError("enumeration does not cover offload (continuous copy times); use Model T")
     per_device = [device_orders(instance, d) for d in range(instance.stages)]
     items = [(k, j) for k in range(instance.virtual_stages) for j in range(instance.microbatches)]
-    choices = [()]
+    choices: list[dict] = [{}]
     if instance.allow_recompute:
-        choices = [c for n in range(len(items) + 1) for c in itertools.combinations(items, n)]
+        counts = itertools.product(*(range(instance.layers(k) + 1) for k, _ in items))
+        choices = [
+            {i: instance.recompute_mode(i[0], r) for i, r in zip(items, chosen, strict=True) if r}
+            for chosen in counts
+        ]
     best = math.inf
     for combo in itertools.product(*per_device):
         orders = dict(enumerate(combo))
         for chosen in choices:
-            modes = dict.fromkeys(chosen, RECOMPUTE)
             try:
-                timed = simulate(instance, orders, modes)
+                timed = simulate(instance, orders, chosen)
             except Deadlock:
                 continue
             if all(pk <= instance.cap(d) * (1 + 1e-9) for d, pk in enumerate(peaks(instance, timed))):
@@ -190,6 +199,11 @@ def tiny(seed: int) -> Instance:
         d2h_s=tuple(x * v for x in ints(1, 2)) if off else (),
         h2d_s=tuple(x * v for x in ints(1, 2)) if off else (),
     )
+    if rec and rng.random() < 0.5:
+        layered = replace(instance, recompute_layers=(2,) * p,
+                          recompute_s=tuple(2 * x for x in instance.recompute_s))
+        if off or enumeration_size(layered) <= BUDGET:
+            instance = layered
     if not off and enumeration_size(instance) > BUDGET:
         instance = replace(instance, allow_recompute=False, recompute_s=(), checkpoint_bytes=())
     return instance

@@ -9,7 +9,11 @@ per-stage activation; x ranges over compute passes F/B/W(k, j), i = (k, j) over 
 
 * ``S_x >= 0`` start, ``E_x = S_x + d_x`` with ``d_B = T_B + T_R r_i``; ``C`` makespan;
 * ``r_i, o_i`` in {0,1}: recompute / offload item i, ``r_i + o_i <= 1``; ``D_i, U_i`` D2H / H2D
-  starts;
+  starts. With per-layer recompute (``recompute_layers`` L > 1 on some device) ``r_i = rho_i / L``
+  is the recomputed fraction, ``rho_i`` integer in ``0..L`` (the layers recomputed): every duration
+  and memory term is linear in r (``d_B = T_B + r T_R``, F allocates ``a - r (a - a_c)``, B
+  re-materialises ``r (a - a_c)``), so the rows below are unchanged, and ``r_i + o_i <= 1`` still
+  forbids recomputing any layer of an offloaded item;
 * ``P_xy`` in {0,1} for every same-device pair whose order is not implied (P = 1: x first).
 
 Constraints:
@@ -43,7 +47,12 @@ Constraints:
 * (P4) memory at every allocation event e (F starts; B starts when recompute is allowed; H2D starts
   when offload is allowed): sum of the deltas of events before e plus e's own allocation <= cap.
   Between compute passes "before" is the order indicator; the products with r are linearised
-  one-sidedly (z <= r, z <= P where the term lowers memory, z >= r + P - 1 where it raises it);
+  one-sidedly (z <= r, z <= P where the term lowers memory, z >= r + P - 1 where it raises it).
+  This stays exact for a fractional ``r`` in [0, 1] (per-layer recompute) because P is binary
+  (McCormick with one binary factor, ``0 <= z <= 1``): with P = 0 the lowering side gives
+  ``z <= 0`` and the raising side ``z >= max(0, r - 1) = 0``; with P = 1, ``z <= r`` and
+  ``z >= r``. In each case the bound the row can use is exactly ``r P``, and any other z only
+  makes the level larger (conservative), so the rows admit exactly the true levels;
 * (P5) offload: ``D_i >= E_F(i)``, ``U_i >= D_i + tau_d o_i``, ``S_B(i) >= U_i + tau_u o_i``, FIFO
   disjunctive copies (binaries ``Q``) for every pair of items of a device (FIFO per chunk only
   under ``fifo=True``). Copy events against an
@@ -66,6 +75,8 @@ S_x >= 0                                        ``time`` (start < 0)
 (P1) precedence with lags                       ``precedence``
 (P3) one compute pass per device at a time      ``exclusivity`` (device compute lane)
 r_i, o_i binary, r_i + o_i <= 1                 ``mode`` (mode not allowed, or both)
+rho_i integer in 0..L (per-layer recompute)     ``mode`` (layers outside 0..L, not an integer,
+                                                recomputed and offloaded, not allowed)
 (P5) D_i >= E_F, U_i >= D_i + tau_d, S_B >= U   ``offload`` (D2H before F ends, H2D before D2H
      + tau_u                                    ends, B before H2D ends)
 (P5) disjunctive copies per device and engine   ``exclusivity`` (D2H engine, H2D engine)
@@ -90,7 +101,6 @@ import math
 import pyomo.environ as pyo
 
 from coopt.formulations.pipeline.model import (
-    KEEP,
     OFFLOAD,
     RECOMPUTE,
     Instance,
@@ -208,7 +218,12 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     add = model.cons.add
     rec = instance.allow_recompute
     off = instance.allow_offload
-    if rec:
+    if rec and instance.recompute_layers:
+        # per-layer recompute: r_i = rho_i / L, rho_i the recomputed layers (module docstring)
+        model.rho = pyo.Var(items, domain=pyo.NonNegativeIntegers,
+                            bounds=lambda _, k, j: (0, instance.layers(k)))
+        model.r = pyo.Expression(items, rule=lambda mdl, k, j: mdl.rho[k, j] / instance.layers(k))
+    elif rec:
         model.r = pyo.Var(items, domain=pyo.Binary)
     if off:
         model.o = pyo.Var(items, domain=pyo.Binary)
@@ -345,17 +360,21 @@ def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution
     """The heuristic schedule as HiGHS' first incumbent: starts, modes, copies and the order
     binaries (HiGHS completes the memory indicators itself)."""
     start = {(x["kind"], x["stage"], x["microbatch"]): x["start"] / u for x in solution["passes"]}
-    recompute = {tuple(item) for item in solution["recompute"]}
+    recompute = {(k, j): instance.layers(k) for k, j in solution["recompute"]}
+    recompute |= {(k, j): r for k, j, r in solution.get("recompute_layers", [])}
     offload = {(c["stage"], c["microbatch"]): c for c in solution["offload"]}
     for x, t in start.items():
         model.S[x].value = t
     for x, y in free_pairs:
         model.P[x, y].value = 1.0 if start[x] < start[y] else 0.0
-    ends = [t + instance.duration(x, RECOMPUTE if x[1:] in recompute else KEEP) / u for x, t in start.items()]
+    ends = [t + instance.duration(x, instance.recompute_mode(x[1], recompute.get(x[1:], 0))) / u
+            for x, t in start.items()]
     model.C.value = max(ends)
     for k in range(instance.virtual_stages):
         for j in range(instance.microbatches):
-            if instance.allow_recompute:
+            if instance.allow_recompute and instance.recompute_layers:
+                model.rho[k, j].value = recompute.get((k, j), 0)
+            elif instance.allow_recompute:
                 model.r[k, j].value = 1.0 if (k, j) in recompute else 0.0
             if instance.allow_offload:
                 copy = offload.get((k, j))
@@ -509,7 +528,10 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
     for k in range(instance.virtual_stages):
         for j in range(instance.microbatches):
             i = (k, j)
-            if instance.allow_recompute and pyo.value(model.r[i]) > 0.5:
+            if instance.allow_recompute and instance.recompute_layers:
+                if round(pyo.value(model.rho[i])) > 0:
+                    modes[i] = instance.recompute_mode(k, round(pyo.value(model.rho[i])))
+            elif instance.allow_recompute and pyo.value(model.r[i]) > 0.5:
                 modes[i] = RECOMPUTE
             if instance.allow_offload and pyo.value(model.o[i]) > 0.5:
                 modes[i] = OFFLOAD

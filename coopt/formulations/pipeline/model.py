@@ -22,7 +22,11 @@ pass ``W(k,j)`` (Zero Bubble's split); otherwise B is the full backward. Precede
 compute pass at a time.
 
 Memory modes per (k, j): *keep*; *recompute* (only the checkpoint ``a_c`` is kept after F, B is
-longer by ``T_R`` and re-materialises ``a - a_c`` at its start); *offload* (a copy engine moves
+longer by ``T_R`` and re-materialises ``a - a_c`` at its start); *partial recompute* of ``r`` of
+the virtual stage's ``L`` layers (``recompute_layers``, per chunk; default 1, which is the
+whole-item recompute above): with the fraction ``q = r / L``, F allocates ``a - q (a - a_c)``, B
+re-materialises ``q (a - a_c)`` at its start and is longer by ``q T_R`` (layers of one stage are
+alike: each holds ``1/L`` of the activations, checkpoint and recompute time); *offload* (a copy engine moves
 ``a_o`` to the host after F (D2H, duration ``tau_d``) and back before B (H2D, ``tau_u``); one D2H
 and one H2D engine per device, full duplex). Memory events (alloc at the start, release at the end
 of an event, releases first at equal times):
@@ -31,7 +35,10 @@ of an event, releases first at equal times):
 event       delta                                when
 ==========  ===================================  ==============
 F(k,j)      ``+a`` (keep, offload), ``+a_c``     start
-B(k,j)      ``+(a - a_c)`` (recompute)           start
+            (recompute), ``+a - q (a - a_c)``
+            (partial)
+B(k,j)      ``+(a - a_c)`` (recompute),          start
+            ``+q (a - a_c)`` (partial)
 B(k,j)      ``-(a - a_W)`` (split) / ``-a``      end
 W(k,j)      ``-a_W``                             end
 D2H(k,j)    ``-a_o``                             end
@@ -63,6 +70,8 @@ from coopt.schema import Field, Schema
 PLACEMENTS = ("interleaved", "vshape")
 OBJECTIVES = ("makespan", "stage_span")
 KEEP, RECOMPUTE, OFFLOAD = "keep", "recompute", "offload"
+#: Prefix of a partial-recompute mode, ``"recompute:r"``: r of the virtual stage's L layers.
+PARTIAL = RECOMPUTE + ":"
 
 PassKey = tuple[str, int, int]  # (kind "F" | "B" | "W", virtual stage k, micro-batch j)
 Item = tuple[int, int]  # (virtual stage k, micro-batch j)
@@ -95,6 +104,7 @@ class Instance:
     offload_bytes: tuple[float, ...] = ()
     d2h_s: tuple[float, ...] = ()
     h2d_s: tuple[float, ...] = ()
+    recompute_layers: tuple[int, ...] = ()  #: layers L per virtual stage of each device (empty: 1)
 
     # -- virtual stages --------------------------------------------------------------------
     @property
@@ -153,6 +163,35 @@ class Instance:
     def a_o(self, k: int) -> float:
         return self._per(self.offload_bytes, k)
 
+    def layers(self, k: int) -> int:
+        """Layers L of virtual stage ``k``: the granularity of recompute (1: the whole item)."""
+        return self.recompute_layers[self.device(k)] if self.recompute_layers else 1
+
+    def recomputed(self, k: int, mode: str) -> int:
+        """How many of virtual stage ``k``'s layers an item in ``mode`` recomputes (0..L)."""
+        if mode == RECOMPUTE:
+            return self.layers(k)
+        return int(mode[len(PARTIAL):]) if mode.startswith(PARTIAL) else 0
+
+    def recompute_mode(self, k: int, layers: int) -> str:
+        """The mode that recomputes ``layers`` of virtual stage ``k``'s layers: KEEP for 0,
+        RECOMPUTE for all L, ``"recompute:r"`` in between (one spelling per choice)."""
+        if layers <= 0:
+            return KEEP
+        return RECOMPUTE if layers >= self.layers(k) else f"{PARTIAL}{layers}"
+
+    def resident(self, k: int, mode: str) -> tuple[float, float]:
+        """(bytes F allocates, bytes B re-materialises at its start) of an item in ``mode``:
+        ``(a, 0)`` kept or offloaded, ``(a_c, a - a_c)`` recomputed, and with ``q = r / L``
+        ``(a - q (a - a_c), q (a - a_c))`` partially recomputed."""
+        if mode in (KEEP, OFFLOAD):
+            return self.a(k), 0.0
+        a, a_c = self.a(k), self.a_c(k)
+        if mode == RECOMPUTE:
+            return a_c, a - a_c
+        saved = self.recomputed(k, mode) / self.layers(k) * (a - a_c)
+        return a - saved, saved
+
     def cap(self, d: int) -> float:
         return float("inf") if self.memory_cap_bytes is None else self.memory_cap_bytes[d]
 
@@ -174,7 +213,11 @@ class Instance:
         if kind == "F":
             return self.t_f(k)
         if kind == "B":
-            return self.t_b(k) + (self.t_r(k) if mode == RECOMPUTE else 0.0)
+            if mode in (KEEP, OFFLOAD):
+                return self.t_b(k)
+            if mode == RECOMPUTE:
+                return self.t_b(k) + self.t_r(k)
+            return self.t_b(k) + self.t_r(k) * self.recomputed(k, mode) / self.layers(k)
         return self.t_w(k)
 
     def predecessors(self, key: PassKey) -> list[tuple[PassKey, float]]:
@@ -243,6 +286,10 @@ SCHEMA = Schema(
                     only_if="allow_recompute"),
         _per_device("checkpoint_gb", "memory a recomputed item keeps from F to B", "GB", si=GB, min=0.0,
                     max=1e6, only_if="allow_recompute"),
+        Field("recompute_layers", "ints", "layers L of each virtual stage (chunk) of the device: an item "
+              "may recompute r of them, 0..L, each saving 1/L of activation_gb - checkpoint_gb for 1/L of "
+              "recompute_s (1: whole items only)", default=1, min=1, max=1024, length="stages",
+              only_if="allow_recompute"),
         Field("allow_offload", "bool", "an item's activations may go to host memory between F and B",
               default=False),
         _per_device("offload_gb", "bytes an offloaded item moves each way", "GB", si=GB, positive=True,
@@ -288,6 +335,8 @@ def load(fields: Any) -> Instance:
         allow_recompute=v.allow_recompute,
         recompute_s=v.recompute_s or (),
         checkpoint_bytes=v.checkpoint_gb or (),
+        recompute_layers=v.recompute_layers if v.recompute_layers and any(x > 1 for x in v.recompute_layers)
+        else (),
         allow_offload=v.allow_offload,
         objective=v.objective,
         offload_bytes=v.offload_gb or (),
@@ -322,6 +371,8 @@ def dump(instance: Instance) -> dict[str, Any]:
     if instance.allow_recompute:
         out["recompute_s"] = list(instance.recompute_s)
         out["checkpoint_gb"] = _gb(instance.checkpoint_bytes)
+        if instance.recompute_layers:
+            out["recompute_layers"] = list(instance.recompute_layers)
     if instance.allow_offload:
         out["offload_gb"] = _gb(instance.offload_bytes)
         out["d2h_s"] = list(instance.d2h_s)
@@ -460,13 +511,13 @@ def memory_events(instance: Instance, timed: Timed) -> dict[int, list[tuple[floa
         kind, k, j = key
         mode = timed.modes.get((k, j), KEEP)
         d = instance.device(k)
-        a, a_w, a_c = instance.a(k), instance.a_w(k), instance.a_c(k)
+        a, a_w = instance.a(k), instance.a_w(k)
         end = t + instance.duration(key, mode)
         if kind == "F":
-            events[d].append((t, a_c if mode == RECOMPUTE else a))
+            events[d].append((t, instance.resident(k, mode)[0]))
         elif kind == "B":
-            if mode == RECOMPUTE:
-                events[d].append((t, a - a_c))
+            if mode != KEEP and mode != OFFLOAD:
+                events[d].append((t, instance.resident(k, mode)[1]))
             events[d].append((end, -(a - a_w)))
         else:
             events[d].append((end, -a_w))
@@ -512,6 +563,11 @@ def to_solution(instance: Instance, timed: Timed, **extra: Any) -> Solution:
         for (kind, k, j) in sorted(timed.start, key=lambda x: (timed.start[x], x))
     ]
     recompute = sorted([k, j] for (k, j), mode in timed.modes.items() if mode == RECOMPUTE)
+    partial = sorted(
+        [k, j, instance.recomputed(k, mode)]
+        for (k, j), mode in timed.modes.items()
+        if mode.startswith(PARTIAL)
+    )
     offload = [
         {"stage": k, "microbatch": j, "d2h_start": timed.d2h[(k, j)], "h2d_start": timed.h2d[(k, j)]}
         for (k, j) in sorted(timed.d2h)
@@ -520,6 +576,7 @@ def to_solution(instance: Instance, timed: Timed, **extra: Any) -> Solution:
         "objective": timed.value(instance),
         "passes": passes,
         "recompute": recompute,
+        "recompute_layers": partial,
         "offload": offload,
         **extra,
     }
@@ -592,6 +649,34 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
         if not instance.allow_recompute:
             bad.append(Violation("mode", f"recompute of {tuple(item)} but the instance does not allow it"))
         modes[(item[0], item[1])] = RECOMPUTE
+    partial = solution.get("recompute_layers", [])
+    if not isinstance(partial, list):
+        bad.append(Violation("format", "'recompute_layers' is not a list"))
+        partial = []
+    for n, item in enumerate(partial):
+        if (
+            not isinstance(item, list)
+            or len(item) != 3
+            or index(item[0], K) is None
+            or index(item[1], m) is None
+            or number(item[2]) is None
+        ):
+            bad.append(Violation(
+                "format", f"recompute_layers[{n}] = {item!r} is not [stage, microbatch, layers]"))
+            continue
+        k, j, r = item
+        if (k, j) in modes:
+            bad.append(Violation("mode", f"{(k, j)} is listed twice in 'recompute' / 'recompute_layers'"))
+            continue
+        L = instance.layers(k)
+        if not isinstance(r, int) or not 0 <= r <= L:
+            bad.append(Violation("mode", f"recompute_layers[{n}]: {r!r} layers of {(k, j)}, expected an "
+                                 f"integer in 0..{L}"))
+            continue
+        if r and not instance.allow_recompute:
+            bad.append(Violation(
+                "mode", f"recompute of {r} layers of {(k, j)} but the instance does not allow it"))
+        modes[(k, j)] = instance.recompute_mode(k, r)
     d2h: dict[Item, float] = {}
     h2d: dict[Item, float] = {}
     offload = solution.get("offload", [])
@@ -609,7 +694,7 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
             continue
         if not instance.allow_offload:
             bad.append(Violation("mode", f"offload of {(k, j)} but the instance does not allow it"))
-        if modes.get((k, j)) == RECOMPUTE:
+        if modes.get((k, j), KEEP) != KEEP:
             bad.append(Violation("mode", f"{(k, j)} is both recomputed and offloaded"))
         modes[(k, j)] = OFFLOAD
         d2h[(k, j)], h2d[(k, j)] = td, tu

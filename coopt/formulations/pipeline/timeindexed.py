@@ -3,7 +3,8 @@ tiny instances with integer durations (research-pipeline-memory.md b.2).
 
 Unit slots ``t = 0..H-1``; binaries ``f[i,mu,t]`` / ``b[i,mu,t]`` (F / B of item i = (k, j) in
 mode mu starts at t), ``w[i,t]`` (W starts at t), ``d[i,t]`` / ``u[i,t]`` (D2H / H2D start at t),
-``y[i,mu]`` (mode choice):
+``y[i,mu]`` (mode choice among keep, recompute of r = 1..L-1 of the virtual stage's L layers
+(per-layer recompute), full recompute and offload):
 
 * each item picks one mode, its F and B start once in that mode, W once; copies exist iff offload;
 * precedence on the linear start/end expressions ``S = sum t x``, ``E = sum (t + d_mu) x``;
@@ -20,7 +21,15 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline.model import KEEP, OFFLOAD, RECOMPUTE, Instance, Timed, to_solution
+from coopt.formulations.pipeline.model import (
+    KEEP,
+    OFFLOAD,
+    PARTIAL,
+    RECOMPUTE,
+    Instance,
+    Timed,
+    to_solution,
+)
 from coopt.problem import Solution
 
 
@@ -30,19 +39,29 @@ def _integer(value: float, what: str) -> int:
     return int(round(value))
 
 
+def _effective(instance: Instance, k: int, mu: str) -> str:
+    """Mode mu on virtual stage k (a partial count at or above k's layers is full recompute)."""
+    return mu if mu in (KEEP, OFFLOAD) else instance.recompute_mode(k, instance.recomputed(k, mu))
+
+
 def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> pyo.ConcreteModel:
     """Model T over slots 0..horizon-1 (horizon must bound the optimal makespan)."""
     K, m, H = instance.virtual_stages, instance.microbatches, int(horizon)
     items = [(k, j) for k in range(K) for j in range(m)]
+    layers = max((instance.layers(k) for k in range(K)), default=1)
     modes = (
         [KEEP]
-        + ([RECOMPUTE] if instance.allow_recompute else [])
+        + ([f"{PARTIAL}{r}" for r in range(1, layers)] + [RECOMPUTE] if instance.allow_recompute else [])
         + ([OFFLOAD] if instance.allow_offload else [])
     )
     T = range(H)
     tf = {k: _integer(instance.t_f(k), "T_F") for k in range(K)}
     tw = {k: _integer(instance.t_w(k), "T_W") for k in range(K)}
-    tb = {(k, mu): _integer(instance.duration(("B", k, 0), mu), "T_B") for k in range(K) for mu in modes}
+    tb = {
+        (k, mu): _integer(instance.duration(("B", k, 0), _effective(instance, k, mu)), "T_B")
+        for k in range(K)
+        for mu in modes
+    }
     td = {k: _integer(instance.tau_d(k), "tau_d") for k in range(K)} if instance.allow_offload else {}
     tu = {k: _integer(instance.tau_u(k), "tau_u") for k in range(K)} if instance.allow_offload else {}
     lag = _integer(instance.lag_s, "lag")
@@ -122,12 +141,12 @@ def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> 
             level = 0
             for i in on:
                 k = i[0]
-                a, a_w, a_c = instance.a(k), instance.a_w(k), instance.a_c(k)
+                a, a_w = instance.a(k), instance.a_w(k)
                 for mu in modes:
-                    alloc = a_c if mu == RECOMPUTE else a
+                    alloc, remat = instance.resident(k, _effective(instance, k, mu))
                     level += alloc * sum(model.f[i, mu, t0] for t0 in range(t + 1))
-                    if mu == RECOMPUTE:
-                        level += (a - a_c) * sum(model.b[i, mu, t0] for t0 in range(t + 1))
+                    if remat:
+                        level += remat * sum(model.b[i, mu, t0] for t0 in range(t + 1))
                     level -= (a - a_w) * sum(model.b[i, mu, t0] for t0 in range(t + 1 - tb[k, mu]))
                 if instance.split_backward:
                     level -= a_w * sum(model.w[i, t0] for t0 in range(t + 1 - tw[k]))
@@ -151,13 +170,9 @@ def extract_time_indexed(model: pyo.ConcreteModel, instance: Instance) -> Soluti
     for k in range(K):
         for j in range(m):
             i = (k, j)
-            mu = next(
-                mu
-                for mu in (KEEP, RECOMPUTE, OFFLOAD)
-                if (*i, mu) in model.y and pyo.value(model.y[i, mu]) > 0.5
-            )
+            mu = next(mu for (*item, mu) in model.y if tuple(item) == i and pyo.value(model.y[i, mu]) > 0.5)
             if mu != KEEP:
-                modes[i] = mu
+                modes[i] = _effective(instance, k, mu)
             start[("F", k, j)] = when(model.f, k, j, mu)
             start[("B", k, j)] = when(model.b, k, j, mu)
             if instance.split_backward:
