@@ -216,6 +216,16 @@ def test_chronos_recomp_recomputes_only_the_layers_the_cap_needs():
     assert whole["objective"] == pytest.approx(11.0)
 
 
+def test_local_search_is_never_worse_than_the_per_layer_schedule():
+    """The search's own modes are whole items (11 at best here); with per-layer recompute it also
+    weighs chronos_recomp's schedule and so reaches the hand-proved optimum 10."""
+    instance = _instance()
+    solution = schedules.local_search(instance)
+    assert pm.check(instance, solution) == []
+    assert solution["objective"] == pytest.approx(10.0)
+    assert schedules.local_search(_without_layers(instance))["objective"] == pytest.approx(11.0)
+
+
 def test_megatron_block_takes_the_least_layer_count_that_fits():
     """Megatron's block method: one n for every stage and micro-batch. n = 0 does not fit
     (1F1B holds two micro-batches on device 0), n = 1 does."""

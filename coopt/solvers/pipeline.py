@@ -1686,10 +1686,31 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     ago. At most ``min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS n))`` moves
     for n passes, stopped after ``SEARCH_WALL_S`` seconds (a guard for huge instances only).
 
+    The search's modes are whole items; where items may recompute some of their layers
+    (``recompute_layers`` > 1), :func:`chronos_recomp`'s per-layer schedule is a further candidate
+    and the better of the two is returned.
+
     Guarantee: never worse than the best start (it is returned when the search does not beat
-    it); feasible or NoSolution. Running time: the starts' (O(n p v)) plus at most
-    ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it re-times + one device's order) = O(n).
+    it) nor, with per-layer recompute, than ``chronos_recomp``; feasible or NoSolution. Running
+    time: the starts' (O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it
+    re-times + one device's order) = O(n).
     """
+    if not (instance.allow_recompute and any(x > 1 for x in instance.recompute_layers)):
+        return _order_search(instance, seed)
+    layered = _best_of(instance, ["chronos_recomp"])
+    try:
+        found = _order_search(instance, seed)
+    except NoSolution:
+        if layered is None:
+            raise
+        return layered
+    if layered is not None and layered["objective"] < found["objective"] * (1 - 1e-9):
+        return layered
+    return found
+
+
+def _order_search(instance: Instance, seed: int) -> Solution:
+    """The late-acceptance search of :func:`local_search` on whole-item modes."""
     deadline = time.perf_counter() + SEARCH_WALL_S
     # with a split backward, 1F1B's order re-timed without the fused send is 1f1b_split's
     names = [x for x in SEARCH_STARTS if x != "1f1b" or not instance.split_backward]
