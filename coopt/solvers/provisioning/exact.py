@@ -59,7 +59,7 @@ from coopt.formulations.provisioning import grooming as G
 from coopt.formulations.provisioning import grooming_milp, milp
 from coopt.formulations.provisioning import model as P
 from coopt.problem import ExactOutcome, Solution, SolveOptions
-from coopt.solvers.highs import solve_model
+from coopt.solvers.highs import MilpResult, solve_model
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class Lexicographic:
     improve: Callable[[Solution], Solution]  # lower Q at the same W (a heuristic)
     weight_unit: float
     tie_unit: float
+    #: restricts a stage-2 model to (a superset of) its solutions with W in [W*, W_cap]
+    reduce: Callable[[pyo.ConcreteModel, int, int], Any] | None = None
 
 
 def _left(options: SolveOptions, deadline: float | None) -> SolveOptions | None:
@@ -95,8 +97,21 @@ def served_weight_cap(bound: float | None) -> float:
     return float(math.floor(bound + 1e-6 * max(1.0, abs(bound))))
 
 
-def solve(spec: Lexicographic, start: Solution, options: SolveOptions) -> ExactOutcome:
-    """The two stages of the module docstring from the feasible solution ``start``."""
+@dataclass(frozen=True)
+class Stage:
+    """One HiGHS solve of the route, as :func:`solve` records it for benchmarks: the stage (1 or
+    2), the model solved (its variables hold the incumbent) and HiGHS' answer."""
+
+    stage: int
+    model: pyo.ConcreteModel
+    result: MilpResult
+
+
+def solve(spec: Lexicographic, start: Solution, options: SolveOptions,
+          stages: list[Stage] | None = None) -> ExactOutcome:
+    """The two stages of the module docstring from the feasible solution ``start``; each HiGHS
+    solve is appended to ``stages`` if given."""
+    log = stages if stages is not None else []
     deadline = None if options.time_limit is None else time.perf_counter() + options.time_limit
     best, w0 = start, spec.weight(start)
     first = spec.first()
@@ -106,6 +121,7 @@ def solve(spec: Lexicographic, start: Solution, options: SolveOptions) -> ExactO
     first.stage = pyo.Objective(expr=first.served_weight / spec.weight_unit, sense=pyo.maximize)
     first.objective_unit = spec.weight_unit
     one = solve_model(first, options)
+    log.append(Stage(1, first, one))
     if one.status == "infeasible":
         cap = float(w0)
     else:
@@ -120,13 +136,15 @@ def solve(spec: Lexicographic, start: Solution, options: SolveOptions) -> ExactO
     if q0 <= 0.0:
         return ExactOutcome(best, "optimal", cap)
     cutoff: float | None = q0 - max(options.gap * q0, 1e-5 * spec.tie_unit)
-    second = _second_stage(spec, spec.weight(best), cutoff)
+    second = _second_stage(spec, spec.weight(best), int(cap), cutoff)
     two = solve_model(second, stage)
+    log.append(Stage(2, second, two))
     if two.status == "error" and (stage := _left(options, deadline)) is not None:
         # HiGHS 1.16.0 reports some infeasible cutoff models as "Solve error" (seen when presolve
         # leaves a model whose repair LP fails); solve again without the cutoff row
-        cutoff, second = None, _second_stage(spec, spec.weight(best), None)
+        cutoff, second = None, _second_stage(spec, spec.weight(best), int(cap), None)
         two = solve_model(second, stage)
+        log.append(Stage(2, second, two))
     # a lower bound on Q over the solutions with W = W*: the cutoff region's (HiGHS' bound, or
     # none at all if the region is empty), and outside it Q > cutoff
     if two.status == "infeasible" and cutoff is not None:
@@ -142,9 +160,12 @@ def solve(spec: Lexicographic, start: Solution, options: SolveOptions) -> ExactO
     return ExactOutcome(best, "optimal" if proved else "feasible", cap - tie_bound)
 
 
-def _second_stage(spec: Lexicographic, weight: int, cutoff: float | None) -> pyo.ConcreteModel:
-    """Stage 2: min Q at served weight ``weight``, below ``cutoff`` (None: no cutoff row)."""
+def _second_stage(spec: Lexicographic, weight: int, cap: int, cutoff: float | None) -> pyo.ConcreteModel:
+    """Stage 2: min Q at served weight ``weight`` (no solution serves more than ``cap``), below
+    ``cutoff`` (None: no cutoff row)."""
     second = spec.second()
+    if spec.reduce is not None:
+        spec.reduce(second, weight, cap)
     second.keep = pyo.Constraint(expr=second.served_weight >= weight - 0.5)
     if cutoff is not None:
         second.cutoff = pyo.Constraint(expr=spec.tie_expr(second) / spec.tie_unit <= cutoff / spec.tie_unit)
@@ -155,11 +176,19 @@ def _second_stage(spec: Lexicographic, weight: int, cutoff: float | None) -> pyo
 
 def provisioning_exact(instance: P.Instance, options: SolveOptions) -> ExactOutcome:
     """Models A and B, solved lexicographically (module docstring)."""
-    from coopt.solvers.provisioning.rmsa import best_heuristic_solution, upgrade
+    from coopt.solvers.provisioning.rmsa import best_heuristic_solution
+
+    return solve(provisioning_spec(instance), best_heuristic_solution(instance), options)
+
+
+def provisioning_spec(instance: P.Instance, restrict: bool = True) -> Lexicographic:
+    """The two stages of Models A and B; ``restrict``: stage 2 gets
+    :func:`~coopt.formulations.provisioning.milp.restrict_to_weight` (off only to measure it)."""
+    from coopt.solvers.provisioning.rmsa import upgrade
 
     w_max = max(c.weight for c in instance.classes)
     eps = P.epsilon(instance)
-    spec = Lexicographic(
+    return Lexicographic(
         first=lambda: milp.channel_model(instance, narrowest=instance.model == "static"),
         second=lambda: milp.channel_model(instance),
         tie_expr=lambda m: eps * m.degradation,
@@ -171,8 +200,8 @@ def provisioning_exact(instance: P.Instance, options: SolveOptions) -> ExactOutc
         improve=lambda s: upgrade(instance, s),
         weight_unit=float(w_max),
         tie_unit=eps * w_max,
+        reduce=(lambda m, low, cap: milp.restrict_to_weight(m, instance, low, cap)) if restrict else None,
     )
-    return solve(spec, best_heuristic_solution(instance), options)
 
 
 def grooming_exact(instance: G.Instance, options: SolveOptions) -> ExactOutcome:
