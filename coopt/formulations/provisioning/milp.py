@@ -4,7 +4,9 @@
 weight W and the weighted degradation P; :func:`build` adds the one-number objective W - eps P
 (the ``milp`` method, LP relaxation and export), and the exact route
 (:mod:`coopt.solvers.provisioning.exact`) solves the same rows lexicographically: max W, then
-min P at that W.
+min P at that W, the second on the model :func:`restrict_to_weight` narrows to the solutions at
+that W (reduced-cost fixing, :func:`fix_for_weight`; exact class-count rows,
+:func:`class_count_ranges`), each restriction with its proof in its docstring.
 """
 
 from __future__ import annotations
