@@ -44,11 +44,12 @@ about 300 nodes (docs/provisioning.md, "Stage 2 restricted to W*").
 Tolerances of the route (HiGHS through :func:`coopt.solvers.highs.solve_model`): relative MIP gap
 ``options.gap`` (1e-6 by default), absolute MIP gap 1e-9, MIP feasibility 1e-6, primal and dual
 feasibility 1e-7 (HiGHS' defaults). delta = max(gap Q0, min(1e-5 q_unit, 5e-7 (W* - Q0))) keeps
-the cutoff above the primal tolerance in model units (delta / q_unit >= 1e-6: q_unit <= 1/2 and
-W* - Q0 >= 1/2 whenever anything is served), and keeps the reported bound within 5e-7 relative of
-the value, inside the allowance of :func:`coopt.run.run` (gap + 1e-6): 1e-5 q_unit alone was
-1.7e-6 relative on the oracle's seed 114 (3 requests, value 0.99583), so the route reported
-``optimal`` and the run, rightly, ``feasible``.
+the cutoff above the primal tolerance in model units (delta / q_unit >= 5e-7, five times it:
+q_unit <= 1/2 and W* - Q0 >= 1/2 whenever anything is served; a plan HiGHS accepts within its
+tolerance is returned with its own Q, so a smaller margin costs speed, never correctness), and
+keeps the reported bound within 5e-7 relative of the value, inside the allowance of
+:func:`coopt.run.run` (gap + 1e-6): 1e-5 q_unit alone was 1.7e-6 relative on the oracle's seed 114
+(3 requests, value 0.99583), so the route reported ``optimal`` and the run, rightly, ``feasible``.
 
 What ``optimal`` means, and the bound. Let U1 be stage 1's dual bound. No feasible W exceeds
 W_cap = max(W0, floor(U1 + 1e-6 max(1, U1))) (W is an integer; the slack absorbs HiGHS' rounding
