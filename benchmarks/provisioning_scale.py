@@ -7,6 +7,9 @@ the exact route proves within 60 s, and the certified gap of every heuristic on 
 changes    per change, on the same instances, with and without it: stage-1 (or stage-2) nodes, the
            LP-relaxation gap (LP value vs the optimum), time, and the rows/nonzeros the change
            saves; stage 1 is max W (what the change is for), stage 2 min Q at W*
+stages     the whole exact route of ``provisioning`` per stage, stage 2 with and without
+           ``restrict_to_weight`` (reduced-cost fixing, class-count rows), sizes 3 and 6: status,
+           nodes, root gap (the stage model's LP against its incumbent) and HiGHS time per stage
 scaling    generator sizes 1, 2, 3, 6 (and 12) per seed: status and time of ``exact`` and ``milp``
 certified  NSFNET (400 requests) and USNET (600): every heuristic's value, the ``bound`` method's
            value and the certified gap (bound - value) / bound
@@ -29,7 +32,9 @@ from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.run import run
-from coopt.solvers.highs import highs_version, solve_model
+from coopt.solvers.highs import highs_version, objective_unit, solve_model
+from coopt.solvers.provisioning import exact
+from coopt.solvers.provisioning.rmsa import best_heuristic_solution
 
 PROVISIONING, GROOMING = registry.get("provisioning"), registry.get("provisioning_grooming")
 
@@ -126,6 +131,38 @@ def warm_start_defect() -> None:
     print(f"Warm start on stage 2 of brute.tiny_grooming(1), HiGHS {highs_version()}: " + "; ".join(answers))
 
 
+def root_gap(stage: exact.Stage) -> str:
+    """|LP - incumbent| / max(|incumbent|, unit) of a stage model, in the stage's own units."""
+    if stage.result.objective is None:
+        return "-"
+    relaxed = stage.model.clone()
+    pyo.TransformationFactory("core.relax_integer_vars").apply_to(relaxed)
+    lp = solve_model(relaxed, SolveOptions()).objective
+    value, unit = stage.result.objective, objective_unit(stage.model)
+    return "-" if lp is None else f"{abs(lp - value) / max(abs(value), unit):.1%}"
+
+
+def stages(seeds: list[int], options: SolveOptions, sizes: tuple[int, ...] = (3, 6)) -> None:
+    """Per stage of ``provisioning``'s exact route: before (``restrict=False``) and after."""
+    print("| size | seed | model | stage 2 | route: status, s | stage 1: status, nodes, root gap, s | "
+          "stage 2: status, nodes, root gap, s |")
+    print("|---|---|---|---|---|---|---|")
+    for size in sizes:
+        for seed in seeds:
+            instance = P.generate(seed, size)
+            start = best_heuristic_solution(instance)
+            for restrict in (False, True):
+                log: list[exact.Stage] = []
+                t0 = time.perf_counter()
+                outcome = exact.solve(exact.provisioning_spec(instance, restrict), start, options, log)
+                seconds = time.perf_counter() - t0
+                cells = {s.stage: f"{s.result.status}, {s.result.nodes}, {root_gap(s)}, {s.result.solve:.1f}"
+                         for s in log}
+                variant = "restricted" if restrict else "plain"
+                print(f"| {size} | {seed} | {instance.model} | {variant} | {outcome.status}, {seconds:.1f} | "
+                      f"{cells.get(1, '-')} | {cells.get(2, '-')} |", flush=True)
+
+
 def scaling(seeds: list[int], options: SolveOptions, sizes: tuple[int, ...] = (1, 2, 3, 6, 12)) -> None:
     """Each method climbs the sizes while every seed is proved optimal within the time limit (as
     ``coopt bench --family scaling`` does)."""
@@ -171,7 +208,7 @@ def certified(options: SolveOptions) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", default="all", choices=("changes", "scaling", "certified", "all"))
+    parser.add_argument("--part", default="all", choices=("changes", "stages", "scaling", "certified", "all"))
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()
@@ -179,6 +216,8 @@ def main() -> None:
     options = SolveOptions(time_limit=args.time_limit)
     if args.part in ("changes", "all"):
         changes(seeds, options)
+    if args.part in ("stages", "all"):
+        stages(seeds, options)
     if args.part in ("scaling", "all"):
         scaling(seeds, options)
     if args.part in ("certified", "all"):

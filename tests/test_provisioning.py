@@ -462,3 +462,104 @@ def test_multistart_never_below_its_first_order_and_upgrade_keeps_who_is_served(
     assert P.check(instance, raised) == []
     assert {c["request"] for c in raised["connections"]} == {c["request"] for c in deepest["connections"]}
     assert raised["objective"] >= deepest["objective"]
+
+
+# -- issue 20: stage 2 restricted to the solutions at W* ---------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_class_count_ranges_match_an_enumeration(seed: int) -> None:
+    import itertools
+    import random
+
+    rng = random.Random(seed)
+    classes = rng.randint(1, 3)
+    weights = [rng.choice((1, 2, 5, 10, 100)) for _ in range(classes)]
+    available = [rng.randint(0, 4) for _ in range(classes)]
+    total = sum(w * a for w, a in zip(weights, available, strict=True))
+    low = rng.randint(0, total + 1)
+    high = low + rng.randint(0, 12)
+    vectors = [v for v in itertools.product(*(range(a + 1) for a in available))
+               if low <= sum(w * n for w, n in zip(weights, v, strict=True)) <= high]
+    expected = [(min(v[p] for v in vectors), max(v[p] for v in vectors)) for p in range(classes)] \
+        if vectors else None
+    assert provisioning_milp.class_count_ranges(weights, available, low, high) == expected
+
+
+def _packings(model: pyo.ConcreteModel) -> list[tuple[int, ...]]:
+    """Every 0-1 point of a channel model's rows (A1)-(A3), by depth-first search."""
+    cands = model.candidates
+    rows = [set(m) for m, _ in model.packing]
+    limit = [b for _, b in model.packing]
+    requests = sorted(model.by_request)
+    out = []
+
+    def walk(k: int, chosen: list[int], load: list[int]) -> None:
+        if k == len(requests):
+            out.append(tuple(chosen))
+            return
+        walk(k + 1, chosen, load)
+        for j in model.by_request[requests[k]]:
+            hit = [i for i, row in enumerate(rows) if j in row]
+            if all(load[i] < limit[i] for i in hit):
+                for i in hit:
+                    load[i] += 1
+                walk(k + 1, [*chosen, j], load)
+                for i in hit:
+                    load[i] -= 1
+
+    walk(0, [], [0] * len(rows))
+    assert len(cands) == model.nvariables()
+    return out
+
+
+def test_stage_two_restriction_keeps_every_solution_at_the_optimal_served_weight() -> None:
+    """restrict_to_weight (reduced-cost fixing, class-count rows) on the oracle's tiny instances:
+    every feasible plan with W = W* (listed by enumeration) satisfies every row and fixing of
+    the restricted model, and the fixings are not vacuous over the set."""
+    from coopt.formulations.provisioning import brute
+
+    restricted = 0
+    for seed in range(30):
+        instance = brute.tiny_provisioning(seed)
+        plain = provisioning_milp.channel_model(instance)
+        if not plain.candidates:
+            continue
+        weight = [instance.classes[instance.requests[c.request].priority - 1].weight for c in plain.candidates]
+        points = _packings(plain)
+        best = max(sum(weight[j] for j in p) for p in points)
+        model = provisioning_milp.channel_model(instance)
+        fixing = provisioning_milp.restrict_to_weight(model, instance, best, best)
+        restricted += fixing.to_zero + fixing.to_one + fixing.forced + len(model.class_count)
+        for point in points:
+            if sum(weight[j] for j in point) != best:
+                continue
+            chosen = set(point)
+            for j in model.x:
+                if model.x[j].fixed:
+                    assert model.x[j].value == (1 if j in chosen else 0), (seed, point, j)
+                else:
+                    model.x[j].value = 1 if j in chosen else 0
+            for con in model.component_data_objects(pyo.Constraint, active=True):
+                body = pyo.value(con.body)
+                assert (con.lower is None or body >= pyo.value(con.lower) - 1e-9) and \
+                    (con.upper is None or body <= pyo.value(con.upper) + 1e-9), (seed, point, con.name)
+            for j in model.x:
+                if not model.x[j].fixed:
+                    model.x[j].value = None
+    assert restricted > 0
+
+
+@pytest.mark.parametrize("seed,size", [(s, 1) for s in range(6)] + [(0, 2), (2, 2)])
+def test_stage_two_restriction_keeps_the_optimum(seed: int, size: int) -> None:
+    """The lexicographic route with and without restrict_to_weight proves the same optimum."""
+    from coopt.solvers.provisioning import exact as X
+
+    instance = P.generate(seed, size)
+    start = H.best_heuristic_solution(instance)
+    plain = X.solve(X.provisioning_spec(instance, restrict=False), start, SolveOptions())
+    restricted = X.solve(X.provisioning_spec(instance), start, SolveOptions())
+    assert plain.status == restricted.status == "optimal"
+    assert restricted.solution["objective"] == pytest.approx(plain.solution["objective"], rel=1e-12, abs=1e-9)
+    assert restricted.bound == pytest.approx(plain.bound, rel=1e-9)
+    assert P.check(instance, restricted.solution) == []

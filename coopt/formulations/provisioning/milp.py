@@ -4,14 +4,19 @@
 weight W and the weighted degradation P; :func:`build` adds the one-number objective W - eps P
 (the ``milp`` method, LP relaxation and export), and the exact route
 (:mod:`coopt.solvers.provisioning.exact`) solves the same rows lexicographically: max W, then
-min P at that W.
+min P at that W, the second on the model :func:`restrict_to_weight` narrows to the solutions at
+that W (reduced-cost fixing, :func:`fix_for_weight`; exact class-count rows,
+:func:`class_count_ranges`), each restriction with its proof in its docstring.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
+from dataclasses import dataclass
 
+import numpy as np
 import pyomo.environ as pyo
 
 from coopt.formulations.provisioning.model import (
@@ -59,6 +64,8 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
     by_request: dict[int, list[int]] = defaultdict(list)
     for i, c in enumerate(cands):
         by_request[c.request].append(i)
+    model.by_request = by_request
+    model.packing = []  # the (A2), (A3) rows as (candidates, right-hand side) of sum x <= rhs
     model.one_decision = pyo.ConstraintList()
     for r in sorted(by_request):
         if len(by_request[r]) > 1:
@@ -70,6 +77,7 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
         if len({cands[i].request for i in members}) > 1 and row not in rows_seen:
             rows_seen.add(row)
             model.no_overlap.add(sum(model.x[i] for i in members) <= 1)
+            model.packing.append((members, 1))
     model.symmetry = pyo.ConstraintList()
     if symmetry and instance.model == "static":
         for first, second in identical_pairs(instance):
@@ -85,6 +93,7 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
                 free = instance.transponders_per_node - background_transponders(instance, v, q)
                 if len({cands[i].request for i in members}) > free:
                     model.transponders.add(sum(model.x[i] for i in members) <= max(free, 0))
+                    model.packing.append((members, max(free, 0)))
     return model
 
 
@@ -149,3 +158,133 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
             route = routes(instance, *request_ends(instance, c.request))[c.route]
             chosen.append(connection(instance, c.request, route, c.retained, c.first_slot))
     return solution_from(instance, chosen)
+
+
+@dataclass(frozen=True)
+class Fixing:
+    """What :func:`fix_for_weight` did: the LP bound D on W it used, the channels it fixed to 0
+    and to 1, and the requests it forced to be served."""
+
+    bound: float
+    to_zero: int
+    to_one: int
+    forced: int
+
+
+def fix_for_weight(model: pyo.ConcreteModel, instance: Instance, weight: int) -> Fixing:
+    """Reduced-cost fixing of ``model`` (a :func:`channel_model`) against W >= ``weight``: every
+    solution with served weight at least ``weight`` obeys the fixings, so a model that keeps only
+    such solutions (the exact route's stage 2) loses nothing.
+
+    Proof. Let y >= 0 be any multipliers of the LP relaxation's rows of max W (request rows
+    sum_{j in r} x_j <= 1 and the (A2), (A3) rows, b their right-hand sides; here HiGHS' LP duals),
+    a = A^T y, d_j = max(0, a_j - w_j), u_j = max(0, w_j - a_j) and D = b^T y + sum_j u_j. Then
+    w_j = a_j - d_j + u_j, and for every 0-1 solution x with row slacks s = b - A x >= 0,
+
+        W(x) = D - y^T s - sum_j d_j x_j - sum_j u_j (1 - x_j),
+
+    every term subtracted being >= 0. So x_j = 1 implies W <= D - d_j, x_j = 0 implies
+    W <= D - u_j, and leaving request r unserved (slack 1 in its row) implies W <= D - y_r.
+    Whichever of these bounds falls below ``weight`` (less a relative 1e-6 for float rounding)
+    is a fixing: x_j = 0, x_j = 1, or sum_{j in r} x_j >= 1. D is recomputed here from y, so
+    the fixings hold whatever accuracy HiGHS reached (any y >= 0 gives a valid D)."""
+    import highspy
+    from pyomo.common.tee import capture_output
+
+    cands = model.candidates
+    n = len(cands)
+    if n == 0:
+        return Fixing(0.0, 0, 0, 0)
+    w = np.array([instance.classes[instance.requests[c.request].priority - 1].weight for c in cands], float)
+    requests = sorted(model.by_request)
+    rows = [model.by_request[r] for r in requests] + [members for members, _ in model.packing]
+    rhs = np.array([1.0] * len(requests) + [float(b) for _, b in model.packing])
+    index = np.concatenate([np.asarray(m, dtype=np.int32) for m in rows])
+    owner = np.repeat(np.arange(len(rows), dtype=np.int32), [len(m) for m in rows])
+    with capture_output(capture_fd=True):  # the constructor prints a banner
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    highspy.Highs.resetGlobalScheduler(True)  # see coopt.solvers.provisioning.grooming
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, len(rows)
+    lp.col_cost_ = -w
+    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
+    lp.row_lower_, lp.row_upper_ = np.full(len(rows), -highspy.kHighsInf), rhs
+    order = np.lexsort((owner, index))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.searchsorted(index[order], np.arange(n + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = owner[order]
+    lp.a_matrix_.value_ = np.ones(len(index))
+    highs.passModel(lp)
+    highs.run()
+    solved = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    y = np.abs(np.array(highs.getSolution().row_dual)) if solved else None
+    highspy.Highs.resetGlobalScheduler(True)
+    if y is None:
+        return Fixing(math.inf, 0, 0, 0)
+    a = np.bincount(index, weights=y[owner], minlength=n)
+    d, u = np.maximum(0.0, a - w), np.maximum(0.0, w - a)
+    bound = float(rhs @ y + u.sum())
+    below = weight - 1e-6 * max(1.0, abs(weight))
+    to_zero, to_one = np.nonzero(bound - d < below)[0], np.nonzero(bound - u < below)[0]
+    for j in to_zero:
+        model.x[int(j)].fix(0)
+    for j in to_one:
+        model.x[int(j)].fix(1)
+    model.forced = pyo.ConstraintList()
+    for k, r in enumerate(requests):
+        if bound - y[k] < below and not all(model.x[j].fixed for j in model.by_request[r]):
+            model.forced.add(sum(model.x[j] for j in model.by_request[r]) >= 1)
+    return Fixing(bound, len(to_zero), len(to_one), len(model.forced))
+
+
+def class_count_ranges(weights: list[int], available: list[int], low: int, high: int
+                       ) -> list[tuple[int, int]] | None:
+    """Per class p, the least and largest number n_p of served requests over the integer vectors
+    with 0 <= n_q <= available[q] and low <= sum_q weights[q] n_q <= high (None: no vector).
+
+    Exact, by the sums the other classes can reach (a bitset per class): n_p is possible iff some
+    reachable sum s of the others has low <= weights[p] n_p + s <= high."""
+    out = []
+    for p, (w, count) in enumerate(zip(weights, available, strict=True)):
+        reach = 1  # bit s: the other classes can make up served weight s
+        for q, (wq, cq) in enumerate(zip(weights, available, strict=True)):
+            if q != p:
+                for _ in range(cq):
+                    reach |= reach << wq
+        possible = []
+        for n in range(count + 1):
+            lo, hi = max(0, low - w * n), high - w * n
+            if hi >= lo and (reach >> lo) & ((1 << (hi - lo + 1)) - 1):
+                possible.append(n)
+        if not possible:
+            return None
+        out.append((possible[0], possible[-1]))
+    return out
+
+
+def restrict_to_weight(model: pyo.ConcreteModel, instance: Instance, weight: int, cap: int) -> Fixing:
+    """Restrict ``model`` (a :func:`channel_model`) to the solutions with served weight W in
+    [``weight``, ``cap``], losing none of them: the fixings of :func:`fix_for_weight`, then the
+    rows W <= cap + 1/2 and, per class p, lo_p <= (served requests of class p) <= hi_p with the
+    ranges of :func:`class_count_ranges` (W = sum_p w_p n_p: a solution's class counts are one of
+    the vectors enumerated there). The count rows are what the LP lacks: with W fixed it may
+    serve fractions of every class, while the integer counts are often fixed outright (generated
+    size 6, seed 0: all 20 gold, 10 of 14 silver, 6 of 14 bronze)."""
+    fixing = fix_for_weight(model, instance, weight)
+    classes = range(1, len(instance.classes) + 1)
+    members = {p: [j for r, js in model.by_request.items() if instance.requests[r].priority == p for j in js]
+               for p in classes}
+    available = [sum(1 for r, js in model.by_request.items() if instance.requests[r].priority == p
+                     and not all(model.x[j].fixed and model.x[j].value == 0 for j in js)) for p in classes]
+    model.cap = pyo.Constraint(expr=model.served_weight <= cap + 0.5)
+    model.class_count = pyo.ConstraintList()
+    ranges = class_count_ranges([c.weight for c in instance.classes], available, weight, cap)
+    for p, (lo, hi) in zip(classes, ranges or (), strict=False):
+        served = sum(model.x[j] for j in members[p])
+        if lo > 0:
+            model.class_count.add(served >= lo)
+        if hi < available[p - 1]:
+            model.class_count.add(served <= hi)
+    return fixing
