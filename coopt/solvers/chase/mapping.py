@@ -391,30 +391,67 @@ def chase_mapping(inst: Instance) -> Mapping:
 class Decoder:
     """The semi-active decoder with a snapshot per position of the current state, so that a
     move that leaves positions ``< k`` of the order untouched is evaluated from ``k`` on, and
-    abandoned as soon as a task ends after ``cutoff``. Values are (makespan, sum of finishes)."""
+    abandoned as soon as a task ends after ``cutoff``. Values are (makespan, sum of finishes).
 
-    def __init__(self, tab: Tables):
+    Everything the inner loops read is a flat list indexed by task, device or position, built
+    once per instance (``inputs[v]``: (predecessor, bytes) pairs; ``devices_of[v]`` and
+    ``tasks_of[p]``: compatibility as bit sets) or once per state by :meth:`load` (``position``,
+    the device predecessor and successor of each task, ``on_device[p]`` as a bit set), so a
+    neighbourhood costs O(|path| (deg + P)) on top of the O(n P) load, and a trial changes the
+    current assignment in place and restores it (:meth:`attempt`) instead of copying it."""
+
+    def __init__(self, tab: Tables, tail: list[list[float]] | None = None):
         self.tab = tab
+        self.tail = tails(tab) if tail is None else tail
         self.runs = [frozenset(devices) for devices in tab.compatible]
+        self.time, self.latency, self.inverse = tab.time, tab.latency, tab.inverse_bandwidth
+        self.inputs = [tuple((u, tab.data[e]) for u, e in tab.preds[v]) for v in range(tab.n)]
+        self.pred_tasks = [tuple(u for u, _ in tab.preds[v]) for v in range(tab.n)]
+        self.succ_tasks = [tuple(s for s, _ in tab.succs[v]) for v in range(tab.n)]
+        self.devices_of = [sum(1 << p for p in devices) for devices in tab.compatible]
+        self.tasks_of = [0] * tab.devices
+        for v, devices in enumerate(tab.compatible):
+            for p in devices:
+                self.tasks_of[p] |= 1 << v
 
     def load(self, assignment: list[int], order: list[int]) -> tuple[float, float]:
         """Make (assignment, order) the current state and return its value: its semi-active
-        schedule, then per position the devices' free times and the running makespan and sum."""
-        tab = self.tab
-        start, _ = semi_active(tab, assignment, order)
-        finish = [start[v] + tab.time[v][assignment[v]] for v in range(tab.n)]
-        free = [0.0] * tab.devices
-        self.free_before: list[list[float]] = []
-        self.total_before = [0.0]
-        self.span_before = [0.0]
+        schedule (the arithmetic of :func:`.schedule.semi_active`), then per position the
+        devices' free times and the running makespan and sum, and the index tables above."""
+        time, latency, inverse, inputs = self.time, self.latency, self.inverse, self.inputs
+        n, P = self.tab.n, self.tab.devices
+        start, finish = [0.0] * n, [0.0] * n
+        position, previous, following = [0] * n, [-1] * n, [-1] * n
+        on_device, last = [0] * P, [-1] * P
+        free = [0.0] * P
+        free_before: list[list[float]] = []
+        total_before, span_before = [0.0], [0.0]
         span = total = 0.0
-        for v in order:
-            self.free_before.append(list(free))
-            end = free[assignment[v]] = finish[v]
+        for i, v in enumerate(order):
+            p = assignment[v]
+            free_before.append(free[:])
+            ready = free[p]
+            for u, d in inputs[v]:
+                q = assignment[u]
+                arrive = finish[u] if q == p else finish[u] + latency[q][p] + d * inverse[q][p]
+                if arrive > ready:
+                    ready = arrive
+            start[v] = ready
+            end = finish[v] = free[p] = ready + time[v][p]
             total += end
-            span = max(span, end)
-            self.total_before.append(total)
-            self.span_before.append(span)
+            if end > span:
+                span = end
+            total_before.append(total)
+            span_before.append(span)
+            position[v] = i
+            u = previous[v] = last[p]
+            if u >= 0:
+                following[u] = v
+            last[p] = v
+            on_device[p] |= 1 << v
+        self.free_before, self.total_before, self.span_before = free_before, total_before, span_before
+        self.position, self.previous, self.following = position, previous, following
+        self.on_device = on_device
         self.assignment, self.order, self.start, self.finish = list(assignment), list(order), start, finish
         self.value = (span, total)
         return self.value
@@ -422,24 +459,28 @@ class Decoder:
     def trial(self, assignment: list[int], order: list[int], k: int,
               cutoff: float) -> tuple[float, float] | None:
         """The value of a state equal to the current one before position ``k`` (None: some task
-        ends after ``cutoff``)."""
-        tab = self.tab
-        time, latency, inverse = tab.time, tab.latency, tab.inverse_bandwidth
-        data, preds = tab.data, tab.preds
-        free = list(self.free_before[k])
-        finish = list(self.finish)
+        ends after ``cutoff``).
+
+        A task ``v`` on ``p`` that ends at ``end`` with ``end + tail(v, p) > cutoff (1 + 1e-9)``
+        stops the decode with None as well: the tail is a lower bound on the time from its end
+        to the makespan of any schedule with ``v`` on ``p`` (:func:`.schedule.tails`), so some
+        later task of this decode ends after ``cutoff``; the margin ``1e-9 cutoff`` is far above
+        the rounding of the sums (about ``n`` ulps), so the answer is the full decode's."""
+        time, latency, inverse, inputs, tail = self.time, self.latency, self.inverse, self.inputs, self.tail
+        limit = cutoff * (1 + 1e-9)
+        free = self.free_before[k][:]
+        finish = self.finish[:]
         span, total = self.span_before[k], self.total_before[k]
-        for i in range(k, len(order)):
-            v = order[i]
+        for v in order[k:]:
             p = assignment[v]
             ready = free[p]
-            for u, e in preds[v]:
+            for u, d in inputs[v]:
                 q = assignment[u]
-                arrive = finish[u] if q == p else finish[u] + latency[q][p] + data[e] * inverse[q][p]
+                arrive = finish[u] if q == p else finish[u] + latency[q][p] + d * inverse[q][p]
                 if arrive > ready:
                     ready = arrive
             end = ready + time[v][p]
-            if end > cutoff:
+            if end > cutoff or end + tail[v][p] > limit:
                 return None
             finish[v] = free[p] = end
             total += end
@@ -447,16 +488,41 @@ class Decoder:
                 span = end
         return span, total
 
+    def attempt(self, move: tuple, cutoff: float) -> tuple[float, float] | None:
+        """:meth:`trial` of the state ``move`` leads to (as :func:`_apply` builds it), with the
+        current assignment changed in place for the trial and restored after it."""
+        kind, subject, choice = move
+        assignment, position = self.assignment, self.position
+        if kind == "position":
+            i = position[subject]
+            order = self.order[:i] + self.order[i + 1:]
+            order.insert(choice - 1 if choice > i else choice, subject)
+            return self.trial(assignment, order, min(i, choice), cutoff)
+        if kind == "device":
+            before = assignment[subject]
+            assignment[subject] = choice
+            value = self.trial(assignment, self.order, position[subject], cutoff)
+            assignment[subject] = before
+        elif kind == "chain":
+            saved = [assignment[v] for v in subject]
+            for v in subject:
+                assignment[v] = choice
+            value = self.trial(assignment, self.order, min(position[v] for v in subject), cutoff)
+            for v, p in zip(subject, saved, strict=True):
+                assignment[v] = p
+        else:
+            w = choice
+            assignment[subject], assignment[w] = assignment[w], assignment[subject]
+            value = self.trial(assignment, self.order, min(position[subject], position[w]), cutoff)
+            assignment[subject], assignment[w] = assignment[w], assignment[subject]
+        return value
+
     def critical_path(self) -> tuple[list[int], list[int]]:
         """(one critical path of the current schedule, last task first; each task's predecessor
         on its device or -1): each task of the path starts exactly when its device predecessor
         ends or when the input from the previous path task arrives."""
         tab, assignment, start, finish = self.tab, self.assignment, self.start, self.finish
-        previous = [-1] * tab.n
-        last: dict[int, int] = {}
-        for v in self.order:
-            previous[v] = last.get(assignment[v], -1)
-            last[assignment[v]] = v
+        previous = self.previous
         v = max(range(tab.n), key=lambda k: (finish[k], -k))
         path = []
         while v >= 0:
@@ -477,7 +543,40 @@ EXCHANGE_ALL = 32
 EXCHANGE_NEAR = 2
 
 
-def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
+class Neighbourhood:
+    """A list of moves built on demand: groups ``(kind, subject, choices)`` that stand for the
+    moves ``(kind, subject, c)`` for each ``c`` of ``choices``, a list or a bit set (ascending),
+    with their running counts; a move is made only when :meth:`__getitem__` asks for it (a
+    first-improvement scan usually stops after a small part of the list)."""
+
+    def __init__(self) -> None:
+        self.ends: list[int] = []
+        self.groups: list[list] = []
+
+    def add(self, kind: str, subject: int | tuple[int, ...], choices: int | list[int]) -> None:
+        count = choices.bit_count() if isinstance(choices, int) else len(choices)
+        if count:
+            self.ends.append((self.ends[-1] if self.ends else 0) + count)
+            self.groups.append([kind, subject, choices])
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def __getitem__(self, index: int) -> tuple:
+        g = bisect.bisect_right(self.ends, index)
+        group = self.groups[g]
+        choices = group[2]
+        if isinstance(choices, int):  # expand a bit set once
+            members = []
+            while choices:
+                low = choices & -choices
+                members.append(low.bit_length() - 1)
+                choices ^= low
+            choices = group[2] = members
+        return group[0], group[1], choices[index - (self.ends[g - 1] if g else 0)]
+
+
+def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
     """The neighbourhood of the current state: moves that touch its critical path.
 
     ``("device", v, p)`` puts critical task ``v`` on device ``p``; ``("position", v, j)`` moves
@@ -486,59 +585,71 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
     p)`` puts 2 or 3 consecutive critical tasks on one device ``p`` (removing the transfers
     between them); ``("exchange", v, w)`` swaps the devices of ``v`` and a task ``w`` of another
     device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does or within
-    ``EXCHANGE_NEAR`` positions of those on its device."""
-    assignment, order = decoder.assignment, decoder.order
+    ``EXCHANGE_NEAR`` positions of those on its device. Moves come per critical task (device,
+    position, exchange; devices and partners ascending), then the chains of 2, then of 3."""
+    assignment, order, position = decoder.assignment, decoder.order, decoder.position
     path, previous = decoder.critical_path()
-    position = {v: i for i, v in enumerate(order)}
-    following = {u: v for v, u in enumerate(previous) if u >= 0}
-    runs, start, finish = decoder.runs, decoder.start, decoder.finish
-    on: list[list[int]] = [[] for _ in range(tab.devices)]
-    for w in order:  # each device's tasks in its running order (so by start time)
-        on[assignment[w]].append(w)
-    starts_on = [[start[w] for w in tasks] for tasks in on]
-    moves: list[tuple] = []
+    following, on_device = decoder.following, decoder.on_device
+    devices_of, tasks_of, runs = decoder.devices_of, decoder.tasks_of, decoder.runs
+    everyone = tab.n <= EXCHANGE_ALL
+    if not everyone:
+        start, finish = decoder.start, decoder.finish
+        on: list[list[int]] = [[] for _ in range(tab.devices)]
+        for w in order:  # each device's tasks in its running order (so by start time)
+            on[assignment[w]].append(w)
+        starts_on = [[start[w] for w in tasks] for tasks in on]
+    at = position.__getitem__
+    moves = Neighbourhood()
     for v in path:
         p = assignment[v]
-        moves += [("device", v, q) for q in tab.compatible[v] if q != p]
-        last_pred = max((position[u] for u, _ in tab.preds[v]), default=-1)
-        first_succ = min((position[s] for s, _ in tab.succs[v]), default=len(order))
+        moves.add("device", v, devices_of[v] & ~(1 << p))
+        last_pred = max(map(at, decoder.pred_tasks[v]), default=-1)
+        first_succ = min(map(at, decoder.succ_tasks[v]), default=len(order))
+        shifts = []
         if last_pred + 1 < position[v]:
-            moves.append(("position", v, last_pred + 1))
+            shifts.append(last_pred + 1)
         u = previous[v]
         if u >= 0 and last_pred < position[u]:
-            moves.append(("position", v, position[u]))
-        w = following.get(v)
-        if w is not None and first_succ > position[w]:
-            moves.append(("position", v, position[w] + 1))
-        partners: set[int] = set()
+            shifts.append(position[u])
+        w = following[v]
+        if w >= 0 and first_succ > position[w]:
+            shifts.append(position[w] + 1)
+        moves.add("position", v, shifts)
+        if everyone:
+            partners = 0
+            for q in tab.compatible[v]:
+                if q != p:
+                    partners |= on_device[q]
+            moves.add("exchange", v, partners & tasks_of[p])
+            continue
+        near: set[int] = set()
         for q in tab.compatible[v]:
             if q == p or not on[q]:
-                continue
-            if tab.n <= EXCHANGE_ALL:
-                partners.update(on[q])
                 continue
             # the tasks of q that run while v does, and EXCHANGE_NEAR before and after them
             first = bisect.bisect_right(starts_on[q], start[v]) - 1
             last = bisect.bisect_left(starts_on[q], finish[v])
-            partners.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
-        moves += [("exchange", v, w) for w in sorted(partners) if p in runs[w]]
+            near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
+        moves.add("exchange", v, [w for w in sorted(near) if p in runs[w]])
     for length in (2, 3):
         for i in range(len(path) - length + 1):
             chain = path[i:i + length]
             if len({assignment[v] for v in chain}) == 1:
                 continue
-            shared = runs[chain[0]].intersection(*(runs[v] for v in chain[1:]))
-            moves += [("chain", tuple(chain), q) for q in sorted(shared)]
+            shared = devices_of[chain[0]]
+            for v in chain[1:]:
+                shared &= devices_of[v]
+            moves.add("chain", tuple(chain), shared)
     return moves
 
 
 def _apply(decoder: Decoder, move: tuple) -> tuple[list[int], list[int], int]:
-    """(assignment, order, first position that changes) after ``move``."""
-    assignment, order = decoder.assignment, decoder.order
+    """(assignment, order, first position that changes) after ``move`` (new lists)."""
+    assignment, order, position = decoder.assignment, decoder.order, decoder.position
     kind = move[0]
     if kind == "position":
         _, v, j = move
-        i = order.index(v)
+        i = position[v]
         new = order[:i] + order[i + 1:]
         new.insert(j - 1 if j > i else j, v)
         return assignment, new, min(i, j)
@@ -555,7 +666,7 @@ def _apply(decoder: Decoder, move: tuple) -> tuple[list[int], list[int], int]:
         _, v, w = move
         changed[v], changed[w] = assignment[w], assignment[v]
         tasks = (v, w)
-    return changed, order, min(order.index(v) for v in tasks)
+    return changed, order, min(position[v] for v in tasks)
 
 
 def _random_order(count: int, rng: random.Random) -> Iterator[int]:
@@ -580,10 +691,11 @@ def _descend(tab: Tables, decoder: Decoder, rng: random.Random, budget: int) -> 
         for index in _random_order(len(moves), rng):
             if spent >= budget:
                 return spent
-            assignment, order, k = _apply(decoder, moves[index])
+            move = moves[index]
             spent += 1
-            value = decoder.trial(assignment, order, k, decoder.value[0])
+            value = decoder.attempt(move, decoder.value[0])
             if value is not None and value < decoder.value:
+                assignment, order, _ = _apply(decoder, move)
                 decoder.load(assignment, order)
                 break
         else:
@@ -634,7 +746,8 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     tab = inst.tables
     rng = random.Random(seed)
     budget = int(TRIALS_PER_ROOT_N * math.sqrt(tab.n))
-    floor = max(critical_path_bound(tab, tail=tails(tab)), load_bound(tab)) * (1 + 1e-12)
+    tail = tails(tab)
+    floor = max(critical_path_bound(tab, tail=tail), load_bound(tab)) * (1 + 1e-12)
     starts = [heft_mapping(tab), peft_mapping(tab), cpop_mapping(tab), chase_mapping(inst)]
     fastest = [min(tab.compatible[v], key=lambda q, v=v: (tab.time[v][q], q)) for v in range(tab.n)]
     for p in range(tab.devices):
@@ -648,7 +761,7 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
         if key not in seen:
             seen.add(key)
             unique.append((assignment, order))
-    decoder = Decoder(tab)
+    decoder = Decoder(tab, tail)
     cap = CAP * budget
     spent = last = 0
     best: tuple[tuple[float, float], list[int], list[int]] | None = None
