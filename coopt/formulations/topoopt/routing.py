@@ -260,6 +260,10 @@ def relaxation(instance: Instance) -> float:
     return lp.theta(values)
 
 
+_FLOW_SIGNS = np.array([1.0, -1.0, 1.0])  # a flow column's entries: tail row, head row, capacity row
+_COLWISE, _MAXIMIZE = 1, -1  # highspy's MatrixFormat.kColwise and ObjSense.kMaximize, as passModel's ints
+
+
 class TopologyLP:
     """The routing LP of :class:`RoutingLP` for many topologies of one instance, built for speed: the
     ``theta`` and ``mu`` columns (which do not depend on the links) are laid out once, a topology only
@@ -316,28 +320,25 @@ class TopologyLP:
         self.arcs = (tails, heads)
         narc, k = len(tails), len(self.sources)
         # flow column (k, a): +1 at the tail's row, -1 at the head's (when not the source), +1 capacity
-        rows = np.stack([self.cons_row[:, tails], self.cons_row[:, heads],
-                         np.broadcast_to(self.r_cap + np.arange(narc), (k, narc))], axis=-1).reshape(-1, 3)
-        vals = np.broadcast_to(np.array([1.0, -1.0, 1.0]), rows.shape)
+        rows = np.empty((k, narc, 3), dtype=np.int32)
+        rows[:, :, 0], rows[:, :, 1] = self.cons_row[:, tails], self.cons_row[:, heads]
+        rows[:, :, 2] = self.r_cap + np.arange(narc)
+        rows = rows.reshape(-1, 3)
         keep = rows >= 0
-        counts = keep.sum(axis=1)
-        lp = highspy.HighsLp()
-        ncol = self.ncol0 + k * narc
-        lp.num_col_, lp.num_row_ = ncol, self.r_cap + narc
+        ncol, nrow = self.ncol0 + k * narc, self.r_cap + narc
         cost = np.zeros(ncol)
         cost[0] = 1.0
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.zeros(ncol)
-        lp.col_upper_ = np.full(ncol, INF)
-        lp.row_lower_ = np.r_[np.zeros(self.r_cap), np.full(narc, -INF)]
-        lp.row_upper_ = np.r_[np.zeros(self.r_cap), links[tails, heads].astype(float)]
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.r_[self.fixed_start[:-1],
-                                    self.fixed_start[-1] + np.r_[0, np.cumsum(counts)]].astype(np.int32)
-        lp.a_matrix_.index_ = np.r_[self.fixed_index, rows[keep]].astype(np.int32)
-        lp.a_matrix_.value_ = np.r_[self.fixed_value, vals[keep]]
-        lp.sense_ = highspy.ObjSense.kMaximize
-        self.highs.passModel(lp)
+        start = np.empty(ncol + 1, dtype=np.int32)
+        start[:self.ncol0 + 1] = self.fixed_start
+        np.cumsum(keep.sum(axis=1), out=start[self.ncol0 + 1:])
+        start[self.ncol0 + 1:] += self.fixed_start[-1]
+        index = np.concatenate((self.fixed_index, rows[keep]))
+        value = np.concatenate((self.fixed_value, np.broadcast_to(_FLOW_SIGNS, rows.shape)[keep]))
+        row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
+        row_lo[self.r_cap:], row_hi[self.r_cap:] = -INF, links[tails, heads]
+        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, np.zeros(ncol),
+                             np.full(ncol, INF), row_lo, row_hi, start, index, value,
+                             np.zeros(ncol, dtype=np.int32))  # integrality: all continuous
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return 0.0
