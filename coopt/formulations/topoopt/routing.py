@@ -298,10 +298,20 @@ class TopologyLP:
                       np.r_[1.0, np.full(len(keep), ring_bytes(groups[g]) / unit)])
         self.fixed_start, self.fixed_index, self.fixed_value = fixed.csc(self.ncol0)
         # the conservation row of (source k, server v), -1 where v is the source itself
-        self.cons_row = np.full((k, n), -1, dtype=np.int64)
-        for row, s in enumerate(sources):
-            others = np.arange(n) != s
-            self.cons_row[row, others] = self._cons(np.full(n - 1, row), np.arange(n)[others])
+        v = np.arange(n)[None, :]
+        self.cons_row = np.where(v == sources[:, None], -1,
+                                 self.r_cons + np.arange(k)[:, None] * (n - 1) + v - (v > sources[:, None]))
+        self._signs: dict[int, np.ndarray] = {}  # flow-column entry values per arc count
+        # the pairs that must be reachable for theta > 0: every model-parallel demand, and per group
+        # every (source, source + q) of at least one of its candidate strides q
+        self._mp_pairs = mp > 0
+        self._ring_pairs = []
+        for group in groups:
+            masks = np.zeros((len(candidate_strides(n, group.size)), n, n), dtype=bool)
+            for m, q in enumerate(candidate_strides(n, group.size)):
+                masks[m, sources, (sources + q) % n] = True
+                masks[m, sources, sources] = False
+            self._ring_pairs.append(masks)
         self.highs = quiet_highs()
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal
@@ -311,11 +321,25 @@ class TopologyLP:
         s = self.sources[k]
         return self.r_cons + k * (self.n - 1) + v - (v > s)
 
+    def routable(self, links: np.ndarray) -> bool:
+        """Whether ``theta(links) > 0``: every model-parallel demand and, for every group, every ring
+        step of one of its candidate strides has a path (a shared split of a group needs each of its
+        strides whole; reachability by repeated squaring of the adjacency, ``O(n^3 log n)``)."""
+        reach = (links > 0) | np.eye(self.n, dtype=bool)
+        for _ in range(max(1, (self.n - 1).bit_length())):
+            reach = (reach.astype(np.int32) @ reach.astype(np.int32)) > 0
+        if not reach[self._mp_pairs].all():
+            return False
+        return all((reach | ~masks).all(axis=(1, 2)).any() for masks in self._ring_pairs)
+
     def solve(self, links: np.ndarray) -> float:
         """``theta`` in iterations/s of the best routing and ring split on ``links`` (0 when some
-        demand is unreachable)."""
+        demand is unreachable, then found by :meth:`routable` without an LP)."""
         import highspy
 
+        if not self.routable(links):
+            self.arcs = None
+            return 0.0
         tails, heads = np.nonzero(links)
         self.arcs = (tails, heads)
         narc, k = len(tails), len(self.sources)
@@ -330,10 +354,12 @@ class TopologyLP:
         cost[0] = 1.0
         start = np.empty(ncol + 1, dtype=np.int32)
         start[:self.ncol0 + 1] = self.fixed_start
-        np.cumsum(keep.sum(axis=1), out=start[self.ncol0 + 1:])
+        np.cumsum(keep.sum(axis=1, dtype=np.int32), out=start[self.ncol0 + 1:])
         start[self.ncol0 + 1:] += self.fixed_start[-1]
+        if narc not in self._signs:
+            self._signs[narc] = np.tile(_FLOW_SIGNS, k * narc)
         index = np.concatenate((self.fixed_index, rows[keep]))
-        value = np.concatenate((self.fixed_value, np.broadcast_to(_FLOW_SIGNS, rows.shape)[keep]))
+        value = np.concatenate((self.fixed_value, self._signs[narc][keep.ravel()]))
         row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
         row_lo[self.r_cap:], row_hi[self.r_cap:] = -INF, links[tails, heads]
         self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, np.zeros(ncol),

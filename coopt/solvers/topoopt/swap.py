@@ -77,9 +77,9 @@ def _moves(links: np.ndarray, symmetric: bool) -> tuple[np.ndarray, ...]:
         a, b = np.nonzero(np.triu(links))
         first, second = np.triu_indices(len(a), 1)
         s, bb = a[first], b[first]
-        c = np.r_[a[second], b[second]]
-        t = np.r_[b[second], a[second]]
-        s, bb = np.r_[s, s], np.r_[bb, bb]
+        c = np.concatenate((a[second], b[second]))
+        t = np.concatenate((b[second], a[second]))
+        s, bb = np.concatenate((s, s)), np.concatenate((bb, bb))
     else:
         tails, heads = np.nonzero(links)
         first, second = np.triu_indices(len(tails), 1)
