@@ -119,3 +119,28 @@ def test_the_search_stops_at_the_port_bound_and_its_budget_binds():
         swap.Cuts.evaluate = original
     assert T.check(inst, solution) == []
     assert max(calls) <= 3
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_routable_says_exactly_when_the_lp_finds_a_positive_rate(seed, symmetric):
+    """The reachability shortcut of ``TopologyLP.solve`` must agree with the LP itself (solved without
+    it, by :func:`route`) on topologies that leave demand unreachable and on ones that do not."""
+    rng = np.random.default_rng(200 + seed)
+    verdicts = set()
+    for trial in range(12):
+        n = int(rng.choice([6, 8]))
+        inst = T.random_instance(rng, n, 2, 100.0, density=float(rng.choice([0.05, 0.15])), symmetric=symmetric)
+        links = np.zeros((n, n), dtype=int)
+        for _ in range(1 + trial % 2):  # sparse: unions of cycles, often disconnected
+            perm = rng.permutation(n)
+            links[np.arange(n), perm] += 1
+        np.fill_diagonal(links, 0)
+        if symmetric:
+            links = links + links.T
+        lp = TopologyLP(inst)
+        routable = lp.routable(links)
+        assert routable == (route(inst, links) is not None), trial
+        assert (lp.solve(links) > 0) == routable
+        verdicts.add(routable)
+    assert verdicts == {True, False}  # both cases were exercised

@@ -260,6 +260,10 @@ def relaxation(instance: Instance) -> float:
     return lp.theta(values)
 
 
+_FLOW_SIGNS = np.array([1.0, -1.0, 1.0])  # a flow column's entries: tail row, head row, capacity row
+_COLWISE, _MAXIMIZE = 1, -1  # highspy's MatrixFormat.kColwise and ObjSense.kMaximize, as passModel's ints
+
+
 class TopologyLP:
     """The routing LP of :class:`RoutingLP` for many topologies of one instance, built for speed: the
     ``theta`` and ``mu`` columns (which do not depend on the links) are laid out once, a topology only
@@ -294,10 +298,20 @@ class TopologyLP:
                       np.r_[1.0, np.full(len(keep), ring_bytes(groups[g]) / unit)])
         self.fixed_start, self.fixed_index, self.fixed_value = fixed.csc(self.ncol0)
         # the conservation row of (source k, server v), -1 where v is the source itself
-        self.cons_row = np.full((k, n), -1, dtype=np.int64)
-        for row, s in enumerate(sources):
-            others = np.arange(n) != s
-            self.cons_row[row, others] = self._cons(np.full(n - 1, row), np.arange(n)[others])
+        v = np.arange(n)[None, :]
+        self.cons_row = np.where(v == sources[:, None], -1,
+                                 self.r_cons + np.arange(k)[:, None] * (n - 1) + v - (v > sources[:, None]))
+        self._signs: dict[int, np.ndarray] = {}  # flow-column entry values per arc count
+        # the pairs that must be reachable for theta > 0: every model-parallel demand, and per group
+        # every (source, source + q) of at least one of its candidate strides q
+        self._mp_pairs = mp > 0
+        self._ring_pairs = []
+        for group in groups:
+            masks = np.zeros((len(candidate_strides(n, group.size)), n, n), dtype=bool)
+            for m, q in enumerate(candidate_strides(n, group.size)):
+                masks[m, sources, (sources + q) % n] = True
+                masks[m, sources, sources] = False
+            self._ring_pairs.append(masks)
         self.highs = quiet_highs()
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal
@@ -307,37 +321,50 @@ class TopologyLP:
         s = self.sources[k]
         return self.r_cons + k * (self.n - 1) + v - (v > s)
 
+    def routable(self, links: np.ndarray) -> bool:
+        """Whether ``theta(links) > 0``: every model-parallel demand and, for every group, every ring
+        step of one of its candidate strides has a path (a shared split of a group needs each of its
+        strides whole; reachability by repeated squaring of the adjacency, ``O(n^3 log n)``)."""
+        reach = (links > 0) | np.eye(self.n, dtype=bool)
+        for _ in range(max(1, (self.n - 1).bit_length())):
+            reach = (reach.astype(np.int32) @ reach.astype(np.int32)) > 0
+        if not reach[self._mp_pairs].all():
+            return False
+        return all((reach | ~masks).all(axis=(1, 2)).any() for masks in self._ring_pairs)
+
     def solve(self, links: np.ndarray) -> float:
         """``theta`` in iterations/s of the best routing and ring split on ``links`` (0 when some
-        demand is unreachable)."""
+        demand is unreachable, then found by :meth:`routable` without an LP)."""
         import highspy
 
+        if not self.routable(links):
+            self.arcs = None
+            return 0.0
         tails, heads = np.nonzero(links)
         self.arcs = (tails, heads)
         narc, k = len(tails), len(self.sources)
         # flow column (k, a): +1 at the tail's row, -1 at the head's (when not the source), +1 capacity
-        rows = np.stack([self.cons_row[:, tails], self.cons_row[:, heads],
-                         np.broadcast_to(self.r_cap + np.arange(narc), (k, narc))], axis=-1).reshape(-1, 3)
-        vals = np.broadcast_to(np.array([1.0, -1.0, 1.0]), rows.shape)
+        rows = np.empty((k, narc, 3), dtype=np.int32)
+        rows[:, :, 0], rows[:, :, 1] = self.cons_row[:, tails], self.cons_row[:, heads]
+        rows[:, :, 2] = self.r_cap + np.arange(narc)
+        rows = rows.reshape(-1, 3)
         keep = rows >= 0
-        counts = keep.sum(axis=1)
-        lp = highspy.HighsLp()
-        ncol = self.ncol0 + k * narc
-        lp.num_col_, lp.num_row_ = ncol, self.r_cap + narc
+        ncol, nrow = self.ncol0 + k * narc, self.r_cap + narc
         cost = np.zeros(ncol)
         cost[0] = 1.0
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.zeros(ncol)
-        lp.col_upper_ = np.full(ncol, INF)
-        lp.row_lower_ = np.r_[np.zeros(self.r_cap), np.full(narc, -INF)]
-        lp.row_upper_ = np.r_[np.zeros(self.r_cap), links[tails, heads].astype(float)]
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.r_[self.fixed_start[:-1],
-                                    self.fixed_start[-1] + np.r_[0, np.cumsum(counts)]].astype(np.int32)
-        lp.a_matrix_.index_ = np.r_[self.fixed_index, rows[keep]].astype(np.int32)
-        lp.a_matrix_.value_ = np.r_[self.fixed_value, vals[keep]]
-        lp.sense_ = highspy.ObjSense.kMaximize
-        self.highs.passModel(lp)
+        start = np.empty(ncol + 1, dtype=np.int32)
+        start[:self.ncol0 + 1] = self.fixed_start
+        np.cumsum(keep.sum(axis=1, dtype=np.int32), out=start[self.ncol0 + 1:])
+        start[self.ncol0 + 1:] += self.fixed_start[-1]
+        if narc not in self._signs:
+            self._signs[narc] = np.tile(_FLOW_SIGNS, k * narc)
+        index = np.concatenate((self.fixed_index, rows[keep]))
+        value = np.concatenate((self.fixed_value, self._signs[narc][keep.ravel()]))
+        row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
+        row_lo[self.r_cap:], row_hi[self.r_cap:] = -INF, links[tails, heads]
+        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, np.zeros(ncol),
+                             np.full(ncol, INF), row_lo, row_hi, start, index, value,
+                             np.zeros(ncol, dtype=np.int32))  # integrality: all continuous
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return 0.0

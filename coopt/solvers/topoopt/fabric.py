@@ -7,8 +7,9 @@ ring shares and per-source flows, with ``objective`` recomputed by the checker's
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import networkx as nx
 import numpy as np
@@ -107,16 +108,21 @@ def repeated_matching(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
     sum of involutions. Needs ``n`` even. O(rounds * n^3).
     Source: TopoOpt ``SpMulMat`` MP sub-topology (FlexFlow ``src/runtime/network.cc`` l.2059-2109).
     """
+    return list(itertools.islice(matching_rounds(weights), rounds + 1))
+
+
+def matching_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
+    """The link matrices of :func:`repeated_matching` after ``0, 1, 2, ...`` rounds, each computed only
+    when asked for (a construction needs as many rounds as it has ports left after its rings)."""
     n = len(weights)
     pair = np.triu(weights + weights.T, 1)
     links = np.zeros((n, n), dtype=int)
-    out = [links.copy()]
-    for _ in range(rounds):
+    yield links.copy()
+    while True:
         for i, j in max_weight_perfect_matching(pair / (1 + np.triu(links, 1))):
             links[i, j] += 1
             links[j, i] += 1
-        out.append(links.copy())
-    return out
+        yield links.copy()
 
 
 def repeated_assignment(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
@@ -127,10 +133,16 @@ def repeated_assignment(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
     ``j -> i``. Each round is a maximum-weight perfect matching of the bipartite transmit/receive graph
     without the diagonal (networkx blossom; a derangement always exists for ``n >= 2``). O(rounds n^3).
     Source: ours, the directed counterpart of the MP sub-topology."""
+    return list(itertools.islice(assignment_rounds(weights), rounds + 1))
+
+
+def assignment_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
+    """The link matrices of :func:`repeated_assignment` after ``0, 1, 2, ...`` rounds, each computed
+    only when asked for."""
     n = len(weights)
     links = np.zeros((n, n), dtype=int)
-    out = [links.copy()]
-    for _ in range(rounds):
+    yield links.copy()
+    while True:
         damped = weights / (1 + links)
         graph = nx.Graph()
         graph.add_nodes_from(range(2 * n))
@@ -141,8 +153,7 @@ def repeated_assignment(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
         for a, b in matching:
             i, j = (a, b - n) if a < n else (b, a - n)
             links[i, j] += 1
-        out.append(links.copy())
-    return out
+        yield links.copy()
 
 
 # -- routing ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -31,11 +31,12 @@ from coopt.problem import NoSolution, Solution
 from coopt.solvers.topoopt.authors import topoopt_authors
 from coopt.solvers.topoopt.fabric import (
     LP_SERVERS,
+    assignment_rounds,
     best_routed,
     ecmp_solution,
     ecmp_split_solution,
+    matching_rounds,
     paired,
-    repeated_assignment,
     repeated_matching,
     ring_links,
     select_permutations,
@@ -155,7 +156,7 @@ def ring_units(instance: Instance) -> list[int]:
 
 
 def construct(
-    instance: Instance, units: int, matchings: list[np.ndarray], each: bool = True, start: int = 0,
+    instance: Instance, units: int, matchings: Sequence[np.ndarray], each: bool = True, start: int = 0,
     span: bool = True,
 ) -> tuple[np.ndarray, list]:
     """Links and ring shares of ``units`` ring units (:func:`ring_plan`) plus matchings on the ports left
@@ -170,15 +171,36 @@ def construct(
     return links, shares
 
 
-def _matching_stack(instance: Instance, assign: bool = False) -> list[np.ndarray]:
-    """Damped matchings on the model-parallel demand, one round per leftover port: involutions
-    (:func:`repeated_matching`, the paper's MP sub-topology), or with ``assign`` and directed links
-    general permutations (:func:`repeated_assignment`)."""
+class _Rounds:
+    """``stack[r]``: the link matrix of the first ``r`` matching rounds, computed on first use (a
+    construction asks only for the rounds its leftover ports take); ``len``: the rounds available
+    plus one."""
+
+    def __init__(self, rounds: Iterator[np.ndarray], count: int):
+        self._rounds, self._count, self._done = rounds, count, []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, r: int) -> np.ndarray:
+        if not 0 <= r < self._count:
+            raise IndexError(r)
+        while len(self._done) <= r:
+            self._done.append(next(self._rounds))
+        return self._done[r]
+
+
+def _matching_stack(instance: Instance, assign: bool = False) -> _Rounds:
+    """Damped matchings on the model-parallel demand, one round per leftover port (up to ``d``, each
+    computed when first needed): involutions (:func:`matching_rounds`, the paper's MP sub-topology),
+    or with ``assign`` and directed links general permutations (:func:`assignment_rounds`); with
+    ``n`` odd only the empty round (no perfect matching)."""
+    n, d = instance.servers, instance.degree
     if assign and not instance.symmetric:
-        return repeated_assignment(mp_matrix(instance), instance.degree)
-    if instance.servers % 2:
-        return [np.zeros((instance.servers,) * 2, dtype=int)]
-    return repeated_matching(mp_matrix(instance), instance.degree)
+        return _Rounds(assignment_rounds(mp_matrix(instance)), d + 1)
+    if n % 2:
+        return _Rounds(iter([np.zeros((n, n), dtype=int)]), 1)
+    return _Rounds(matching_rounds(mp_matrix(instance)), d + 1)
 
 
 def paper_units(instance: Instance) -> int:

@@ -1,11 +1,12 @@
 """``link_swap_search``: local search over degree-preserving link swaps, screened by Benders cuts.
 
-The inner evaluation is the routing LP on a topology (P1 with the links fixed), which costs a few
+The inner evaluation is the routing LP on a topology (P1 with the links fixed; a topology leaving
+some demand unreachable is found by a reachability check instead, ``theta = 0``), which costs a few
 milliseconds at ``n = 8-12``. Warm-starting one LP over every arc from the previous basis does not
 pay here: a swap moves the bottleneck, and the dual simplex needs as many iterations from the old
 basis as from scratch (measured: 35 / 74 / 176 / 617 iterations warm against 39 / 83 / 162 / 452
 cold at n = 6 / 8 / 10 / 16). What pays is evaluating few topologies. Every routing LP's dual,
-extended to the arcs the topology lacks (:meth:`RoutingLP.arc_duals`), is a price ``Y`` per arc with
+extended to the arcs the topology lacks (:meth:`TopologyLP.prices`), is a price ``Y`` per arc with
 ``theta(c) <= sum_ij Y_ij c_ij`` for *every* link matrix ``c`` (weak duality; the dual's feasible set
 does not depend on the links). The search keeps every such cut and bounds every swap of the current
 topology by the least of them: ``O(cuts x swaps)`` arithmetic, no LP. Only a swap whose bound exceeds
@@ -77,9 +78,9 @@ def _moves(links: np.ndarray, symmetric: bool) -> tuple[np.ndarray, ...]:
         a, b = np.nonzero(np.triu(links))
         first, second = np.triu_indices(len(a), 1)
         s, bb = a[first], b[first]
-        c = np.r_[a[second], b[second]]
-        t = np.r_[b[second], a[second]]
-        s, bb = np.r_[s, s], np.r_[bb, bb]
+        c = np.concatenate((a[second], b[second]))
+        t = np.concatenate((b[second], a[second]))
+        s, bb = np.concatenate((s, s)), np.concatenate((bb, bb))
     else:
         tails, heads = np.nonzero(links)
         first, second = np.triu_indices(len(tails), 1)
@@ -128,10 +129,12 @@ def link_swap_search(
     none, restarts from the best topology kicked by two random swaps (``seed``).
 
     Budget (deterministic): it stops when ``theta`` reaches the port/Moore bound (proven optimal),
-    after ``patience`` routing LPs of the swap phase in a row without a strict improvement of the best
-    (default ``max(6, n/2)``), or after ``max_evaluations`` routing LPs in all (default ``4 n``, the
-    start's included). A wall-clock guard, ``time_limit`` seconds (default :data:`GUARD_SECONDS`),
-    only stops a pathological run (then the result depends on the machine). Above ``LP_SERVERS``
+    after ``patience`` evaluations of the swap phase in a row without a strict improvement of the best
+    (default ``max(6, n/2)``), or after ``max_evaluations`` evaluations in all (default ``4 n``, the
+    start's included). An evaluation is a routing LP, or, for a topology that leaves some demand
+    unreachable (``theta = 0``), the reachability check that finds it (:meth:`TopologyLP.routable`).
+    A wall-clock guard, ``time_limit`` seconds (default :data:`GUARD_SECONDS`), only stops a
+    pathological run (then the result depends on the machine). Above ``LP_SERVERS``
     servers the LP costs seconds and the search is the load-guided one of :func:`guided_swap_search`
     (ECMP evaluations, its own budget).
 
