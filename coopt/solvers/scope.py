@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 import pyomo.environ as pyo
@@ -31,38 +33,151 @@ from coopt.formulations.scope.model import (
     Cluster,
     Instance,
     Restriction,
-    cluster_options,
+    boundary_bytes,
     cut_time,
     decode,
     make_solution,
     segment_candidate,
-    segment_overhead,
-    segment_time,
-    segment_weight_bytes,
     stage_time,
 )
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 
+#: A cluster's front as stage times, their negations, chiplets and partitions (:meth:`Table.stages`).
+Stages = tuple[list[float], list[float], list[int], list[str]]
+
 
 class Table:
-    """Memoised Pareto fronts and cut times of the clusters of one instance."""
+    """Memoised Pareto fronts, cut times and segment sums of one instance.
+
+    The per-layer terms of the cost model are laid out once as (layer x chiplets) arrays, so a
+    cluster's front is a few vector operations over its layers instead of a Python loop over
+    chiplet counts, partitions and layers. Every float is formed by the same IEEE operations in
+    the same order as :func:`coopt.formulations.scope.model.cluster_options` (sums run from the
+    cluster's first layer, a cumulative sum being sequential), so the fronts are equal to the
+    last bit; segment weights and boundary bytes are integer prefix sums, hence exact."""
 
     def __init__(self, inst: Instance):
         self.inst = inst
         self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
+        self._stages: dict[tuple[int, int, bool], Stages | None] = {}
+        self._sweeps: dict[tuple[int, int, bool], np.ndarray] = {}
+        layers, M = inst.layers, inst.chiplets
+        self.cuts = [cut_time(inst, last) for last in range(inst.n_layers)]
+        self._weights = [0, *accumulate(layer.weight_bytes for layer in layers)]
+        self._inputs = [0, *accumulate(layer.input_bytes for layer in layers)]
+        self._halos = [0, *accumulate(layer.halo_bytes for layer in layers)]
+        self.total_weights = self._weights[-1]
+
+        def column(key: str) -> np.ndarray:
+            return np.array([float(getattr(layer, key)) for layer in layers])[:, None]
+
+        chiplets = np.arange(1, M + 1, dtype=float)[None, :]
+        self._is_coefficient = (chiplets[0] - 1) / chiplets[0]  # (a - 1) / a of the all-gather
+        self._terms = {}
+        for p in inst.partitions:
+            extent = column("out_channels" if p == "IS" else "out_rows")
+            share = np.ceil(extent / chiplets) / extent
+            if p == "IS":
+                buffer = column("input_bytes") + (column("output_bytes") + column("shortcut_bytes")) * share
+                weights = column("weight_bytes") * share
+            else:
+                total = column("input_bytes") + column("output_bytes") + column("shortcut_bytes")
+                halo = np.where(chiplets > 1, column("halo_bytes"), 0.0)
+                buffer, weights = total * share + halo, None
+            self._terms[p] = (column("macs") * share, weights, buffer)
+
+    def weight_bytes(self, first: int, last: int) -> int:
+        """:func:`segment_weight_bytes`, from a prefix sum."""
+        return self._weights[last + 1] - self._weights[first]
+
+    def candidate(self, first: int, last: int) -> bool:
+        """:func:`segment_candidate` in O(1): weights fit in M S, DRAM need fits."""
+        inst = self.inst
+        if self.weight_bytes(first, last) > inst.chiplets * inst.sram_bytes:
+            return False
+        return self.total_weights + inst.batch * boundary_bytes(inst, first, last) <= inst.dram_bytes
+
+    def overhead(self, first: int, last: int) -> float:
+        """:func:`segment_overhead` in O(1)."""
+        inst = self.inst
+        moved = self.weight_bytes(first, last) + inst.batch * boundary_bytes(inst, first, last)
+        return moved / inst.dram_bandwidth
+
+    def segment_time(self, first: int, last: int, clusters: int, bottleneck: float) -> float:
+        """:func:`coopt.formulations.scope.model.segment_time` in O(1)."""
+        return (self.inst.batch + clusters - 1) * bottleneck + self.overhead(first, last)
 
     def front(self, first: int, last: int) -> list[tuple[int, str, float]]:
         """(chiplets, partition, busy time), busy time strictly decreasing; [] if infeasible."""
         key = (first, last)
         if key not in self._fronts:
             inst = self.inst
-            weights_fit = segment_weight_bytes(inst, first, last) <= inst.chiplets * inst.sram_bytes
-            self._fronts[key] = cluster_options(inst, first, last) if weights_fit else []
+            fits = self.weight_bytes(first, last) <= inst.chiplets * inst.sram_bytes
+            self._fronts[key] = self._options(first, last) if fits else []
         return self._fronts[key]
 
+    def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
+        """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
+        inst = self.inst
+        best_time = np.full(inst.chiplets, np.inf)
+        best_partition = np.zeros(inst.chiplets, dtype=int)
+        for index, p in enumerate(inst.partitions):
+            comp_terms, weight_terms, buffer_terms = self._terms[p]
+            comp = np.cumsum(comp_terms[first:last + 1], axis=0)[-1] / inst.mac_rate
+            buffer = buffer_terms[first:last + 1].max(axis=0)
+            if p == "IS":
+                weights = np.cumsum(weight_terms[first:last + 1], axis=0)[-1]
+                nop = self._is_coefficient * float(self._inputs[last + 1] - self._inputs[first + 1])
+            else:
+                weights = float(self.weight_bytes(first, last))
+                nop = np.full(inst.chiplets, float(self._halos[last + 1] - self._halos[first]))
+            nop[0] = 0.0
+            busy = np.maximum(comp, nop / inst.nop_bandwidth)
+            better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
+            best_time = np.where(better, busy, best_time)
+            best_partition = np.where(better, index, best_partition)
+        running = np.minimum.accumulate(best_time)
+        improves = best_time < np.concatenate(([np.inf], running[:-1]))
+        return [(int(a) + 1, inst.partitions[best_partition[a]], float(best_time[a]))
+                for a in np.flatnonzero(improves)]
+
     def cut(self, last: int) -> float:
-        return cut_time(self.inst, last)
+        return self.cuts[last]
+
+    def stages(self, first: int, last: int, cut: bool) -> Stages | None:
+        """The front as stage times (busy time plus the outgoing cut if ``cut``; non-increasing),
+        their negations (ascending, for :func:`bisect.bisect_left`), chiplets and partitions;
+        None if the front is empty."""
+        key = (first, last, cut)
+        if key not in self._stages:
+            front = self.front(first, last)
+            extra = self.cuts[last] if cut else 0.0
+            taus = [busy + extra for _, _, busy in front]
+            self._stages[key] = (taus, [-tau for tau in taus], [a for a, _, _ in front],
+                                 [p for _, p, _ in front]) if front else None
+        return self._stages[key]
+
+    def sweep(self, first: int, last: int, cut: bool) -> np.ndarray:
+        """A non-empty front in ascending stage time, as rows: stage time, the change it makes to
+        the cluster's need of chiplets (its chiplets, less those of the option before it; the
+        first option met is all its chiplets) and 1 for that first option (:func:`allocate`)."""
+        key = (first, last, cut)
+        if key not in self._sweeps:
+            taus, _, chips, _ = self.stages(first, last, cut)
+            fewer = np.array(chips[::-1], dtype=float)
+            first_met = np.zeros(len(chips))
+            first_met[0] = 1.0
+            self._sweeps[key] = np.array([taus[::-1], np.diff(fewer, prepend=0.0), first_met])
+        return self._sweeps[key]
+
+    def need(self, first: int, last: int, cut: bool, theta: float) -> float:
+        """Fewest chiplets with which cluster [first..last] meets stage time ``theta`` (inf if none)."""
+        stage = self.stages(first, last, cut)
+        if stage is None:
+            return math.inf
+        option = bisect_left(stage[1], -theta)
+        return stage[2][option] if option < len(stage[2]) else math.inf
 
 
 # -- exact dynamic program -----------------------------------------------------------------------
@@ -147,16 +262,16 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
     value: dict[tuple[int, int], tuple[float, int]] = {}
     for first in range(L):
         length = 0
-        while first + length < L and segment_weight_bytes(inst, first, first + length) <= M * inst.sram_bytes:
+        while first + length < L and table.weight_bytes(first, first + length) <= M * inst.sram_bytes:
             length += 1
         if length == 0:
             continue
         _, F = _segment_tables(table, first, length, span, kmax)
         for e in range(1, length + 1):
             last = first + e - 1
-            if not segment_candidate(inst, first, last):
+            if not table.candidate(first, last):
                 continue
-            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + segment_overhead(inst, first, last)
+            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
             k = int(np.argmin(times)) + 1
             if math.isfinite(times[k - 1]):
                 value[(first, last)] = (float(times[k - 1]), k)
@@ -257,42 +372,36 @@ def allocate(table: Table, clusters: list[tuple[int, int]]) -> tuple[float, list
     """Least-bottleneck allocation of chiplets and partitions to the fixed clusters of one
     segment (its last cluster has no outgoing cut); None if no allocation fits in M chiplets.
 
-    Exact: the bottleneck is one of the clusters' front values; for a threshold theta each
-    cluster needs its fewest chiplets reaching theta, and the least feasible theta is found by
-    bisection over the sorted candidates. O(k |front| log(k |front|))."""
-    last = clusters[-1][1]
-    fronts = []
-    for i, j in clusters:
-        cut = table.cut(j) if j != last else 0.0
-        front = [(a, p, busy + cut) for a, p, busy in table.front(i, j)]
-        if not front:
-            return None
-        fronts.append(front)
+    Exact: the bottleneck is one of the clusters' stage times; at a threshold theta each cluster
+    needs its fewest chiplets reaching theta, which only falls as theta grows. Sweeping every
+    cluster's options in ascending stage time, an option lowers its cluster's need to its own
+    chiplets (the first one met covers the cluster), so cumulative sums give the chiplets needed
+    after each option, and the first point where every cluster is covered within M chiplets is
+    the least feasible theta. Each cluster then takes its fewest chiplets reaching it (a binary
+    search in its front). More than M clusters never fit (each takes a chiplet).
+    O(n log n) for the n = sum |front| options, in numpy."""
     M = table.inst.chiplets
-
-    def pick(theta: float) -> list[tuple[int, str, float]] | None:
-        chosen, used = [], 0
-        for front in fronts:
-            option = next((o for o in front if o[2] <= theta), None)
-            if option is None:
-                return None
-            chosen.append(option)
-            used += option[0]
-        return chosen if used <= M else None
-
-    candidates = sorted({o[2] for front in fronts for o in front})
-    if pick(candidates[-1]) is None:
+    if len(clusters) > M:
         return None
-    lo, hi = 0, len(candidates) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pick(candidates[mid]) is not None:
-            hi = mid
-        else:
-            lo = mid + 1
-    chosen = pick(candidates[lo])
-    mapped = [(i, j, a, p) for (i, j), (a, p, _) in zip(clusters, chosen, strict=True)]
-    return max(o[2] for o in chosen), mapped
+    last = clusters[-1][1]
+    stages = []
+    for i, j in clusters:
+        stage = table.stages(i, j, j != last)
+        if stage is None:
+            return None
+        stages.append(stage)
+    sweep = np.concatenate([table.sweep(i, j, j != last) for i, j in clusters], axis=1)
+    order = np.argsort(sweep[0], kind="stable")
+    feasible = (np.cumsum(sweep[2][order]) == len(clusters)) & (np.cumsum(sweep[1][order]) <= M)
+    point = int(np.argmax(feasible))
+    if not feasible[point]:
+        return None
+    theta, bottleneck, mapped = float(sweep[0][order[point]]), 0.0, []
+    for (i, j), (taus, negated, chips, partitions) in zip(clusters, stages, strict=True):
+        option = bisect_left(negated, -theta)
+        bottleneck = max(bottleneck, taus[option])
+        mapped.append((i, j, chips[option], partitions[option]))
+    return bottleneck, mapped
 
 
 class StructureCost:
@@ -305,28 +414,109 @@ class StructureCost:
         #: :func:`_bisect_segment`'s packing per (first, last): a pure function of the segment,
         #: asked again for the same segments on every pass of the segment-level moves
         self.packings: dict[tuple[int, int], list[tuple[int, int]] | None] = {}
+        #: tau of every (layer, partition) alone on one chiplet with its cut, layer-major: the
+        #: terms of :func:`_bisect_fresh`'s upper bound, summed in the same order
+        self.single_stages = [stage_time(inst, i, i, 1, p, cut=True)
+                              for i in range(inst.n_layers) for p in inst.partitions]
 
     def _segment_cost(self, clusters: tuple[tuple[int, int], ...]) -> tuple[float, tuple[Cluster, ...]]:
         first, last = clusters[0][0], clusters[-1][1]
         if any(j - i + 1 > self.inst.max_cluster_layers for i, j in clusters):
             return math.inf, ()
-        if not segment_candidate(self.inst, first, last):
+        if not self.table.candidate(first, last):
             return math.inf, ()
         result = allocate(self.table, list(clusters))
         if result is None:
             return math.inf, ()
         bottleneck, mapped = result
-        return segment_time(self.inst, first, last, len(clusters), bottleneck), tuple(mapped)
+        return self.table.segment_time(first, last, len(clusters), bottleneck), tuple(mapped)
 
-    def __call__(self, labels: list[int] | tuple[int, ...]) -> float:
+    def __call__(self, labels: list[int] | tuple[int, ...] | bytearray) -> float:
         return sum(self._segment(tuple(seg))[0] for seg in decode(labels))
 
     def segment(self, clusters: list[tuple[int, int]]) -> float:
         """Time of one segment given its clusters (inf if infeasible)."""
         return self._segment(tuple(clusters))[0]
 
-    def mapping(self, labels: list[int] | tuple[int, ...]) -> list[list[Cluster]]:
+    def mapping(self, labels: list[int] | tuple[int, ...] | bytearray) -> list[list[Cluster]]:
         return [list(self._segment(tuple(seg))[1]) for seg in decode(labels)]
+
+
+class Structure:
+    """A structure's gap labels with its segments' times, changed move by move.
+
+    A move relabels one or two gaps; only the segments between the segment cuts on either side
+    of them change, so only those are decoded (by byte searches, stopping at the first cluster
+    that makes the region infeasible: longer than Lambda, or a segment of more than M clusters)
+    and re-costed. The batch time is still the left-to-right sum of every segment's time, the
+    same float as :meth:`StructureCost.__call__` on the whole labels. O(k + S) per move for k
+    clusters in the region and S segments (the sum), against O(L) for a full re-evaluation."""
+
+    def __init__(self, cost: StructureCost, labels: list[int] | bytearray):
+        self.cost = cost
+        self.labels = bytearray(labels)
+        segments = decode(self.labels)
+        self.starts = [seg[0][0] for seg in segments]
+        self.times = [cost.segment(seg) for seg in segments]
+        self.value = sum(self.times)
+        self._undo: list[tuple[int, int]] = []
+        self._pending: tuple[int, int, list[int], list[float]] | None = None
+
+    def propose(self, changes: list[tuple[int, int]]) -> float:
+        """Apply ``changes`` (gap, label) and return the new batch time; then :meth:`accept` or
+        :meth:`reject` (which restores the labels)."""
+        labels = self.labels
+        self._undo = [(gap, labels[gap]) for gap, _ in changes]
+        for gap, label in changes:
+            labels[gap] = label
+        low, high = min(gap for gap, _ in changes), max(gap for gap, _ in changes)
+        first = labels.rfind(SEGMENT_CUT, 0, low) + 1
+        end = labels.find(SEGMENT_CUT, high + 1)
+        last = end if end >= 0 else len(labels)
+        region = self._region(first, last)
+        if region is None:
+            self._pending = None
+            return math.inf
+        starts, times = region
+        i = bisect_right(self.starts, first) - 1
+        j = bisect_right(self.starts, last)
+        trial = self.times[:i] + times + self.times[j:]
+        self._pending = (i, j, starts, trial)
+        return sum(trial)
+
+    def accept(self) -> None:
+        i, j, starts, trial = self._pending
+        self.starts[i:j] = starts
+        self.times = trial
+        self.value = sum(trial)
+
+    def reject(self) -> None:
+        for gap, label in reversed(self._undo):
+            self.labels[gap] = label
+
+    def _region(self, first: int, last: int) -> tuple[list[int], list[float]] | None:
+        """Segment starts and times of layers first..last, None if a segment there is infeasible
+        for a reason seen while decoding."""
+        labels, M, span = self.labels, self.cost.inst.chiplets, self.cost.inst.max_cluster_layers
+        starts, times, clusters, start = [first], [], [], first
+        cluster_cut = labels.find(CLUSTER_CUT, first, last)
+        segment_cut = labels.find(SEGMENT_CUT, first, last)
+        while True:
+            gap = min(cluster_cut if cluster_cut >= 0 else last, segment_cut if segment_cut >= 0 else last)
+            if gap - start + 1 > span or len(clusters) >= M:
+                return None
+            clusters.append((start, gap))
+            start = gap + 1
+            if gap == last:
+                times.append(self.cost.segment(clusters))
+                return starts, times
+            if gap == segment_cut:
+                times.append(self.cost.segment(clusters))
+                starts.append(start)
+                clusters = []
+                segment_cut = labels.find(SEGMENT_CUT, start, last)
+            else:
+                cluster_cut = labels.find(CLUSTER_CUT, start, last)
 
 
 def _labels_of(segments: list[list[tuple[int, int]]], n_layers: int) -> list[int]:
@@ -342,27 +532,27 @@ def _labels_of(segments: list[list[tuple[int, int]]], n_layers: int) -> list[int
 
 def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> list[int]:
     """First-improvement local search: shift a cut by one gap, drop a cut (merge), add a cut
-    (split) or change a cut's kind; allocations re-optimised by :func:`allocate`."""
-    labels = list(labels)
-    current = cost(labels)
+    (split) or change a cut's kind; allocations re-optimised by :func:`allocate`, each move
+    costed incrementally (:class:`Structure`)."""
+    state = Structure(cost, labels)
+    gaps = len(labels)
     for _ in range(max_passes):
         improved = False
-        for gap in range(len(labels)):
-            moves = [[(gap, label)] for label in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if label != labels[gap]]
+        for gap in range(gaps):
+            current = state.labels
+            moves = [[(gap, label)] for label in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if label != current[gap]]
             for nxt in (gap - 1, gap + 1):
-                if 0 <= nxt < len(labels) and labels[gap] != NO_CUT and labels[nxt] == NO_CUT:
-                    moves.append([(gap, NO_CUT), (nxt, labels[gap])])
+                if 0 <= nxt < gaps and current[gap] != NO_CUT and current[nxt] == NO_CUT:
+                    moves.append([(gap, NO_CUT), (nxt, current[gap])])
             for move in moves:
-                trial = list(labels)
-                for g, label in move:
-                    trial[g] = label
-                value = cost(trial)
-                if value < current * (1 - 1e-12):
-                    labels, current, improved = trial, value, True
+                if state.propose(move) < state.value * (1 - 1e-12):
+                    state.accept()
+                    improved = True
                     break
+                state.reject()
         if not improved:
             break
-    return labels
+    return list(state.labels)
 
 
 # -- heuristics ----------------------------------------------------------------------------------
@@ -371,23 +561,19 @@ def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> lis
 def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> list[tuple[int, int]] | None:
     """Clusters of [first..last] with every stage time <= theta: grow the current cluster while
     that needs no more chiplets than closing it and opening a new one; None if over M."""
-    table, inst = cost.table, cost.inst
-
-    def need(i: int, j: int) -> float:
-        cut = table.cut(j) if j != last else 0.0
-        return next((a for a, _, busy in table.front(i, j) if busy + cut <= theta), math.inf)
-
+    table, span = cost.table, cost.inst.max_cluster_layers
     clusters, start, used = [], first, 0.0
     for layer in range(first, last):
-        extend = need(start, layer + 1) if layer + 1 - start < inst.max_cluster_layers else math.inf
-        split = need(start, layer) + need(layer + 1, layer + 1)
-        if extend > split:
-            used += need(start, layer)
+        inner = layer + 1 != last
+        extend = table.need(start, layer + 1, inner, theta) if layer + 1 - start < span else math.inf
+        close = table.need(start, layer, True, theta)
+        if extend > close + table.need(layer + 1, layer + 1, inner, theta):
+            used += close
             clusters.append((start, layer))
             start = layer + 1
-    used += need(start, last)
+    used += table.need(start, last, False, theta)
     clusters.append((start, last))
-    return clusters if used <= inst.chiplets else None
+    return clusters if used <= cost.inst.chiplets else None
 
 
 def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
@@ -401,8 +587,8 @@ def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[in
 
 
 def _bisect_fresh(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
-    inst = cost.inst
-    hi = sum(stage_time(inst, i, i, 1, p, cut=True) for i in range(first, last + 1) for p in inst.partitions)
+    width = len(cost.inst.partitions)
+    hi = sum(cost.single_stages[first * width:(last + 1) * width])  # every layer alone on one chiplet
     lo = 0.0
     packed = _greedy_pack(cost, first, last, hi)
     if packed is None:
@@ -432,8 +618,8 @@ def _greedy_segments(cost: StructureCost, fill: float) -> list[list[tuple[int, i
     segments, first = [], 0
     while first < inst.n_layers:
         last = first
-        while (last + 1 < inst.n_layers and segment_candidate(inst, first, last + 1)
-               and segment_weight_bytes(inst, first, last + 1) <= cap):
+        while (last + 1 < inst.n_layers and cost.table.candidate(first, last + 1)
+               and cost.table.weight_bytes(first, last + 1) <= cap):
             last += 1
         clusters = _bisect_segment(cost, first, last)
         while clusters is None and last > first:
@@ -526,33 +712,41 @@ def annealing(inst: Instance, seed: int = 0, iterations: int | None = None) -> S
     Starts from every layer its own segment; geometric cooling from 5% to 0.01% of the start
     cost over ``iterations`` (default 300 L) moves; returns the best structure seen.
     Guarantee: feasible if the start is; no optimality guarantee. Deterministic for a seed.
+    Complexity: each move re-costs only the segments around the gaps it changes
+    (:class:`Structure`): O(k |front| log + S) for k clusters there (at most M) and S segments,
+    so O(L (M |front| log + S)) in all; a full re-evaluation per move made it O(L^2).
     Source: move set after repo SET-Scheduling-Project/GEMINI-HPCA2024 (segmentation.cpp), read
     only through the research notes."""
     rng = random.Random(seed)
     cost = StructureCost(inst)
     L = inst.n_layers
-    labels = [SEGMENT_CUT] * (L - 1)
-    current = cost(labels)
+    state = Structure(cost, [SEGMENT_CUT] * (L - 1))
+    current = state.value
     if not math.isfinite(current):
         raise NoSolution("the every-layer-its-own-segment start is infeasible")
-    best, best_labels = current, list(labels)
+    best, best_labels = current, bytes(state.labels)
     steps = iterations if iterations is not None else 300 * L
     t0, t1 = 0.05 * current, 1e-4 * current
+    labels = state.labels
     for step in range(steps if L > 1 else 0):
         temperature = t0 * (t1 / t0) ** (step / max(1, steps - 1))
-        trial = list(labels)
         gap = rng.randrange(L - 1)
-        if trial[gap] != NO_CUT and rng.random() < 0.5:
+        label = labels[gap]
+        if label != NO_CUT and rng.random() < 0.5:
             nxt = gap + rng.choice((-1, 1))
-            if 0 <= nxt < L - 1 and trial[nxt] == NO_CUT:
-                trial[gap], trial[nxt] = NO_CUT, trial[gap]
+            if not (0 <= nxt < L - 1 and labels[nxt] == NO_CUT):
+                continue  # no move: the unchanged structure is accepted at no cost
+            move = [(gap, NO_CUT), (nxt, label)]
         else:
-            trial[gap] = rng.choice([x for x in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if x != trial[gap]])
-        value = cost(trial)
+            move = [(gap, rng.choice([x for x in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if x != label]))]
+        value = state.propose(move)
         if value <= current or rng.random() < math.exp(-(value - current) / temperature):
-            labels, current = trial, value
+            state.accept()
+            current = value
             if value < best:
-                best, best_labels = value, list(trial)
+                best, best_labels = value, bytes(labels)
+        else:
+            state.reject()
     return make_solution(inst, cost.mapping(best_labels))
 
 
