@@ -96,6 +96,18 @@ def test_annealing_other_seeds_and_lengths_give_the_old_code_s_solution(seed):
         assert solvers.annealing(inst, seed, iterations) == annealing(inst, seed, iterations)
 
 
+@pytest.mark.parametrize("seed,size", [(0, 3), (3, 5), (5, 8)])
+@pytest.mark.parametrize("cluster_layers", [1, 2, None])
+def test_every_restriction_of_the_dp_gives_the_old_inner_dp_s_solution(seed, size, cluster_layers):
+    inst = scope_model.generate(seed, size)
+    if cluster_layers is not None:
+        inst = replace(inst, max_cluster_layers=cluster_layers)
+    restrictions = (MERGED, SEGMENTED, INTRA_LAYER, Restriction(span=1, kmax=1), Restriction(span=2, kmax=1),
+                    Restriction(kmax=2))
+    for restriction in restrictions:
+        assert solvers.dynamic_program(inst, restriction) == dynamic_program(inst, restriction), restriction
+
+
 @pytest.mark.parametrize("seed,size", [(0, 3), (1, 8), (2, 20), (4, 12)])
 def test_fronts_equal_the_cost_model_s_cluster_options(seed, size):
     inst = scope_model.generate(seed, size)

@@ -43,6 +43,13 @@ from coopt.formulations.scope.model import (
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 
+
+def _running(prefix: list[int], start: int, first: int, last: int) -> np.ndarray:
+    """Exact integer sums of layers start..l for l = first..last from a prefix sum, each rounded
+    to float once (as the cost model's ``sum`` of integers then used in float arithmetic)."""
+    return (np.array(prefix[first + 1:last + 2]) - prefix[start]).astype(float)
+
+
 #: A cluster's front as stage times, their negations, chiplets and partitions (:meth:`Table.stages`).
 Stages = tuple[list[float], list[float], list[int], list[str]]
 
@@ -91,6 +98,13 @@ class Table:
         """:func:`segment_weight_bytes`, from a prefix sum."""
         return self._weights[last + 1] - self._weights[first]
 
+    def longest(self, first: int) -> int:
+        """How many layers from ``first`` on have weights that fit in M S (a binary search on the
+        prefix sums, exact integer comparisons)."""
+        cap, start = self.inst.chiplets * self.inst.sram_bytes, self._weights[first]
+        layers = range(first + 1, self.inst.n_layers + 1)
+        return bisect_right(layers, cap, key=lambda end: self._weights[end] - start)
+
     def candidate(self, first: int, last: int) -> bool:
         """:func:`segment_candidate` in O(1): weights fit in M S, DRAM need fits."""
         inst = self.inst
@@ -117,30 +131,50 @@ class Table:
             self._fronts[key] = self._options(first, last) if fits else []
         return self._fronts[key]
 
-    def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
-        """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
-        inst = self.inst
-        best_time = np.full(inst.chiplets, np.inf)
-        best_partition = np.zeros(inst.chiplets, dtype=int)
+    def _options_per_chiplets(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """Clusters [first..l] for every l in first..last (rows) and chiplet count a (columns): the
+        least busy time over the SRAM-feasible partitions (inf if none; ties: the first partition
+        in ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it."""
+        inst, rows = self.inst, slice(first, last + 1)
+        best_time = np.full((last - first + 1, inst.chiplets), np.inf)
+        best_partition = np.zeros(best_time.shape, dtype=int)
         for index, p in enumerate(inst.partitions):
             comp_terms, weight_terms, buffer_terms = self._terms[p]
-            comp = np.cumsum(comp_terms[first:last + 1], axis=0)[-1] / inst.mac_rate
-            buffer = buffer_terms[first:last + 1].max(axis=0)
+            comp = np.cumsum(comp_terms[rows], axis=0) / inst.mac_rate
+            buffer = np.maximum.accumulate(buffer_terms[rows], axis=0)
             if p == "IS":
-                weights = np.cumsum(weight_terms[first:last + 1], axis=0)[-1]
-                nop = self._is_coefficient * float(self._inputs[last + 1] - self._inputs[first + 1])
+                weights = np.cumsum(weight_terms[rows], axis=0)
+                inner = _running(self._inputs, first + 1, first, last)  # the inner layers, all-gathered
+                nop = self._is_coefficient[None, :] * inner[:, None]
             else:
-                weights = float(self.weight_bytes(first, last))
-                nop = np.full(inst.chiplets, float(self._halos[last + 1] - self._halos[first]))
-            nop[0] = 0.0
+                weights = _running(self._weights, first, first, last)[:, None]
+                nop = np.repeat(_running(self._halos, first, first, last)[:, None], inst.chiplets, axis=1)
+            nop[:, 0] = 0.0
             busy = np.maximum(comp, nop / inst.nop_bandwidth)
             better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
             best_time = np.where(better, busy, best_time)
             best_partition = np.where(better, index, best_partition)
+        return best_time, best_partition
+
+    def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
+        """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
+        times, partitions = self._options_per_chiplets(first, last)
+        best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
-        return [(int(a) + 1, inst.partitions[best_partition[a]], float(best_time[a]))
+        return [(int(a) + 1, self.inst.partitions[best_partition[a]], float(best_time[a]))
                 for a in np.flatnonzero(improves)]
+
+    def fastest(self, first: int, last: int) -> list[tuple[int, str, float] | None]:
+        """The last point of the front (least busy time; fewest chiplets, then the first partition,
+        reaching it) of every cluster [first..l], l in first..last, in one pass over the layers:
+        None where the cluster has no SRAM-feasible option. The caller keeps the cluster's
+        weights within M S, as :meth:`front` does."""
+        times, partitions = self._options_per_chiplets(first, last)
+        least = times.min(axis=1)
+        chiplets = np.argmax(times == least[:, None], axis=1)
+        return [(int(a) + 1, self.inst.partitions[partitions[row, a]], float(least[row]))
+                if math.isfinite(least[row]) else None for row, a in enumerate(chiplets)]
 
     def cut(self, last: int) -> float:
         return self.cuts[last]
@@ -254,17 +288,43 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
     min_k (b + k - 1) F_k(i, j) + load + spill`` and ``F_k`` from the inner DP over clusters,
     chiplet counts (at most m) and partitions (Pareto fronts). Exact for the cost model of
     :mod:`coopt.formulations.scope`. O(L * Lseg * Lambda * |front| * K * M) where ``Lseg`` is the
-    longest segment whose weights fit in M S. Source: research notes section 2.b (DP) [R]."""
+    longest segment whose weights fit in M S. Source: research notes section 2.b (DP) [R].
+
+    The two baselines' restrictions get the same ``S(i, j)`` more directly (the same floats, so
+    the same optimum and the same mapping; tests compare them with the inner DP):
+
+    * one layer per cluster (``span = 1``): a segment of e layers has exactly e clusters, so
+      ``F_e(i, j)`` is the least bottleneck of its single-layer clusters, :func:`allocate`'s
+      (the DP's min-max and the threshold search both return the least feasible stage time);
+      e <= min(M, kmax), and once no allocation fits none fits a longer segment.
+      O(L M^2 |front| log).
+    * one cluster per segment (``kmax = 1``): ``F_1(i, j)`` is the least busy time on at most M
+      chiplets, the last point of the cluster's front (:meth:`Table.fastest`, one vector pass
+      per first layer). O(L min(Lseg, Lambda) M) numbers."""
     table = Table(inst)
     L, M = inst.n_layers, inst.chiplets
     span = min(inst.max_cluster_layers, restriction.span or inst.max_cluster_layers)
     kmax = restriction.kmax or M
     value: dict[tuple[int, int], tuple[float, int]] = {}
+    fastest: dict[tuple[int, int], tuple[int, str, float]] = {}
     for first in range(L):
-        length = 0
-        while first + length < L and table.weight_bytes(first, first + length) <= M * inst.sram_bytes:
-            length += 1
+        length = table.longest(first)
         if length == 0:
+            continue
+        if span == 1:
+            for e in range(1, min(length, M, kmax) + 1):
+                last = first + e - 1
+                allocated = allocate(table, [(layer, layer) for layer in range(first, last + 1)])
+                if allocated is None:
+                    break
+                if table.candidate(first, last):
+                    value[(first, last)] = (table.segment_time(first, last, e, allocated[0]), e)
+            continue
+        if kmax == 1:
+            for last, option in enumerate(table.fastest(first, first + min(length, span) - 1), start=first):
+                if option is not None and table.candidate(first, last):
+                    fastest[(first, last)] = option
+                    value[(first, last)] = (inst.batch * option[2] + table.overhead(first, last), 1)
             continue
         _, F = _segment_tables(table, first, length, span, kmax)
         for e in range(1, length + 1):
@@ -275,18 +335,25 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
             k = int(np.argmin(times)) + 1
             if math.isfinite(times[k - 1]):
                 value[(first, last)] = (float(times[k - 1]), k)
+    ending: list[list[tuple[int, float]]] = [[] for _ in range(L)]
+    for (i, last), (time_of, _) in sorted(value.items()):
+        ending[last].append((i, time_of))
     best = [0.0] + [math.inf] * L
     choice = [-1] * (L + 1)
     for j in range(1, L + 1):
-        for i in range(j):
-            if (i, j - 1) in value and best[i] + value[(i, j - 1)][0] < best[j]:
-                best[j], choice[j] = best[i] + value[(i, j - 1)][0], i
+        for i, time_of in ending[j - 1]:
+            if best[i] + time_of < best[j]:
+                best[j], choice[j] = best[i] + time_of, i
     if not math.isfinite(best[L]):
         return None
     segments, j = [], L
     while j > 0:
         i = choice[j]
-        segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
+        if kmax == 1 and span > 1:
+            chiplets, partition, _ = fastest[(i, j - 1)]
+            segments.append([(i, j - 1, chiplets, partition)])
+        else:
+            segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
         j = i
     return make_solution(inst, segments[::-1])
 
