@@ -69,6 +69,9 @@ class Table:
         self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
         self._stages: dict[tuple[int, int, bool], Stages | None] = {}
         self._sweeps: dict[tuple[int, int, bool], np.ndarray] = {}
+        #: per first layer: the end of the longest cluster summed so far and, per partition, its
+        #: running sums (computation, buffer maximum, IS weights) over chiplet counts
+        self._sums: dict[int, tuple[int, dict]] = {}
         layers, M = inst.layers, inst.chiplets
         self.cuts = [cut_time(inst, last) for last in range(inst.n_layers)]
         self._weights = [0, *accumulate(layer.weight_bytes for layer in layers)]
@@ -131,34 +134,54 @@ class Table:
             self._fronts[key] = self._options(first, last) if fits else []
         return self._fronts[key]
 
-    def _options_per_chiplets(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """Clusters [first..l] for every l in first..last (rows) and chiplet count a (columns): the
-        least busy time over the SRAM-feasible partitions (inf if none; ties: the first partition
-        in ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it."""
-        inst, rows = self.inst, slice(first, last + 1)
-        best_time = np.full((last - first + 1, inst.chiplets), np.inf)
+    def _options_per_chiplets(self, first: int, last: int,
+                              resume: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
+        """Clusters [first..l] for l = row..last (rows) and chiplet count a (columns): the least
+        busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
+        ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
+        returns (row, times, partitions). With ``resume`` the float sums carry on from the
+        longest cluster from ``first`` computed so far (row = its end + 1), appending rows to the
+        same sequential sums, so growing a cluster one layer costs O(M), not O(length M)."""
+        inst = self.inst
+        state = self._sums.get(first) if resume else None
+        row = state[0] + 1 if state is not None and state[0] < last else first
+        rows = slice(row, last + 1)
+        best_time = np.full((last - row + 1, inst.chiplets), np.inf)
         best_partition = np.zeros(best_time.shape, dtype=int)
+        carried = {}
         for index, p in enumerate(inst.partitions):
             comp_terms, weight_terms, buffer_terms = self._terms[p]
-            comp = np.cumsum(comp_terms[rows], axis=0) / inst.mac_rate
-            buffer = np.maximum.accumulate(buffer_terms[rows], axis=0)
+            blocks = [comp_terms[rows], buffer_terms[rows], weight_terms[rows] if p == "IS" else None]
+            if row > first:  # prepend the sums so far: cumsum then adds the new rows to them in order
+                blocks = [None if block is None else np.vstack((state[1][p][n], block))
+                          for n, block in enumerate(blocks)]
+            comp_sum = np.cumsum(blocks[0], axis=0)
+            buffer = np.maximum.accumulate(blocks[1], axis=0)
+            weight_sum = np.cumsum(blocks[2], axis=0) if p == "IS" else None
+            carried[p] = (comp_sum[-1], buffer[-1], None if weight_sum is None else weight_sum[-1])
+            if row > first:
+                comp_sum, buffer = comp_sum[1:], buffer[1:]
+                weight_sum = None if weight_sum is None else weight_sum[1:]
+            comp = comp_sum / inst.mac_rate
             if p == "IS":
-                weights = np.cumsum(weight_terms[rows], axis=0)
-                inner = _running(self._inputs, first + 1, first, last)  # the inner layers, all-gathered
+                weights = weight_sum
+                inner = _running(self._inputs, first + 1, row, last)  # the inner layers, all-gathered
                 nop = self._is_coefficient[None, :] * inner[:, None]
             else:
-                weights = _running(self._weights, first, first, last)[:, None]
-                nop = np.repeat(_running(self._halos, first, first, last)[:, None], inst.chiplets, axis=1)
+                weights = _running(self._weights, first, row, last)[:, None]
+                nop = np.repeat(_running(self._halos, first, row, last)[:, None], inst.chiplets, axis=1)
             nop[:, 0] = 0.0
             busy = np.maximum(comp, nop / inst.nop_bandwidth)
             better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
             best_time = np.where(better, busy, best_time)
             best_partition = np.where(better, index, best_partition)
-        return best_time, best_partition
+        if resume and (state is None or state[0] < last):
+            self._sums[first] = (last, carried)
+        return row, best_time, best_partition
 
     def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
         """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
-        times, partitions = self._options_per_chiplets(first, last)
+        _, times, partitions = self._options_per_chiplets(first, last, resume=True)
         best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
@@ -170,7 +193,7 @@ class Table:
         reaching it) of every cluster [first..l], l in first..last, in one pass over the layers:
         None where the cluster has no SRAM-feasible option. The caller keeps the cluster's
         weights within M S, as :meth:`front` does."""
-        times, partitions = self._options_per_chiplets(first, last)
+        _, times, partitions = self._options_per_chiplets(first, last)
         least = times.min(axis=1)
         chiplets = np.argmax(times == least[:, None], axis=1)
         return [(int(a) + 1, self.inst.partitions[partitions[row, a]], float(least[row]))
