@@ -134,19 +134,21 @@ class Table:
             self._fronts[key] = self._options(first, last) if fits else []
         return self._fronts[key]
 
-    def _options_per_chiplets(self, first: int, last: int,
-                              resume: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
+    def _options_per_chiplets(self, first: int, last: int, resume: bool = False,
+                              only_last: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
         """Clusters [first..l] for l = row..last (rows) and chiplet count a (columns): the least
         busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
         ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
         returns (row, times, partitions). With ``resume`` the float sums carry on from the
         longest cluster from ``first`` computed so far (row = its end + 1), appending rows to the
-        same sequential sums, so growing a cluster one layer costs O(M), not O(length M)."""
+        same sequential sums, so growing a cluster one layer costs O(M), not O(length M). With
+        ``only_last`` only the row of [first..last] is formed after the sums (row = last)."""
         inst = self.inst
         state = self._sums.get(first) if resume else None
         row = state[0] + 1 if state is not None and state[0] < last else first
         rows = slice(row, last + 1)
-        best_time = np.full((last - row + 1, inst.chiplets), np.inf)
+        kept = last if only_last else row
+        best_time = np.full((last - kept + 1, inst.chiplets), np.inf)
         best_partition = np.zeros(best_time.shape, dtype=int)
         carried = {}
         for index, p in enumerate(inst.partitions):
@@ -159,17 +161,17 @@ class Table:
             buffer = np.maximum.accumulate(blocks[1], axis=0)
             weight_sum = np.cumsum(blocks[2], axis=0) if p == "IS" else None
             carried[p] = (comp_sum[-1], buffer[-1], None if weight_sum is None else weight_sum[-1])
-            if row > first:
-                comp_sum, buffer = comp_sum[1:], buffer[1:]
-                weight_sum = None if weight_sum is None else weight_sum[1:]
+            drop = comp_sum.shape[0] - best_time.shape[0]  # the carried row, or all rows but the last
+            comp_sum, buffer = comp_sum[drop:], buffer[drop:]
+            weight_sum = None if weight_sum is None else weight_sum[drop:]
             comp = comp_sum / inst.mac_rate
             if p == "IS":
                 weights = weight_sum
-                inner = _running(self._inputs, first + 1, row, last)  # the inner layers, all-gathered
+                inner = _running(self._inputs, first + 1, kept, last)  # the inner layers, all-gathered
                 nop = self._is_coefficient[None, :] * inner[:, None]
             else:
-                weights = _running(self._weights, first, row, last)[:, None]
-                nop = np.repeat(_running(self._halos, first, row, last)[:, None], inst.chiplets, axis=1)
+                weights = _running(self._weights, first, kept, last)[:, None]
+                nop = np.repeat(_running(self._halos, first, kept, last)[:, None], inst.chiplets, axis=1)
             nop[:, 0] = 0.0
             busy = np.maximum(comp, nop / inst.nop_bandwidth)
             better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
@@ -181,7 +183,7 @@ class Table:
 
     def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
         """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
-        _, times, partitions = self._options_per_chiplets(first, last, resume=True)
+        _, times, partitions = self._options_per_chiplets(first, last, resume=True, only_last=True)
         best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
