@@ -438,7 +438,10 @@ def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
     """Best layer-wise segmented pipeline (Tangram/SET/Gemini style: one layer per stage).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with Lambda = 1. Source: research notes section 2.b, special cases."""
+    with Lambda = 1, its segment values from :func:`allocate` on single-layer clusters (at most M
+    layers a segment): O(L M^2 |front| log) and the O(L Lseg) outer DP; the same solution as the
+    inner DP restricted to Lambda = 1 (tested against the code before this shortcut).
+    Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, SEGMENTED)
     if solution is None:
         raise NoSolution("no feasible segmented pipeline")
@@ -450,7 +453,11 @@ def intra_layer(inst: Instance, seed: int = 0) -> Solution:
     segment runs in turn on the same chiplets (the module split inside each layer).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with K = 1. Source: research notes section 2.b, special cases."""
+    with K = 1, each segment's value the last point of its single cluster's front, found for every
+    segment from one first layer in one vector pass: O(L min(Lseg, Lambda) M) numbers and the
+    O(L Lseg) outer DP. Quadratic in L where segments are long (every segment is a candidate),
+    but in numpy (4.3 s CPU at 1 282 layers, generated size 640).
+    Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, INTRA_LAYER)
     if solution is None:
         raise NoSolution("no feasible intra-layer mapping")
@@ -764,7 +771,11 @@ def search(inst: Instance, seed: int = 0) -> Solution:
        while that needs no more chiplets than splitting; keep the probed packing with the least
        segment time.                                                 O(L log(1/eps)) probes' work
     3. Polish each of the three: shift / drop / add / retype a cut while the batch time
-       improves (allocations re-optimised exactly per structure); keep the best. O(passes L) evals
+       improves (allocations re-optimised exactly per structure, each move costed on the
+       segments it touches only, :class:`Structure`); keep the best.            O(passes L) evals
+    Fronts: growing a cluster extends running sums (O(M) a layer); a cluster shorter than one
+    already summed from the same first layer is summed afresh (O(length M)), which is what
+    keeps the fitted exponent near 2 where clusters may span the chain (Lambda = L).
     Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
     optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
     Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
@@ -776,9 +787,11 @@ def search_resegment(inst: Instance, seed: int = 0) -> Solution:
     merge two neighbours, each new segment re-packed by bisection, while the batch time improves.
 
     Guarantee: never worse than the polished start it refines; no optimality guarantee.
-    Complexity: O(Lseg) bisections per segment and pass, so quadratic in the segment length;
-    each (first, last) packing is bisected once and reused by later passes (2.3-3.3x faster than
-    bisecting afresh on ResNet-152 and generated size 160, same mappings). Deterministic (``seed`` unused).
+    Complexity: O(Lseg) bisections per segment and pass, each O(Lseg log(1/eps)) packing probes,
+    so quadratic in the segment length: this one cannot be made near-linear without changing its
+    answers (every split point of every segment is re-packed by its own bisection); each
+    (first, last) packing is bisected once and reused by later passes. Deterministic (``seed``
+    unused).
     Source: ours; it targets the weak point of the memory-greedy segmentation."""
     return _search(inst, resegment=True)
 
