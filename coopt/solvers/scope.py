@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 import pyomo.environ as pyo
@@ -31,38 +33,210 @@ from coopt.formulations.scope.model import (
     Cluster,
     Instance,
     Restriction,
-    cluster_options,
+    boundary_bytes,
     cut_time,
     decode,
     make_solution,
     segment_candidate,
-    segment_overhead,
-    segment_time,
-    segment_weight_bytes,
     stage_time,
 )
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 
 
+def _running(prefix: list[int], start: int, first: int, last: int) -> np.ndarray:
+    """Exact integer sums of layers start..l for l = first..last from a prefix sum, each rounded
+    to float once (as the cost model's ``sum`` of integers then used in float arithmetic)."""
+    return (np.array(prefix[first + 1:last + 2]) - prefix[start]).astype(float)
+
+
+#: A cluster's front as stage times, their negations, chiplets and partitions (:meth:`Table.stages`).
+Stages = tuple[list[float], list[float], list[int], list[str]]
+
+
 class Table:
-    """Memoised Pareto fronts and cut times of the clusters of one instance."""
+    """Memoised Pareto fronts, cut times and segment sums of one instance.
+
+    The per-layer terms of the cost model are laid out once as (layer x chiplets) arrays, so a
+    cluster's front is a few vector operations over its layers instead of a Python loop over
+    chiplet counts, partitions and layers. Every float is formed by the same IEEE operations in
+    the same order as :func:`coopt.formulations.scope.model.cluster_options` (sums run from the
+    cluster's first layer, a cumulative sum being sequential), so the fronts are equal to the
+    last bit; segment weights and boundary bytes are integer prefix sums, hence exact."""
 
     def __init__(self, inst: Instance):
         self.inst = inst
         self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
+        self._stages: dict[tuple[int, int, bool], Stages | None] = {}
+        self._sweeps: dict[tuple[int, int, bool], np.ndarray] = {}
+        #: per first layer: the end of the longest cluster summed so far and, per partition, its
+        #: running sums (computation, buffer maximum, IS weights) over chiplet counts
+        self._sums: dict[int, tuple[int, dict]] = {}
+        layers, M = inst.layers, inst.chiplets
+        self.cuts = [cut_time(inst, last) for last in range(inst.n_layers)]
+        self._weights = [0, *accumulate(layer.weight_bytes for layer in layers)]
+        self._inputs = [0, *accumulate(layer.input_bytes for layer in layers)]
+        self._halos = [0, *accumulate(layer.halo_bytes for layer in layers)]
+        self.total_weights = self._weights[-1]
+
+        def column(key: str) -> np.ndarray:
+            return np.array([float(getattr(layer, key)) for layer in layers])[:, None]
+
+        chiplets = np.arange(1, M + 1, dtype=float)[None, :]
+        self._is_coefficient = (chiplets[0] - 1) / chiplets[0]  # (a - 1) / a of the all-gather
+        self._terms = {}
+        for p in inst.partitions:
+            extent = column("out_channels" if p == "IS" else "out_rows")
+            share = np.ceil(extent / chiplets) / extent
+            if p == "IS":
+                buffer = column("input_bytes") + (column("output_bytes") + column("shortcut_bytes")) * share
+                weights = column("weight_bytes") * share
+            else:
+                total = column("input_bytes") + column("output_bytes") + column("shortcut_bytes")
+                halo = np.where(chiplets > 1, column("halo_bytes"), 0.0)
+                buffer, weights = total * share + halo, None
+            self._terms[p] = (column("macs") * share, weights, buffer)
+
+    def weight_bytes(self, first: int, last: int) -> int:
+        """:func:`segment_weight_bytes`, from a prefix sum."""
+        return self._weights[last + 1] - self._weights[first]
+
+    def longest(self, first: int) -> int:
+        """How many layers from ``first`` on have weights that fit in M S (a binary search on the
+        prefix sums, exact integer comparisons)."""
+        cap, start = self.inst.chiplets * self.inst.sram_bytes, self._weights[first]
+        layers = range(first + 1, self.inst.n_layers + 1)
+        return bisect_right(layers, cap, key=lambda end: self._weights[end] - start)
+
+    def candidate(self, first: int, last: int) -> bool:
+        """:func:`segment_candidate` in O(1): weights fit in M S, DRAM need fits."""
+        inst = self.inst
+        if self.weight_bytes(first, last) > inst.chiplets * inst.sram_bytes:
+            return False
+        return self.total_weights + inst.batch * boundary_bytes(inst, first, last) <= inst.dram_bytes
+
+    def overhead(self, first: int, last: int) -> float:
+        """:func:`segment_overhead` in O(1)."""
+        inst = self.inst
+        moved = self.weight_bytes(first, last) + inst.batch * boundary_bytes(inst, first, last)
+        return moved / inst.dram_bandwidth
+
+    def segment_time(self, first: int, last: int, clusters: int, bottleneck: float) -> float:
+        """:func:`coopt.formulations.scope.model.segment_time` in O(1)."""
+        return (self.inst.batch + clusters - 1) * bottleneck + self.overhead(first, last)
 
     def front(self, first: int, last: int) -> list[tuple[int, str, float]]:
         """(chiplets, partition, busy time), busy time strictly decreasing; [] if infeasible."""
         key = (first, last)
         if key not in self._fronts:
             inst = self.inst
-            weights_fit = segment_weight_bytes(inst, first, last) <= inst.chiplets * inst.sram_bytes
-            self._fronts[key] = cluster_options(inst, first, last) if weights_fit else []
+            fits = self.weight_bytes(first, last) <= inst.chiplets * inst.sram_bytes
+            self._fronts[key] = self._options(first, last) if fits else []
         return self._fronts[key]
 
+    def _options_per_chiplets(self, first: int, last: int, resume: bool = False,
+                              only_last: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
+        """Clusters [first..l] for l = row..last (rows) and chiplet count a (columns): the least
+        busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
+        ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
+        returns (row, times, partitions). With ``resume`` the float sums carry on from the
+        longest cluster from ``first`` computed so far (row = its end + 1), appending rows to the
+        same sequential sums, so growing a cluster one layer costs O(M), not O(length M). With
+        ``only_last`` only the row of [first..last] is formed after the sums (row = last)."""
+        inst = self.inst
+        state = self._sums.get(first) if resume else None
+        row = state[0] + 1 if state is not None and state[0] < last else first
+        rows = slice(row, last + 1)
+        kept = last if only_last else row
+        best_time = np.full((last - kept + 1, inst.chiplets), np.inf)
+        best_partition = np.zeros(best_time.shape, dtype=int)
+        carried = {}
+        for index, p in enumerate(inst.partitions):
+            comp_terms, weight_terms, buffer_terms = self._terms[p]
+            blocks = [comp_terms[rows], buffer_terms[rows], weight_terms[rows] if p == "IS" else None]
+            if row > first:  # prepend the sums so far: cumsum then adds the new rows to them in order
+                blocks = [None if block is None else np.vstack((state[1][p][n], block))
+                          for n, block in enumerate(blocks)]
+            comp_sum = np.cumsum(blocks[0], axis=0)
+            buffer = np.maximum.accumulate(blocks[1], axis=0)
+            weight_sum = np.cumsum(blocks[2], axis=0) if p == "IS" else None
+            carried[p] = (comp_sum[-1], buffer[-1], None if weight_sum is None else weight_sum[-1])
+            drop = comp_sum.shape[0] - best_time.shape[0]  # the carried row, or all rows but the last
+            comp_sum, buffer = comp_sum[drop:], buffer[drop:]
+            weight_sum = None if weight_sum is None else weight_sum[drop:]
+            comp = comp_sum / inst.mac_rate
+            if p == "IS":
+                weights = weight_sum
+                inner = _running(self._inputs, first + 1, kept, last)  # the inner layers, all-gathered
+                nop = self._is_coefficient[None, :] * inner[:, None]
+            else:
+                weights = _running(self._weights, first, kept, last)[:, None]
+                nop = np.repeat(_running(self._halos, first, kept, last)[:, None], inst.chiplets, axis=1)
+            nop[:, 0] = 0.0
+            busy = np.maximum(comp, nop / inst.nop_bandwidth)
+            better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
+            best_time = np.where(better, busy, best_time)
+            best_partition = np.where(better, index, best_partition)
+        if resume and (state is None or state[0] < last):
+            self._sums[first] = (last, carried)
+        return row, best_time, best_partition
+
+    def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
+        """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
+        _, times, partitions = self._options_per_chiplets(first, last, resume=True, only_last=True)
+        best_time, best_partition = times[-1], partitions[-1]
+        running = np.minimum.accumulate(best_time)
+        improves = best_time < np.concatenate(([np.inf], running[:-1]))
+        return [(int(a) + 1, self.inst.partitions[best_partition[a]], float(best_time[a]))
+                for a in np.flatnonzero(improves)]
+
+    def fastest(self, first: int, last: int) -> list[tuple[int, str, float] | None]:
+        """The last point of the front (least busy time; fewest chiplets, then the first partition,
+        reaching it) of every cluster [first..l], l in first..last, in one pass over the layers:
+        None where the cluster has no SRAM-feasible option. The caller keeps the cluster's
+        weights within M S, as :meth:`front` does."""
+        _, times, partitions = self._options_per_chiplets(first, last)
+        least = times.min(axis=1)
+        chiplets = np.argmax(times == least[:, None], axis=1)
+        return [(int(a) + 1, self.inst.partitions[partitions[row, a]], float(least[row]))
+                if math.isfinite(least[row]) else None for row, a in enumerate(chiplets)]
+
     def cut(self, last: int) -> float:
-        return cut_time(self.inst, last)
+        return self.cuts[last]
+
+    def stages(self, first: int, last: int, cut: bool) -> Stages | None:
+        """The front as stage times (busy time plus the outgoing cut if ``cut``; non-increasing),
+        their negations (ascending, for :func:`bisect.bisect_left`), chiplets and partitions;
+        None if the front is empty."""
+        key = (first, last, cut)
+        if key not in self._stages:
+            front = self.front(first, last)
+            extra = self.cuts[last] if cut else 0.0
+            taus = [busy + extra for _, _, busy in front]
+            self._stages[key] = (taus, [-tau for tau in taus], [a for a, _, _ in front],
+                                 [p for _, p, _ in front]) if front else None
+        return self._stages[key]
+
+    def sweep(self, first: int, last: int, cut: bool) -> np.ndarray:
+        """A non-empty front in ascending stage time, as rows: stage time, the change it makes to
+        the cluster's need of chiplets (its chiplets, less those of the option before it; the
+        first option met is all its chiplets) and 1 for that first option (:func:`allocate`)."""
+        key = (first, last, cut)
+        if key not in self._sweeps:
+            taus, _, chips, _ = self.stages(first, last, cut)
+            fewer = np.array(chips[::-1], dtype=float)
+            first_met = np.zeros(len(chips))
+            first_met[0] = 1.0
+            self._sweeps[key] = np.array([taus[::-1], np.diff(fewer, prepend=0.0), first_met])
+        return self._sweeps[key]
+
+    def need(self, first: int, last: int, cut: bool, theta: float) -> float:
+        """Fewest chiplets with which cluster [first..last] meets stage time ``theta`` (inf if none)."""
+        stage = self.stages(first, last, cut)
+        if stage is None:
+            return math.inf
+        option = bisect_left(stage[1], -theta)
+        return stage[2][option] if option < len(stage[2]) else math.inf
 
 
 # -- exact dynamic program -----------------------------------------------------------------------
@@ -139,39 +313,72 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
     min_k (b + k - 1) F_k(i, j) + load + spill`` and ``F_k`` from the inner DP over clusters,
     chiplet counts (at most m) and partitions (Pareto fronts). Exact for the cost model of
     :mod:`coopt.formulations.scope`. O(L * Lseg * Lambda * |front| * K * M) where ``Lseg`` is the
-    longest segment whose weights fit in M S. Source: research notes section 2.b (DP) [R]."""
+    longest segment whose weights fit in M S. Source: research notes section 2.b (DP) [R].
+
+    The two baselines' restrictions get the same ``S(i, j)`` more directly (the same floats, so
+    the same optimum and the same mapping; tests compare them with the inner DP):
+
+    * one layer per cluster (``span = 1``): a segment of e layers has exactly e clusters, so
+      ``F_e(i, j)`` is the least bottleneck of its single-layer clusters, :func:`allocate`'s
+      (the DP's min-max and the threshold search both return the least feasible stage time);
+      e <= min(M, kmax), and once no allocation fits none fits a longer segment.
+      O(L M^2 |front| log).
+    * one cluster per segment (``kmax = 1``): ``F_1(i, j)`` is the least busy time on at most M
+      chiplets, the last point of the cluster's front (:meth:`Table.fastest`, one vector pass
+      per first layer). O(L min(Lseg, Lambda) M) numbers."""
     table = Table(inst)
     L, M = inst.n_layers, inst.chiplets
     span = min(inst.max_cluster_layers, restriction.span or inst.max_cluster_layers)
     kmax = restriction.kmax or M
     value: dict[tuple[int, int], tuple[float, int]] = {}
+    fastest: dict[tuple[int, int], tuple[int, str, float]] = {}
     for first in range(L):
-        length = 0
-        while first + length < L and segment_weight_bytes(inst, first, first + length) <= M * inst.sram_bytes:
-            length += 1
+        length = table.longest(first)
         if length == 0:
+            continue
+        if span == 1:
+            for e in range(1, min(length, M, kmax) + 1):
+                last = first + e - 1
+                allocated = allocate(table, [(layer, layer) for layer in range(first, last + 1)])
+                if allocated is None:
+                    break
+                if table.candidate(first, last):
+                    value[(first, last)] = (table.segment_time(first, last, e, allocated[0]), e)
+            continue
+        if kmax == 1:
+            for last, option in enumerate(table.fastest(first, first + min(length, span) - 1), start=first):
+                if option is not None and table.candidate(first, last):
+                    fastest[(first, last)] = option
+                    value[(first, last)] = (inst.batch * option[2] + table.overhead(first, last), 1)
             continue
         _, F = _segment_tables(table, first, length, span, kmax)
         for e in range(1, length + 1):
             last = first + e - 1
-            if not segment_candidate(inst, first, last):
+            if not table.candidate(first, last):
                 continue
-            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + segment_overhead(inst, first, last)
+            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
             k = int(np.argmin(times)) + 1
             if math.isfinite(times[k - 1]):
                 value[(first, last)] = (float(times[k - 1]), k)
+    ending: list[list[tuple[int, float]]] = [[] for _ in range(L)]
+    for (i, last), (time_of, _) in sorted(value.items()):
+        ending[last].append((i, time_of))
     best = [0.0] + [math.inf] * L
     choice = [-1] * (L + 1)
     for j in range(1, L + 1):
-        for i in range(j):
-            if (i, j - 1) in value and best[i] + value[(i, j - 1)][0] < best[j]:
-                best[j], choice[j] = best[i] + value[(i, j - 1)][0], i
+        for i, time_of in ending[j - 1]:
+            if best[i] + time_of < best[j]:
+                best[j], choice[j] = best[i] + time_of, i
     if not math.isfinite(best[L]):
         return None
     segments, j = [], L
     while j > 0:
         i = choice[j]
-        segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
+        if kmax == 1 and span > 1:
+            chiplets, partition, _ = fastest[(i, j - 1)]
+            segments.append([(i, j - 1, chiplets, partition)])
+        else:
+            segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
         j = i
     return make_solution(inst, segments[::-1])
 
@@ -231,7 +438,10 @@ def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
     """Best layer-wise segmented pipeline (Tangram/SET/Gemini style: one layer per stage).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with Lambda = 1. Source: research notes section 2.b, special cases."""
+    with Lambda = 1, its segment values from :func:`allocate` on single-layer clusters (at most M
+    layers a segment): O(L M^2 |front| log) and the O(L Lseg) outer DP; the same solution as the
+    inner DP restricted to Lambda = 1 (tested against the code before this shortcut).
+    Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, SEGMENTED)
     if solution is None:
         raise NoSolution("no feasible segmented pipeline")
@@ -243,7 +453,11 @@ def intra_layer(inst: Instance, seed: int = 0) -> Solution:
     segment runs in turn on the same chiplets (the module split inside each layer).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with K = 1. Source: research notes section 2.b, special cases."""
+    with K = 1, each segment's value the last point of its single cluster's front, found for every
+    segment from one first layer in one vector pass: O(L min(Lseg, Lambda) M) numbers and the
+    O(L Lseg) outer DP. Quadratic in L where segments are long (every segment is a candidate),
+    but in numpy (4.3 s CPU at 1 282 layers, generated size 640).
+    Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, INTRA_LAYER)
     if solution is None:
         raise NoSolution("no feasible intra-layer mapping")
@@ -257,42 +471,36 @@ def allocate(table: Table, clusters: list[tuple[int, int]]) -> tuple[float, list
     """Least-bottleneck allocation of chiplets and partitions to the fixed clusters of one
     segment (its last cluster has no outgoing cut); None if no allocation fits in M chiplets.
 
-    Exact: the bottleneck is one of the clusters' front values; for a threshold theta each
-    cluster needs its fewest chiplets reaching theta, and the least feasible theta is found by
-    bisection over the sorted candidates. O(k |front| log(k |front|))."""
-    last = clusters[-1][1]
-    fronts = []
-    for i, j in clusters:
-        cut = table.cut(j) if j != last else 0.0
-        front = [(a, p, busy + cut) for a, p, busy in table.front(i, j)]
-        if not front:
-            return None
-        fronts.append(front)
+    Exact: the bottleneck is one of the clusters' stage times; at a threshold theta each cluster
+    needs its fewest chiplets reaching theta, which only falls as theta grows. Sweeping every
+    cluster's options in ascending stage time, an option lowers its cluster's need to its own
+    chiplets (the first one met covers the cluster), so cumulative sums give the chiplets needed
+    after each option, and the first point where every cluster is covered within M chiplets is
+    the least feasible theta. Each cluster then takes its fewest chiplets reaching it (a binary
+    search in its front). More than M clusters never fit (each takes a chiplet).
+    O(n log n) for the n = sum |front| options, in numpy."""
     M = table.inst.chiplets
-
-    def pick(theta: float) -> list[tuple[int, str, float]] | None:
-        chosen, used = [], 0
-        for front in fronts:
-            option = next((o for o in front if o[2] <= theta), None)
-            if option is None:
-                return None
-            chosen.append(option)
-            used += option[0]
-        return chosen if used <= M else None
-
-    candidates = sorted({o[2] for front in fronts for o in front})
-    if pick(candidates[-1]) is None:
+    if len(clusters) > M:
         return None
-    lo, hi = 0, len(candidates) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pick(candidates[mid]) is not None:
-            hi = mid
-        else:
-            lo = mid + 1
-    chosen = pick(candidates[lo])
-    mapped = [(i, j, a, p) for (i, j), (a, p, _) in zip(clusters, chosen, strict=True)]
-    return max(o[2] for o in chosen), mapped
+    last = clusters[-1][1]
+    stages = []
+    for i, j in clusters:
+        stage = table.stages(i, j, j != last)
+        if stage is None:
+            return None
+        stages.append(stage)
+    sweep = np.concatenate([table.sweep(i, j, j != last) for i, j in clusters], axis=1)
+    order = np.argsort(sweep[0], kind="stable")
+    feasible = (np.cumsum(sweep[2][order]) == len(clusters)) & (np.cumsum(sweep[1][order]) <= M)
+    point = int(np.argmax(feasible))
+    if not feasible[point]:
+        return None
+    theta, bottleneck, mapped = float(sweep[0][order[point]]), 0.0, []
+    for (i, j), (taus, negated, chips, partitions) in zip(clusters, stages, strict=True):
+        option = bisect_left(negated, -theta)
+        bottleneck = max(bottleneck, taus[option])
+        mapped.append((i, j, chips[option], partitions[option]))
+    return bottleneck, mapped
 
 
 class StructureCost:
@@ -305,28 +513,109 @@ class StructureCost:
         #: :func:`_bisect_segment`'s packing per (first, last): a pure function of the segment,
         #: asked again for the same segments on every pass of the segment-level moves
         self.packings: dict[tuple[int, int], list[tuple[int, int]] | None] = {}
+        #: tau of every (layer, partition) alone on one chiplet with its cut, layer-major: the
+        #: terms of :func:`_bisect_fresh`'s upper bound, summed in the same order
+        self.single_stages = [stage_time(inst, i, i, 1, p, cut=True)
+                              for i in range(inst.n_layers) for p in inst.partitions]
 
     def _segment_cost(self, clusters: tuple[tuple[int, int], ...]) -> tuple[float, tuple[Cluster, ...]]:
         first, last = clusters[0][0], clusters[-1][1]
         if any(j - i + 1 > self.inst.max_cluster_layers for i, j in clusters):
             return math.inf, ()
-        if not segment_candidate(self.inst, first, last):
+        if not self.table.candidate(first, last):
             return math.inf, ()
         result = allocate(self.table, list(clusters))
         if result is None:
             return math.inf, ()
         bottleneck, mapped = result
-        return segment_time(self.inst, first, last, len(clusters), bottleneck), tuple(mapped)
+        return self.table.segment_time(first, last, len(clusters), bottleneck), tuple(mapped)
 
-    def __call__(self, labels: list[int] | tuple[int, ...]) -> float:
+    def __call__(self, labels: list[int] | tuple[int, ...] | bytearray) -> float:
         return sum(self._segment(tuple(seg))[0] for seg in decode(labels))
 
     def segment(self, clusters: list[tuple[int, int]]) -> float:
         """Time of one segment given its clusters (inf if infeasible)."""
         return self._segment(tuple(clusters))[0]
 
-    def mapping(self, labels: list[int] | tuple[int, ...]) -> list[list[Cluster]]:
+    def mapping(self, labels: list[int] | tuple[int, ...] | bytearray) -> list[list[Cluster]]:
         return [list(self._segment(tuple(seg))[1]) for seg in decode(labels)]
+
+
+class Structure:
+    """A structure's gap labels with its segments' times, changed move by move.
+
+    A move relabels one or two gaps; only the segments between the segment cuts on either side
+    of them change, so only those are decoded (by byte searches, stopping at the first cluster
+    that makes the region infeasible: longer than Lambda, or a segment of more than M clusters)
+    and re-costed. The batch time is still the left-to-right sum of every segment's time, the
+    same float as :meth:`StructureCost.__call__` on the whole labels. O(k + S) per move for k
+    clusters in the region and S segments (the sum), against O(L) for a full re-evaluation."""
+
+    def __init__(self, cost: StructureCost, labels: list[int] | bytearray):
+        self.cost = cost
+        self.labels = bytearray(labels)
+        segments = decode(self.labels)
+        self.starts = [seg[0][0] for seg in segments]
+        self.times = [cost.segment(seg) for seg in segments]
+        self.value = sum(self.times)
+        self._undo: list[tuple[int, int]] = []
+        self._pending: tuple[int, int, list[int], list[float]] | None = None
+
+    def propose(self, changes: list[tuple[int, int]]) -> float:
+        """Apply ``changes`` (gap, label) and return the new batch time; then :meth:`accept` or
+        :meth:`reject` (which restores the labels)."""
+        labels = self.labels
+        self._undo = [(gap, labels[gap]) for gap, _ in changes]
+        for gap, label in changes:
+            labels[gap] = label
+        low, high = min(gap for gap, _ in changes), max(gap for gap, _ in changes)
+        first = labels.rfind(SEGMENT_CUT, 0, low) + 1
+        end = labels.find(SEGMENT_CUT, high + 1)
+        last = end if end >= 0 else len(labels)
+        region = self._region(first, last)
+        if region is None:
+            self._pending = None
+            return math.inf
+        starts, times = region
+        i = bisect_right(self.starts, first) - 1
+        j = bisect_right(self.starts, last)
+        trial = self.times[:i] + times + self.times[j:]
+        self._pending = (i, j, starts, trial)
+        return sum(trial)
+
+    def accept(self) -> None:
+        i, j, starts, trial = self._pending
+        self.starts[i:j] = starts
+        self.times = trial
+        self.value = sum(trial)
+
+    def reject(self) -> None:
+        for gap, label in reversed(self._undo):
+            self.labels[gap] = label
+
+    def _region(self, first: int, last: int) -> tuple[list[int], list[float]] | None:
+        """Segment starts and times of layers first..last, None if a segment there is infeasible
+        for a reason seen while decoding."""
+        labels, M, span = self.labels, self.cost.inst.chiplets, self.cost.inst.max_cluster_layers
+        starts, times, clusters, start = [first], [], [], first
+        cluster_cut = labels.find(CLUSTER_CUT, first, last)
+        segment_cut = labels.find(SEGMENT_CUT, first, last)
+        while True:
+            gap = min(cluster_cut if cluster_cut >= 0 else last, segment_cut if segment_cut >= 0 else last)
+            if gap - start + 1 > span or len(clusters) >= M:
+                return None
+            clusters.append((start, gap))
+            start = gap + 1
+            if gap == last:
+                times.append(self.cost.segment(clusters))
+                return starts, times
+            if gap == segment_cut:
+                times.append(self.cost.segment(clusters))
+                starts.append(start)
+                clusters = []
+                segment_cut = labels.find(SEGMENT_CUT, start, last)
+            else:
+                cluster_cut = labels.find(CLUSTER_CUT, start, last)
 
 
 def _labels_of(segments: list[list[tuple[int, int]]], n_layers: int) -> list[int]:
@@ -342,27 +631,27 @@ def _labels_of(segments: list[list[tuple[int, int]]], n_layers: int) -> list[int
 
 def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> list[int]:
     """First-improvement local search: shift a cut by one gap, drop a cut (merge), add a cut
-    (split) or change a cut's kind; allocations re-optimised by :func:`allocate`."""
-    labels = list(labels)
-    current = cost(labels)
+    (split) or change a cut's kind; allocations re-optimised by :func:`allocate`, each move
+    costed incrementally (:class:`Structure`)."""
+    state = Structure(cost, labels)
+    gaps = len(labels)
     for _ in range(max_passes):
         improved = False
-        for gap in range(len(labels)):
-            moves = [[(gap, label)] for label in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if label != labels[gap]]
+        for gap in range(gaps):
+            current = state.labels
+            moves = [[(gap, label)] for label in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if label != current[gap]]
             for nxt in (gap - 1, gap + 1):
-                if 0 <= nxt < len(labels) and labels[gap] != NO_CUT and labels[nxt] == NO_CUT:
-                    moves.append([(gap, NO_CUT), (nxt, labels[gap])])
+                if 0 <= nxt < gaps and current[gap] != NO_CUT and current[nxt] == NO_CUT:
+                    moves.append([(gap, NO_CUT), (nxt, current[gap])])
             for move in moves:
-                trial = list(labels)
-                for g, label in move:
-                    trial[g] = label
-                value = cost(trial)
-                if value < current * (1 - 1e-12):
-                    labels, current, improved = trial, value, True
+                if state.propose(move) < state.value * (1 - 1e-12):
+                    state.accept()
+                    improved = True
                     break
+                state.reject()
         if not improved:
             break
-    return labels
+    return list(state.labels)
 
 
 # -- heuristics ----------------------------------------------------------------------------------
@@ -371,23 +660,19 @@ def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> lis
 def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> list[tuple[int, int]] | None:
     """Clusters of [first..last] with every stage time <= theta: grow the current cluster while
     that needs no more chiplets than closing it and opening a new one; None if over M."""
-    table, inst = cost.table, cost.inst
-
-    def need(i: int, j: int) -> float:
-        cut = table.cut(j) if j != last else 0.0
-        return next((a for a, _, busy in table.front(i, j) if busy + cut <= theta), math.inf)
-
+    table, span = cost.table, cost.inst.max_cluster_layers
     clusters, start, used = [], first, 0.0
     for layer in range(first, last):
-        extend = need(start, layer + 1) if layer + 1 - start < inst.max_cluster_layers else math.inf
-        split = need(start, layer) + need(layer + 1, layer + 1)
-        if extend > split:
-            used += need(start, layer)
+        inner = layer + 1 != last
+        extend = table.need(start, layer + 1, inner, theta) if layer + 1 - start < span else math.inf
+        close = table.need(start, layer, True, theta)
+        if extend > close + table.need(layer + 1, layer + 1, inner, theta):
+            used += close
             clusters.append((start, layer))
             start = layer + 1
-    used += need(start, last)
+    used += table.need(start, last, False, theta)
     clusters.append((start, last))
-    return clusters if used <= inst.chiplets else None
+    return clusters if used <= cost.inst.chiplets else None
 
 
 def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
@@ -401,8 +686,8 @@ def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[in
 
 
 def _bisect_fresh(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
-    inst = cost.inst
-    hi = sum(stage_time(inst, i, i, 1, p, cut=True) for i in range(first, last + 1) for p in inst.partitions)
+    width = len(cost.inst.partitions)
+    hi = sum(cost.single_stages[first * width:(last + 1) * width])  # every layer alone on one chiplet
     lo = 0.0
     packed = _greedy_pack(cost, first, last, hi)
     if packed is None:
@@ -432,8 +717,8 @@ def _greedy_segments(cost: StructureCost, fill: float) -> list[list[tuple[int, i
     segments, first = [], 0
     while first < inst.n_layers:
         last = first
-        while (last + 1 < inst.n_layers and segment_candidate(inst, first, last + 1)
-               and segment_weight_bytes(inst, first, last + 1) <= cap):
+        while (last + 1 < inst.n_layers and cost.table.candidate(first, last + 1)
+               and cost.table.weight_bytes(first, last + 1) <= cap):
             last += 1
         clusters = _bisect_segment(cost, first, last)
         while clusters is None and last > first:
@@ -486,7 +771,11 @@ def search(inst: Instance, seed: int = 0) -> Solution:
        while that needs no more chiplets than splitting; keep the probed packing with the least
        segment time.                                                 O(L log(1/eps)) probes' work
     3. Polish each of the three: shift / drop / add / retype a cut while the batch time
-       improves (allocations re-optimised exactly per structure); keep the best. O(passes L) evals
+       improves (allocations re-optimised exactly per structure, each move costed on the
+       segments it touches only, :class:`Structure`); keep the best.            O(passes L) evals
+    Fronts: growing a cluster extends running sums (O(M) a layer); a cluster shorter than one
+    already summed from the same first layer is summed afresh (O(length M)), which is what
+    keeps the fitted exponent near 2 where clusters may span the chain (Lambda = L).
     Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
     optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
     Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
@@ -498,9 +787,11 @@ def search_resegment(inst: Instance, seed: int = 0) -> Solution:
     merge two neighbours, each new segment re-packed by bisection, while the batch time improves.
 
     Guarantee: never worse than the polished start it refines; no optimality guarantee.
-    Complexity: O(Lseg) bisections per segment and pass, so quadratic in the segment length;
-    each (first, last) packing is bisected once and reused by later passes (2.3-3.3x faster than
-    bisecting afresh on ResNet-152 and generated size 160, same mappings). Deterministic (``seed`` unused).
+    Complexity: O(Lseg) bisections per segment and pass, each O(Lseg log(1/eps)) packing probes,
+    so quadratic in the segment length: this one cannot be made near-linear without changing its
+    answers (every split point of every segment is re-packed by its own bisection); each
+    (first, last) packing is bisected once and reused by later passes. Deterministic (``seed``
+    unused).
     Source: ours; it targets the weak point of the memory-greedy segmentation."""
     return _search(inst, resegment=True)
 
@@ -526,33 +817,41 @@ def annealing(inst: Instance, seed: int = 0, iterations: int | None = None) -> S
     Starts from every layer its own segment; geometric cooling from 5% to 0.01% of the start
     cost over ``iterations`` (default 300 L) moves; returns the best structure seen.
     Guarantee: feasible if the start is; no optimality guarantee. Deterministic for a seed.
+    Complexity: each move re-costs only the segments around the gaps it changes
+    (:class:`Structure`): O(k |front| log + S) for k clusters there (at most M) and S segments,
+    so O(L (M |front| log + S)) in all; a full re-evaluation per move made it O(L^2).
     Source: move set after repo SET-Scheduling-Project/GEMINI-HPCA2024 (segmentation.cpp), read
     only through the research notes."""
     rng = random.Random(seed)
     cost = StructureCost(inst)
     L = inst.n_layers
-    labels = [SEGMENT_CUT] * (L - 1)
-    current = cost(labels)
+    state = Structure(cost, [SEGMENT_CUT] * (L - 1))
+    current = state.value
     if not math.isfinite(current):
         raise NoSolution("the every-layer-its-own-segment start is infeasible")
-    best, best_labels = current, list(labels)
+    best, best_labels = current, bytes(state.labels)
     steps = iterations if iterations is not None else 300 * L
     t0, t1 = 0.05 * current, 1e-4 * current
+    labels = state.labels
     for step in range(steps if L > 1 else 0):
         temperature = t0 * (t1 / t0) ** (step / max(1, steps - 1))
-        trial = list(labels)
         gap = rng.randrange(L - 1)
-        if trial[gap] != NO_CUT and rng.random() < 0.5:
+        label = labels[gap]
+        if label != NO_CUT and rng.random() < 0.5:
             nxt = gap + rng.choice((-1, 1))
-            if 0 <= nxt < L - 1 and trial[nxt] == NO_CUT:
-                trial[gap], trial[nxt] = NO_CUT, trial[gap]
+            if not (0 <= nxt < L - 1 and labels[nxt] == NO_CUT):
+                continue  # no move: the unchanged structure is accepted at no cost
+            move = [(gap, NO_CUT), (nxt, label)]
         else:
-            trial[gap] = rng.choice([x for x in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if x != trial[gap]])
-        value = cost(trial)
+            move = [(gap, rng.choice([x for x in (NO_CUT, CLUSTER_CUT, SEGMENT_CUT) if x != label]))]
+        value = state.propose(move)
         if value <= current or rng.random() < math.exp(-(value - current) / temperature):
-            labels, current = trial, value
+            state.accept()
+            current = value
             if value < best:
-                best, best_labels = value, list(trial)
+                best, best_labels = value, bytes(labels)
+        else:
+            state.reject()
     return make_solution(inst, cost.mapping(best_labels))
 
 
