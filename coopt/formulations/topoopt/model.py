@@ -552,6 +552,8 @@ def objective(instance: Instance, solution: Solution) -> float:
     x = np.array(solution["links"], dtype=float)
     n = len(x)
     flows = np.array(solution["flows"], dtype=float).reshape(-1, 4)
+    if not np.isfinite(flows[:, 1:3]).all():
+        return math.nan  # arc ends that are no numbers: the checker rejects the solution (finite)
     load = np.zeros(n * n)
     np.add.at(load, flows[:, 1].astype(np.int64) * n + flows[:, 2].astype(np.int64), flows[:, 3])
     load = load.reshape(n, n)
