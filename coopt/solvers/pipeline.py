@@ -1695,7 +1695,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     time: the starts' (O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it
     re-times + one device's order) = O(n).
     """
-    if not (instance.allow_recompute and any(x > 1 for x in instance.recompute_layers)):
+    if not instance.partial_recompute:
         return _order_search(instance, seed)
     layered = _best_of(instance, ["chronos_recomp"])
     try:

@@ -218,7 +218,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     add = model.cons.add
     rec = instance.allow_recompute
     off = instance.allow_offload
-    if rec and instance.recompute_layers:
+    if instance.partial_recompute:
         # per-layer recompute: r_i = rho_i / L, rho_i the recomputed layers (module docstring)
         model.rho = pyo.Var(items, domain=pyo.NonNegativeIntegers,
                             bounds=lambda _, k, j: (0, instance.layers(k)))
@@ -372,7 +372,7 @@ def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution
     model.C.value = max(ends)
     for k in range(instance.virtual_stages):
         for j in range(instance.microbatches):
-            if instance.allow_recompute and instance.recompute_layers:
+            if instance.partial_recompute:
                 model.rho[k, j].value = recompute.get((k, j), 0)
             elif instance.allow_recompute:
                 model.r[k, j].value = 1.0 if (k, j) in recompute else 0.0
@@ -528,7 +528,7 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
     for k in range(instance.virtual_stages):
         for j in range(instance.microbatches):
             i = (k, j)
-            if instance.allow_recompute and instance.recompute_layers:
+            if instance.partial_recompute:
                 if round(pyo.value(model.rho[i])) > 0:
                     modes[i] = instance.recompute_mode(k, round(pyo.value(model.rho[i])))
             elif instance.allow_recompute and pyo.value(model.r[i]) > 0.5:

@@ -167,6 +167,11 @@ class Instance:
         """Layers L of virtual stage ``k``: the granularity of recompute (1: the whole item)."""
         return self.recompute_layers[self.device(k)] if self.recompute_layers else 1
 
+    @property
+    def partial_recompute(self) -> bool:
+        """Items may recompute some of their layers (recompute allowed, some L > 1)."""
+        return self.allow_recompute and any(x > 1 for x in self.recompute_layers)
+
     def recomputed(self, k: int, mode: str) -> int:
         """How many of virtual stage ``k``'s layers an item in ``mode`` recomputes (0..L)."""
         if mode == RECOMPUTE:
