@@ -32,8 +32,21 @@ minus those of all but one chunk (what idle chunks' weights could add while they
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
-from pipeline import BETA, LAYER_STEP, P_LAYER, PCIE, PP, RESERVE, TP, calibrated_hbm, llama, max_layers
+from pipeline import (
+    BETA,
+    LAYER_ROWS,
+    LAYER_STEP,
+    P_LAYER,
+    PCIE,
+    PP,
+    RESERVE,
+    TP,
+    calibrated_hbm,
+    llama,
+    max_layers,
+)
 
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.model import GB
@@ -43,16 +56,10 @@ from coopt.solvers import pipeline as schedules
 WEIGHTS, GRADIENTS, OPTIMIZER = 2, 4, 12  # bytes per parameter; they add up to BETA
 assert WEIGHTS + GRADIENTS + OPTIMIZER == BETA
 
-#: (label, method, chunks, placement): the schedules of Part B that fit the most layers.
-ROWS = [
-    ("1F1B", "1f1b", 1, "interleaved"),
-    ("1F1B + full recompute", "megatron_full", 1, "interleaved"),
-    ("ZB-V (v=2)", "zb_v", 2, "vshape"),
-    ("PipeOffload (v=2, V)", "pipeoffload", 2, "vshape"),
-    ("Chronos-Pipe (v=2, V)", "chronos_pipe", 2, "vshape"),
-    ("Chronos-Recomp (v=2, V)", "chronos_recomp", 2, "vshape"),
-    ("Chronos-Offload (v=2, V)", "chronos_offload", 2, "vshape"),
-]
+#: (label, method, chunks, placement): the rows of Part B's table (LAYER_ROWS) measured here.
+ROWS = [row for row in LAYER_ROWS if row[0] in (
+    "1F1B", "1F1B + full recompute", "ZB-V (v=2)", "PipeOffload (v=2, V)", "Chronos-Pipe (v=2, V)",
+    "Chronos-Recomp (v=2, V)", "Chronos-Offload (v=2, V)")]
 
 
 def chunk_params(layers: int, chunks: int) -> float:
@@ -95,6 +102,7 @@ def static_events(instance: pm.Instance, timed: pm.Timed, layers: int) -> tuple[
     return events, finish
 
 
+@cache
 def hierarchical(method: str, layers: int, chunks: int, placement: str, hbm: float) -> float | None:
     """Iteration time (s) of ``method`` at ``layers`` layers under hierarchical offload, or None
     when neither planning cap gives a schedule whose true time line fits ``hbm`` GB."""
@@ -112,15 +120,12 @@ def hierarchical(method: str, layers: int, chunks: int, placement: str, hbm: flo
             continue
         timed, _ = pm.parse(instance, solution)
         statics, finish = static_events(instance, timed, layers)
-        activations = pm.memory_events(instance, timed)
-        tol = 1e-9 * max(1.0, instance.time_scale)
-        peak = max(max(level for _, level in pm.memory_profile(activations[d] + statics[d], tol))
-                   for d in range(instance.stages))
-        if peak <= limit * (1 + 1e-9):
+        if max(pm.peaks(instance, timed, statics)) <= limit * (1 + 1e-9):
             return max(finish, timed.makespan(instance))
     return None
 
 
+@cache
 def uncapped_1f1b(layers: int, hbm: float) -> float:
     """Iteration time of 1F1B without a memory cap: Part B's throughput reference."""
     uncapped = replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None)
@@ -154,7 +159,7 @@ def table(hbm: float, rows: list[tuple[str, str, int, str]] = ROWS) -> dict[str,
             "offload": max_hierarchical(method, chunks, placement, hbm)[0],
             "offload_5": max_hierarchical(method, chunks, placement, hbm, 0.05)[0],
         }
-        print(f"{label:28s}" + "".join(f"{out[label][key]:>12d}" for key in COLUMNS), flush=True)
+        print(f"{label:28s}" + "".join(f"{out[label][key]:>14d}" for key in COLUMNS), flush=True)
     return out
 
 
@@ -165,7 +170,8 @@ def main() -> None:
     hbm = calibrated_hbm()
     print(f"Largest trainable layers at {hbm:g} GB per device (where 1F1B tops out at 20 with static "
           f"memory), PP{PP} x TP{TP}, copies at {PCIE / 1e9:g} GB/s")
-    print(f"{'schedule':28s}{'static, any':>12s}{'static, 5%':>12s}{'offload, any':>12s}{'offload, 5%':>12s}")
+    print(f"{'schedule':28s}" + "".join(f"{h:>14s}" for h in ("static, any", "static, 5%", "offload, any",
+                                                          "offload, 5%")))
     rows = table(hbm)
     base = rows["1F1B"]["static"]
     for key in COLUMNS:

@@ -552,12 +552,15 @@ def memory_profile(events: Iterable[tuple[float, float]], tol: float = 0.0) -> l
     return profile
 
 
-def peaks(instance: Instance, timed: Timed) -> list[float]:
-    """Peak activation memory (bytes) of every device."""
+def peaks(instance: Instance, timed: Timed,
+          extra: Mapping[int, list[tuple[float, float]]] | None = None) -> list[float]:
+    """Peak activation memory (bytes) of every device, with ``extra`` (time, delta) events per
+    device counted beside the schedule's own (memory the model keeps static, say)."""
     tol = 1e-9 * max(1.0, instance.time_scale)
+    extra = extra or {}
     return [
-        max((lvl for _, lvl in memory_profile(ev, tol)), default=0.0)
-        for _, ev in sorted(memory_events(instance, timed).items())
+        max((lvl for _, lvl in memory_profile(ev + extra.get(d, []), tol)), default=0.0)
+        for d, ev in sorted(memory_events(instance, timed).items())
     ]
 
 
