@@ -400,11 +400,12 @@ def test_jitter_only_lengthens_and_is_seeded():
 # -- heuristics and bounds ----------------------------------------------------------------------------------
 
 
-def test_local_search_is_never_worse_than_its_list_schedulers():
+@pytest.mark.parametrize("search", [mapping.local_search, mapping.fast_local_search])
+def test_local_search_is_never_worse_than_its_list_schedulers(search):
     for seed in range(12):
         inst = generate(seed, 3)
         best = min(fn(inst)["objective"] for fn in (mapping.heft, mapping.peft, mapping.cpop, mapping.chase_mapper))
-        assert mapping.local_search(inst, seed=seed)["objective"] <= best * (1 + 1e-12)
+        assert search(inst, seed=seed)["objective"] <= best * (1 + 1e-12)
 
 
 def test_heads_and_tails_bound_every_schedule():

@@ -7,6 +7,12 @@ the neighbourhood, the descent and the kicks, verbatim apart from returning the 
 private to this test so that later changes to ``coopt.solvers.chase.mapping`` are compared
 against it and not against themselves. The list schedulers and bounds it starts from are
 imported: they are not part of the change.
+
+``fast_local_search`` (issue 19 again) changes the answers on purpose (its starts descend
+lazily, between the kicks, and its budget of 150 sqrt(n) trials begins after the first
+descent): on the same set it is compared with the frozen search for quality. It is at most
+3.9 % above it on any one case (and below it on others), equal to it in geomean (+0.001 %);
+the tests fail when it falls more than 5 % behind on a case, or more than 0.5 % in geomean.
 """
 
 from __future__ import annotations
@@ -304,23 +310,61 @@ SHIPPED = sorted(path.stem for path in (instances_dir() / "chase").glob("*.toml"
 LARGE = [name for name in SHIPPED if name.startswith("2-")]
 
 
-def _same(inst: Instance, seed: int) -> None:
-    expected = frozen_local_search(inst, seed)
+_FROZEN: dict[tuple[str, int], Mapping] = {}
+
+
+def _frozen(case: str, inst: Instance, seed: int) -> Mapping:
+    """The frozen search's mapping of one case, computed once for the tests below."""
+    if (case, seed) not in _FROZEN:
+        _FROZEN[case, seed] = frozen_local_search(inst, seed)
+    return _FROZEN[case, seed]
+
+
+def _same(case: str, inst: Instance, seed: int) -> None:
+    expected = _frozen(case, inst, seed)
     assert mapping.local_search(inst, seed=seed) == mapping.compacted(inst, expected)
 
 
 @pytest.mark.parametrize("name", [name for name in SHIPPED if name not in LARGE])
 @pytest.mark.parametrize("seed", range(3))
 def test_the_local_search_is_unchanged_on_the_shipped_files(name, seed):
-    _same(load(f"chase/{name}").instance, seed)
+    _same(name, load(f"chase/{name}").instance, seed)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 @pytest.mark.parametrize("seed", range(3))
 def test_the_local_search_is_unchanged_on_the_bench_sizes(size, seed):
-    _same(generate(seed, size), seed)
+    _same(f"generated size {size}", generate(seed, size), seed)
 
 
 @pytest.mark.parametrize("name", LARGE)
 def test_the_local_search_is_unchanged_on_the_large_files(name):
-    _same(load(f"chase/{name}").instance, 0)
+    _same(name, load(f"chase/{name}").instance, 0)
+
+
+# -- the fast search against the frozen one -------------------------------------------------------
+
+#: How far ``fast_local_search`` may fall behind the frozen search: on one case, and in geomean.
+WORST = 1.05
+GEOMEAN = 1.005
+
+
+@pytest.fixture(scope="module")
+def fast_ratios() -> dict[tuple[str, int], float]:
+    """Per case, the fast search's makespan over the frozen search's (both contention-free)."""
+    cases = [(name, load(f"chase/{name}").instance, seed)
+             for name in SHIPPED for seed in ([0] if name in LARGE else range(3))]
+    cases += [(f"generated size {size}", generate(seed, size), seed) for size in (1, 2, 3, 4) for seed in range(3)]
+    return {(name, seed): mapping.fast_local_search(inst, seed=seed)["objective"]
+            / mapping.compacted(inst, _frozen(name, inst, seed))["objective"]
+            for name, inst, seed in cases}
+
+
+def test_the_fast_search_never_falls_far_behind_the_frozen_one(fast_ratios):
+    behind = {case: ratio for case, ratio in fast_ratios.items() if ratio > WORST}
+    assert not behind, f"more than {WORST - 1:.0%} above the frozen search: {behind}"
+
+
+def test_the_fast_search_matches_the_frozen_one_in_geomean(fast_ratios):
+    geomean = math.exp(sum(math.log(r) for r in fast_ratios.values()) / len(fast_ratios))
+    assert geomean <= GEOMEAN, f"geomean {geomean:.4f} of the makespans over the frozen search's"
