@@ -729,12 +729,24 @@ def _starts(inst: Instance) -> list[Mapping]:
     return unique
 
 
-def _kick(tab: Tables, decoder: Decoder, best: tuple, rng: random.Random) -> None:
-    """Load the best state with ``KICK`` random tasks moved to random compatible devices."""
+State = tuple[tuple[float, float], list[int], list[int]]  # (value, assignment, order)
+
+
+def _kick(tab: Tables, decoder: Decoder, best: State, rng: random.Random,
+          budget: int) -> tuple[int, bool, State]:
+    """One round of the iterated search: ``KICK`` random tasks of the best state to random
+    compatible devices, then the descent from there (at most ``budget`` trials, the kick counting
+    one). Returns (trials, whether the result beats the best, the best state after the round:
+    the result where it is at least as good)."""
     assignment = list(best[1])
     for v in rng.sample(range(tab.n), min(KICK, tab.n)):
         assignment[v] = rng.choice(tab.compatible[v])
     decoder.load(assignment, best[2])
+    trials = 1 + _descend(tab, decoder, rng, budget - 1)
+    better = decoder.value < best[0]
+    if decoder.value <= best[0]:
+        best = (decoder.value, decoder.assignment, decoder.order)
+    return trials, better, best
 
 
 #: The local search's trial unit ``B = TRIALS_PER_ROOT_N * sqrt(n)``: it stops after
@@ -781,7 +793,7 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
     decoder = Decoder(tab, tail)
     cap = CAP * budget
     spent = last = 0
-    best: tuple[tuple[float, float], list[int], list[int]] | None = None
+    best: State | None = None
     for assignment, order in unique:
         decoder.load(assignment, order)
         spent += _descend(tab, decoder, rng, cap - spent)
@@ -791,12 +803,10 @@ def local_search(inst: Instance, seed: int = 0) -> Solution:
             break
     assert best is not None
     while spent < cap and spent - last < PATIENCE * budget and best[0][0] > floor:
-        _kick(tab, decoder, best, rng)
-        spent += 1 + _descend(tab, decoder, rng, cap - spent - 1)
-        if decoder.value < best[0]:
+        trials, better, best = _kick(tab, decoder, best, rng, cap - spent)
+        spent += trials
+        if better:
             last = spent
-        if decoder.value <= best[0]:
-            best = (decoder.value, decoder.assignment, decoder.order)
     return compacted(inst, (best[1], best[2]))
 
 
@@ -845,12 +855,10 @@ def fast_local_search(inst: Instance, seed: int = 0) -> Solution:
             if decoder.value < best[0]:
                 best, last = (decoder.value, decoder.assignment, decoder.order), spent
             continue
-        _kick(tab, decoder, best, rng)
-        spent += 1 + _descend(tab, decoder, rng, cap - spent - 1)
-        if decoder.value < best[0]:
+        trials, better, best = _kick(tab, decoder, best, rng, cap - spent)
+        spent += trials
+        if better:
             last = spent
-        if decoder.value <= best[0]:
-            best = (decoder.value, decoder.assignment, decoder.order)
     return compacted(inst, (best[1], best[2]))
 
 
