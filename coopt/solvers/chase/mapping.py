@@ -827,8 +827,9 @@ def fast_local_search(inst: Instance, seed: int = 0) -> Solution:
     descent, the rounds stop after ``PATIENCE * B`` trials without a better schedule, after
     ``CAP * B`` trials, or at the critical-path or load bound. Where :func:`local_search` spends
     a third to two thirds of its time descending every start, however poor, before its first
-    kick, this one descends a start only while the search has not settled (issue 19: the bench's
-    tasks at 2-3x less CPU, their gaps 0.32 / 3.61 % -> 0.37 / 4.38 %, docs/chase.md).
+    kick, this one descends a start only while the search has not settled (issue 19: 2-3x less
+    CPU on the bench's tasks; gaps to the optimum on its families 0.42 / 3.82 % geomean / worst
+    against 0.32 / 3.61 %, docs/chase.md).
 
     Guarantee: never worse than the best of its starts (HEFT, PEFT, CPOP, the CHASE mapper):
     that start descends first. Running time O(e P^2) for the starts and bounds, one descent, then
