@@ -50,7 +50,7 @@ def test_the_fast_lp_equals_p1s_pyomo_model_on_fixed_links(seed, symmetric):
         assert fast == pytest.approx(result.objective, rel=1e-7, abs=1e-9)
         if result.objective < 1e-9:  # some demand unreachable on these links: theta = 0
             continue
-        solution = swap._solution(inst, links, lp.routed())
+        solution = swap.lp_routed_solution(inst, links, lp.routed())
         assert T.check(inst, solution) == []
         assert solution["objective"] == pytest.approx(result.objective, rel=1e-6)
 

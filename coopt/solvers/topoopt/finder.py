@@ -341,6 +341,11 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     above; the authors' own solution (their routing, same ``seed``) is a candidate too. The best is
     returned.
 
+    Up to ``LP_SERVERS`` servers the candidates are routed by the fast routing LP of
+    ``link_swap_search`` (:class:`TopologyLP`), and a candidate whose dual cut (from the LPs before
+    it) bounds it by the best so far is not routed at all (it cannot be better, up to 1e-6); only the
+    best is turned into a solution.
+
     Guarantee: never below :func:`topology_finder` for ``n <= LP_SERVERS`` (its topology is a
     candidate and the LP routes it optimally) and never below ``topoopt_authors`` with the same seed
     (their solution is a candidate); a checker-feasible ``d``-regular topology. O(d) LPs of ``n^2 d``
@@ -348,7 +353,23 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     the matchings' O(d n^3). Deterministic for a seed. Source: ours (coopt issue 21: "keep coopt's
     topologies, but route them with the LP").
     """
-    found = _portfolio(instance, seed)
+    if instance.servers > LP_SERVERS:
+        found = _portfolio(instance, seed)
+    else:
+        from coopt.solvers.topoopt.swap import Cuts, best_screened, lp_routed_solution
+
+        candidates = portfolio_topologies(instance)
+        found = []
+        try:
+            authors = topoopt_authors(instance, seed)
+        except NoSolution:
+            authors = None
+        if authors is not None:
+            found.append(authors)
+            candidates.append(np.array(authors["links"]))
+        _, links, routed = best_screened(Cuts(instance), candidates)
+        if links is not None:
+            found.append(lp_routed_solution(instance, links, routed))
     if not found:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     return max(found, key=lambda s: s["objective"])

@@ -112,6 +112,20 @@ def _apply(links: np.ndarray, symmetric: bool, s: int, b: int, c: int, t: int) -
     return new
 
 
+def best_screened(cuts: Cuts, candidates: list[np.ndarray]) -> tuple[float, np.ndarray | None, Routed | None]:
+    """The best of ``candidates`` by the routing LP: ``(theta, links, routing)``, ``(0, None, None)``
+    when none routes the demand. Each is routed unless the cuts of those before it already bound it
+    by the best so far (then it is no better, up to :data:`SCREEN`); ties go to the first."""
+    best, best_links, answer = 0.0, None, None
+    for links in candidates:
+        if cuts.prices and _level(np.array(cuts.prices), links, cuts.symmetric).min() <= best * (1 + SCREEN):
+            continue  # a cut proves it no better than the best so far
+        value = cuts.evaluate(links)
+        if value > best:
+            best, best_links, answer = value, links, cuts.lp.routed()
+    return best, best_links, answer
+
+
 def link_swap_search(
     instance: Instance, seed: int = 0, max_evaluations: int | None = None, time_limit: float | None = None,
     patience: int | None = None,
@@ -159,13 +173,7 @@ def link_swap_search(
     candidates = portfolio_topologies(instance)
     with contextlib.suppress(NoSolution):  # the authors' code refuses odd degrees
         candidates.append(np.array(topoopt_authors(instance, seed)["links"]))
-    best, best_links, answer = 0.0, None, None
-    for links in candidates:
-        if cuts.prices and _level(np.array(cuts.prices), links, symmetric).min() <= best * (1 + SCREEN):
-            continue  # a cut proves it no better than the best so far
-        value = cuts.evaluate(links)
-        if value > best:
-            best, best_links, answer = value, links, cuts.lp.routed()
+    best, best_links, answer = best_screened(cuts, candidates)
     if best_links is None:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     links, theta = best_links, best
@@ -218,10 +226,10 @@ def link_swap_search(
                 k = int(rng.integers(len(s)))
                 links = _apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
         theta = cuts.evaluate(links)
-    return _solution(instance, best_links, answer)
+    return lp_routed_solution(instance, best_links, answer)
 
 
-def _solution(instance: Instance, links: np.ndarray, routed: Routed) -> Solution:
+def lp_routed_solution(instance: Instance, links: np.ndarray, routed: Routed) -> Solution:
     """``links`` with ``routed`` (the routing LP's optimum on exactly these links), priced by the
     checker's own objective."""
     solution = {"links": links.astype(int).tolist(), "ring_share": routed.ring_share, "flows": routed.flows}
