@@ -302,6 +302,7 @@ class TopologyLP:
         self.cons_row = np.where(v == sources[:, None], -1,
                                  self.r_cons + np.arange(k)[:, None] * (n - 1) + v - (v > sources[:, None]))
         self._signs: dict[int, np.ndarray] = {}  # flow-column entry values per arc count
+        self._columns: dict[int, tuple[np.ndarray, ...]] = {}  # column data per column count
         # the pairs that must be reachable for theta > 0: every model-parallel demand, and per group
         # every (source, source + q) of at least one of its candidate strides q
         self._mp_pairs = mp > 0
@@ -350,8 +351,10 @@ class TopologyLP:
         rows = rows.reshape(-1, 3)
         keep = rows >= 0
         ncol, nrow = self.ncol0 + k * narc, self.r_cap + narc
-        cost = np.zeros(ncol)
-        cost[0] = 1.0
+        if ncol not in self._columns:  # cost (theta alone), bounds [0, inf), integrality: continuous
+            cost = np.zeros(ncol)
+            cost[0] = 1.0
+            self._columns[ncol] = (cost, np.zeros(ncol), np.full(ncol, INF), np.zeros(ncol, dtype=np.int32))
         start = np.empty(ncol + 1, dtype=np.int32)
         start[:self.ncol0 + 1] = self.fixed_start
         np.cumsum(keep.sum(axis=1, dtype=np.int32), out=start[self.ncol0 + 1:])
@@ -362,13 +365,13 @@ class TopologyLP:
         value = np.concatenate((self.fixed_value, self._signs[narc][keep.ravel()]))
         row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
         row_lo[self.r_cap:], row_hi[self.r_cap:] = -INF, links[tails, heads]
-        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, np.zeros(ncol),
-                             np.full(ncol, INF), row_lo, row_hi, start, index, value,
-                             np.zeros(ncol, dtype=np.int32))  # integrality: all continuous
+        cost, col_lo, col_hi, integrality = self._columns[ncol]
+        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, col_lo, col_hi,
+                             row_lo, row_hi, start, index, value, integrality)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return 0.0
-        theta = float(self.highs.getSolution().col_value[0])
+        theta = self.highs.getObjectiveValue()  # the objective is theta alone
         return theta * self.scale if theta > 1e-12 else 0.0
 
     def routed(self) -> Routed:
