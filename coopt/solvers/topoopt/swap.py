@@ -34,7 +34,6 @@ its bound under a cut ``Y`` is ``Y . c + W_st + W_cb - W_sb - W_ct`` with ``W = 
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -43,9 +42,8 @@ from coopt.formulations.topoopt.bound import moore_bound, port_bound
 from coopt.formulations.topoopt.model import Instance, objective
 from coopt.formulations.topoopt.routing import CUT_SERVERS, Routed, SubsetCuts, TopologyLP
 from coopt.problem import NoSolution, Solution
-from coopt.solvers.topoopt.authors import topoopt_authors
 from coopt.solvers.topoopt.fabric import LP_SERVERS
-from coopt.solvers.topoopt.finder import guided_swap_search, portfolio_topologies
+from coopt.solvers.topoopt.finder import guided_swap_search, portfolio_candidates
 
 #: A swap is evaluated only when its bound exceeds the current ``theta`` by this fraction (the cuts
 #: are exact to HiGHS' dual feasibility tolerance, 1e-7; improvements below 1e-6 are not sought).
@@ -194,10 +192,7 @@ def link_swap_search(
     patience = max(6, n // 2) if patience is None else patience
     symmetric = instance.symmetric
     cuts = Cuts(instance)
-    candidates = portfolio_topologies(instance)
-    with contextlib.suppress(NoSolution):  # the authors' code refuses odd degrees
-        candidates.append(np.array(topoopt_authors(instance, seed)["links"]))
-    best, best_links, answer = best_screened(cuts, candidates)
+    best, best_links, answer = best_screened(cuts, portfolio_candidates(instance, seed)[0])
     if best_links is None:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     links, theta = best_links, best
