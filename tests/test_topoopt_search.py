@@ -14,6 +14,7 @@ from coopt.formulations import topoopt
 from coopt.formulations.topoopt import model as T
 from coopt.instance import load, to_toml
 from coopt.solvers import topoopt as H
+from coopt.solvers.topoopt.fabric import hop_matrix
 
 SMALL_DLRM = dataclasses.replace(H.dlrm(tables=8), batch_per_server=64)
 FINDERS = ("topology_finder", "topology_finder_lp", "topoopt_authors")
@@ -28,6 +29,64 @@ def test_ecmp_routing_map_prices_like_the_checker(seed):
     demand = T.demand_matrix(instance, shares)
     rate = H.EcmpRouting(np.array(solution["links"])).rate(demand, instance.port_rate)
     assert rate == pytest.approx(T.objective(instance, solution), rel=1e-5)
+
+
+def _random_links(rng: np.random.Generator, n: int, d: int, symmetric: bool) -> np.ndarray:
+    """A union of ``d`` random permutations (self-loops dropped), made duplex when asked: often
+    disconnected for small ``d``, and a multigraph where two permutations agree."""
+    links = np.zeros((n, n), dtype=int)
+    for _ in range(d):
+        links[np.arange(n), rng.permutation(n)] += 1
+    np.fill_diagonal(links, 0)
+    return links + links.T if symmetric else links
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hop_counts_are_networkx_shortest_path_lengths(seed):
+    import networkx as nx
+
+    rng = np.random.default_rng(300 + seed)
+    n = int(rng.integers(2, 40))
+    links = _random_links(rng, n, int(rng.integers(1, 4)), symmetric=seed % 2 == 0)
+    expected = np.full((n, n), np.inf)
+    lengths = nx.all_pairs_shortest_path_length(nx.from_numpy_array(links > 0, create_using=nx.DiGraph))
+    for s, reached in lengths:
+        for t, hops in reached.items():
+            expected[s, t] = hops
+    assert np.array_equal(hop_matrix(links), expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ecmp_loads_split_each_pair_over_its_shortest_paths_in_proportion_to_link_counts(seed):
+    """The map's arc loads and flows against a pair-by-pair recomputation in plain Python: walking back
+    from ``t``, what arrives at a server from ``s`` came over its in-arcs on ``s``'s shortest-path DAG
+    in proportion to their link counts."""
+    rng = np.random.default_rng(400 + seed)
+    n = int(rng.integers(3, 14))
+    links = _random_links(rng, n, int(rng.integers(1, 4)), symmetric=seed % 2 == 0)
+    demand = rng.random((n, n)) * (rng.random((n, n)) < 0.5)
+    np.fill_diagonal(demand, 0.0)
+    hops = hop_matrix(links)
+    demand[~np.isfinite(hops)] = 0.0
+    expected = np.zeros((n, n))
+    for s, t in zip(*np.nonzero(demand), strict=True):
+        arriving = np.zeros(n)
+        arriving[t] = demand[s, t]
+        for v in sorted(np.flatnonzero(hops[s] <= hops[s, t]), key=lambda v: -hops[s, v]):
+            preds = [u for u in range(n) if links[u, v] and hops[s, u] + 1 == hops[s, v]]
+            for u in preds:
+                share = arriving[v] * links[u, v] / sum(links[w, v] for w in preds)
+                expected[u, v] += share
+                arriving[u] += share
+    routing = H.EcmpRouting(links)
+    loads = np.zeros((n, n))
+    loads[routing.tails, routing.heads] = routing.loads(demand)
+    assert np.allclose(loads, expected, rtol=1e-12, atol=1e-12)
+    per_source = np.zeros((n, n))
+    for s, i, j, b in routing.flows(demand):
+        per_source[i, j] += b
+        assert hops[s, i] + 1 == hops[s, j]  # every flow runs down its source's shortest-path DAG
+    assert np.allclose(per_source, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_ecmp_routing_map_sees_unreachable_demand():

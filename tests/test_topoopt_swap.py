@@ -11,7 +11,7 @@ import pytest
 
 from coopt.formulations.topoopt import milp
 from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt.routing import TopologyLP, route
+from coopt.formulations.topoopt.routing import SubsetCuts, TopologyLP, route
 from coopt.problem import SolveOptions
 from coopt.solvers import topoopt as H
 from coopt.solvers.highs import solve_model
@@ -50,7 +50,7 @@ def test_the_fast_lp_equals_p1s_pyomo_model_on_fixed_links(seed, symmetric):
         assert fast == pytest.approx(result.objective, rel=1e-7, abs=1e-9)
         if result.objective < 1e-9:  # some demand unreachable on these links: theta = 0
             continue
-        solution = swap._solution(inst, links, lp.routed())
+        solution = swap.lp_routed_solution(inst, links, lp.routed())
         assert T.check(inst, solution) == []
         assert solution["objective"] == pytest.approx(result.objective, rel=1e-6)
 
@@ -144,3 +144,39 @@ def test_routable_says_exactly_when_the_lp_finds_a_positive_rate(seed, symmetric
         assert (lp.solve(links) > 0) == routable
         verdicts.add(routable)
     assert verdicts == {True, False}  # both cases were exercised
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_set_cut_bound_holds_on_every_topology_and_a_swap_s_bound_is_its_topology_s(seed, symmetric):
+    inst = instance(seed, symmetric)
+    lp, sets = TopologyLP(inst), SubsetCuts(inst)
+    tight = 0
+    for links in walk(inst, seed, 15):
+        routed = route(inst, links)
+        theta = 0.0 if routed is None else routed.theta
+        bound = sets.bound(links)
+        assert theta <= bound * (1 + 1e-9) + 1e-9
+        tight += bound <= theta * (1 + 1e-9) + 1e-9
+        assert lp.solve(links) == pytest.approx(theta, rel=1e-7, abs=1e-9)
+    assert tight > 0  # the bound is attained on some of these topologies (a cut is the bottleneck)
+    links = walk(inst, seed, 1)[0]
+    s, b, c, t = swap._moves(links, symmetric)
+    bounds = sets.swap_bounds(sets.capacity(links), s, b, c, t)
+    for k in range(len(s)):
+        new = swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+        assert bounds[k] == pytest.approx(sets.bound(new), rel=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "symmetric"), [(0, True), (3, True), (1, False)])
+def test_where_the_search_stops_at_a_local_optimum_no_single_swap_is_better(seed, symmetric):
+    """The search stops (no kicks) when its bounds prove that no swap of the current topology
+    improves it; routing every swap of the returned topology with the independent LP must agree."""
+    inst = instance(seed, symmetric)
+    solution = H.link_swap_search(inst, seed=seed, patience=10 ** 6, max_evaluations=10 ** 6)
+    assert T.check(inst, solution) == []
+    links = np.array(solution["links"])
+    s, b, c, t = swap._moves(links, symmetric)
+    for k in range(len(s)):
+        routed = route(inst, swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k])))
+        assert routed is None or routed.theta <= solution["objective"] * (1 + 1e-6)

@@ -149,15 +149,15 @@ WARM_SEARCH_SECONDS = 20.0
 
 def warm_solution(instance: Instance) -> dict | None:
     """The heuristic solution P1 starts from: ``link_swap_search`` with ``40 + 2 n`` routing LPs and no
-    early stop before them (at most :data:`WARM_SEARCH_SECONDS`) up to :data:`WARM_SEARCH_SERVERS`
-    servers, ``topology_finder_lp`` above; None if neither applies. Only the start depends on the time
-    cap, never the optimum."""
+    early stop before them (it restarts from every swap-local optimum; at most
+    :data:`WARM_SEARCH_SECONDS`) up to :data:`WARM_SEARCH_SERVERS` servers, ``topology_finder_lp``
+    above; None if neither applies. Only the start depends on the time cap, never the optimum."""
     from coopt.solvers.topoopt import link_swap_search, topology_finder_lp
 
     try:
         if instance.servers <= WARM_SEARCH_SERVERS:
             budget = 40 + 2 * instance.servers
-            return link_swap_search(instance, max_evaluations=budget, patience=budget,
+            return link_swap_search(instance, max_evaluations=budget, patience=budget, kicks=budget,
                                     time_limit=WARM_SEARCH_SECONDS)
         return topology_finder_lp(instance)
     except NoSolution:

@@ -260,6 +260,57 @@ def relaxation(instance: Instance) -> float:
     return lp.theta(values)
 
 
+#: Up to this many servers :class:`SubsetCuts` enumerates every server set (``2^n - 2`` of them).
+CUT_SERVERS = 12
+
+
+class SubsetCuts:
+    """The cut bound on ``theta`` of a topology, over every set ``S`` of servers (``n <= CUT_SERVERS``):
+    whatever crosses from ``S`` to the rest crosses some arc out of ``S``, so
+    ``theta(c) <= (B/8) c(S -> ~S) / (M(S -> ~S) + sum_g c_g min_q R_gq(S))``, where ``c(S -> ~S)``
+    counts the links leaving ``S``, ``M(S -> ~S)`` the model-parallel bytes from ``S`` to the rest and
+    ``R_gq(S)`` the servers of ``S`` whose ring successor ``s + q`` is outside (any split of a group
+    over its strides sends at least its least-crossing stride's bytes across). Valid for every
+    routing and split of ``c``; on small fabrics it is often ``theta`` itself (the least cut is the
+    bottleneck). A swap changes four arcs (eight with duplex links), so the bound of every swap of a
+    topology is the cut capacities of that topology plus a correction per set (:meth:`swap_bounds`):
+    ``O(2^n)`` arithmetic per swap, no LP."""
+
+    def __init__(self, instance: Instance):
+        n = instance.servers
+        members = ((np.arange(1, 2 ** n - 1)[:, None] >> np.arange(n)) & 1).astype(bool)
+        inside, outside = members.astype(float), (~members).astype(float)
+        crossing = ((inside @ mp_matrix(instance)) * outside).sum(axis=1)
+        rows = np.arange(n)
+        for group in instance.allreduce:
+            steps = np.array([(members[:, rows] & ~members[:, (rows + q) % n]).sum(axis=1)
+                              for q in candidate_strides(n, group.size)])
+            crossing = crossing + ring_bytes(group) * steps.min(axis=0)
+        keep = crossing > 0
+        self.inside, self.outside = inside[keep], outside[keep]
+        self.member = np.ascontiguousarray(self.inside.T)  # per server, its membership of each set
+        self.per_link = instance.port_rate / crossing[keep]  # iterations/s per link leaving the set
+        self.twice = 2.0 if instance.symmetric else 1.0
+
+    def capacity(self, links: np.ndarray) -> np.ndarray:
+        """Links leaving each set."""
+        return ((self.inside @ links) * self.outside).sum(axis=1)
+
+    def bound(self, links: np.ndarray) -> float:
+        """The least cut bound of ``links`` (iterations/s; ``inf`` without demand)."""
+        return float((self.capacity(links) * self.per_link).min(initial=np.inf))
+
+    def swap_bounds(self, capacity: np.ndarray, s: np.ndarray, b: np.ndarray, c: np.ndarray,
+                    t: np.ndarray) -> np.ndarray:
+        """The least cut bound of each swap (remove ``s -> b, c -> t``, add ``s -> t, c -> b``, and the
+        reverses with duplex links) of a topology whose :meth:`capacity` is ``capacity``. With
+        ``m_v = [v in S]`` the links leaving ``S`` change by ``m_s (1 - m_t) + m_c (1 - m_b) - m_s (1 -
+        m_b) - m_c (1 - m_t) = (m_s - m_c)(m_b - m_t)``, and the reverse arcs by the same amount."""
+        member = self.member
+        change = (member[s] - member[c]) * (member[b] - member[t]) * self.twice
+        return ((capacity + change) * self.per_link).min(axis=1, initial=np.inf)
+
+
 _FLOW_SIGNS = np.array([1.0, -1.0, 1.0])  # a flow column's entries: tail row, head row, capacity row
 _COLWISE, _MAXIMIZE = 1, -1  # highspy's MatrixFormat.kColwise and ObjSense.kMaximize, as passModel's ints
 
@@ -302,6 +353,7 @@ class TopologyLP:
         self.cons_row = np.where(v == sources[:, None], -1,
                                  self.r_cons + np.arange(k)[:, None] * (n - 1) + v - (v > sources[:, None]))
         self._signs: dict[int, np.ndarray] = {}  # flow-column entry values per arc count
+        self._columns: dict[int, tuple[np.ndarray, ...]] = {}  # column data per column count
         # the pairs that must be reachable for theta > 0: every model-parallel demand, and per group
         # every (source, source + q) of at least one of its candidate strides q
         self._mp_pairs = mp > 0
@@ -350,8 +402,10 @@ class TopologyLP:
         rows = rows.reshape(-1, 3)
         keep = rows >= 0
         ncol, nrow = self.ncol0 + k * narc, self.r_cap + narc
-        cost = np.zeros(ncol)
-        cost[0] = 1.0
+        if ncol not in self._columns:  # cost (theta alone), bounds [0, inf), integrality: continuous
+            cost = np.zeros(ncol)
+            cost[0] = 1.0
+            self._columns[ncol] = (cost, np.zeros(ncol), np.full(ncol, INF), np.zeros(ncol, dtype=np.int32))
         start = np.empty(ncol + 1, dtype=np.int32)
         start[:self.ncol0 + 1] = self.fixed_start
         np.cumsum(keep.sum(axis=1, dtype=np.int32), out=start[self.ncol0 + 1:])
@@ -362,13 +416,13 @@ class TopologyLP:
         value = np.concatenate((self.fixed_value, self._signs[narc][keep.ravel()]))
         row_lo, row_hi = np.zeros(nrow), np.zeros(nrow)
         row_lo[self.r_cap:], row_hi[self.r_cap:] = -INF, links[tails, heads]
-        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, np.zeros(ncol),
-                             np.full(ncol, INF), row_lo, row_hi, start, index, value,
-                             np.zeros(ncol, dtype=np.int32))  # integrality: all continuous
+        cost, col_lo, col_hi, integrality = self._columns[ncol]
+        self.highs.passModel(ncol, nrow, len(index), _COLWISE, _MAXIMIZE, 0.0, cost, col_lo, col_hi,
+                             row_lo, row_hi, start, index, value, integrality)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return 0.0
-        theta = float(self.highs.getSolution().col_value[0])
+        theta = self.highs.getObjectiveValue()  # the objective is theta alone
         return theta * self.scale if theta > 1e-12 else 0.0
 
     def routed(self) -> Routed:

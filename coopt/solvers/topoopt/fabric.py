@@ -160,24 +160,26 @@ def assignment_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
 
 
 def hop_matrix(links: np.ndarray) -> np.ndarray:
-    """All-pairs hop counts on the link digraph, one BFS per source (inf if unreachable)."""
+    """All-pairs hop counts on the link digraph (inf if unreachable): a breadth-first search from
+    every source at once, one vector step per level, each step expanding the frontier's ``(source,
+    server)`` pairs over the server's out-arcs. O(n (n + arcs)) work in all, O(diameter) numpy calls."""
+    links = np.asarray(links)
     n = len(links)
-    succ = [np.flatnonzero(links[i]).tolist() for i in range(n)]
+    tails, heads = np.nonzero(links)  # row-major: the out-arcs of each server are contiguous
+    first = np.searchsorted(tails, np.arange(n + 1))
     hops = np.full((n, n), np.inf)
-    for s in range(n):
-        dist = hops[s]
-        dist[s] = 0
-        frontier = [s]
-        level = 0
-        while frontier:
-            level += 1
-            nxt = []
-            for v in frontier:
-                for w in succ[v]:
-                    if dist[w] == np.inf:
-                        dist[w] = level
-                        nxt.append(w)
-            frontier = nxt
+    hops[np.arange(n), np.arange(n)] = 0
+    source, server = np.arange(n), np.arange(n)
+    level = 0
+    while len(source):
+        level += 1
+        count = first[server + 1] - first[server]
+        arc = np.repeat(first[server] - np.cumsum(np.r_[0, count[:-1]]), count) + np.arange(count.sum())
+        source, server = np.repeat(source, count), heads[arc]
+        new = hops[source, server] == np.inf
+        key = np.unique(source[new] * n + server[new])
+        source, server = np.divmod(key, n)
+        hops[source, server] = level
     return hops
 
 
@@ -185,10 +187,12 @@ class EcmpRouting:
     """ECMP shortest-path routing on fixed links as a linear map from demand to arc load.
 
     For source ``s``, the traffic ending at or passing through ``v`` is split over ``v``'s
-    shortest-path in-arcs in proportion to their link counts. The map is kept as the nonzeros
-    ``(pair s*n+t, arc, fraction)``: the share of demand ``s -> t`` on each arc, built level by
-    level of each source's BFS tree (one vector operation per level and source). Pricing a
-    demand is then one weighted bincount. O(n (n + arcs)) to build plus the nonzeros.
+    shortest-path in-arcs in proportion to their link counts. The map is kept per source as its
+    shortest-path DAG: the ``(source, arc)`` pairs of the DAG ordered by the level of the arc's head,
+    deepest first, with each arc's fraction ``c_a / (links into its head on the DAG)``. Pricing a
+    demand walks the levels once for every source together: what reaches a server at a level (its
+    own demand plus what it forwards) is split over its DAG in-arcs and credited to their tails.
+    O(n (n + arcs)) to build and per demand priced, O(diameter) numpy calls.
     """
 
     def __init__(self, links: np.ndarray):
@@ -200,29 +204,31 @@ class EcmpRouting:
         self.capacity = links[tails, heads].astype(float)
         hops = hop_matrix(links)
         self.reachable = np.isfinite(hops)
-        pair_parts, arc_parts, fraction_parts = [], [], []
-        for s in range(n):
-            dist = hops[s]
-            on_dag = dist[tails] + 1 == dist[heads]
-            weight = np.bincount(heads[on_dag], weights=self.capacity[on_dag], minlength=n)
-            through = np.eye(n)
-            finite = dist[np.isfinite(dist)]
-            for level in range(int(finite.max()), 0, -1):
-                arcs = np.flatnonzero(on_dag & (dist[heads] == level))
-                part = through[heads[arcs]] * (self.capacity[arcs] / weight[heads[arcs]])[:, None]
-                np.add.at(through, tails[arcs], part)
-                rows, targets = np.nonzero(part)
-                pair_parts.append(s * n + targets)
-                arc_parts.append(arcs[rows])
-                fraction_parts.append(part[rows, targets])
-        self.pair = np.concatenate(pair_parts) if pair_parts else np.zeros(0, dtype=int)
-        self.arc = np.concatenate(arc_parts) if arc_parts else np.zeros(0, dtype=int)
-        self.fraction = np.concatenate(fraction_parts) if fraction_parts else np.zeros(0)
+        source, arc = np.nonzero((hops[:, tails] + 1 == hops[:, heads]) & self.reachable[:, heads])  # DAGs
+        head_key = source * n + heads[arc]
+        weight = np.bincount(head_key, weights=self.capacity[arc], minlength=n * n)
+        level = hops[source, heads[arc]].astype(int)
+        order = np.argsort(-level, kind="stable")
+        self.source, self.arc, self.level = source[order], arc[order], level[order]
+        self.head_key, self.tail_key = head_key[order], source[order] * n + tails[arc[order]]
+        self.fraction = self.capacity[self.arc] / weight[self.head_key]
+        self.bounds = np.flatnonzero(np.diff(self.level, prepend=-1, append=-1))  # one run per level
+
+    def source_loads(self, demand: np.ndarray) -> np.ndarray:
+        """The load of ``demand`` (``n x n``) on each ``(source, arc)`` pair of the DAGs, in their
+        order (``self.source``, ``self.arc``)."""
+        n = self.n
+        arriving = np.asarray(demand, dtype=float).reshape(-1).copy()  # per (source, server)
+        load = np.empty(len(self.arc))
+        for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+            part = arriving[self.head_key[lo:hi]] * self.fraction[lo:hi]
+            load[lo:hi] = part
+            arriving += np.bincount(self.tail_key[lo:hi], weights=part, minlength=n * n)
+        return load
 
     def loads(self, demand: np.ndarray) -> np.ndarray:
         """Per-arc load of ``demand`` (same units)."""
-        return np.bincount(self.arc, weights=demand.reshape(-1)[self.pair] * self.fraction,
-                           minlength=len(self.capacity))
+        return np.bincount(self.arc, weights=self.source_loads(demand), minlength=len(self.capacity))
 
     def rate(self, demand: np.ndarray, port_rate: float) -> float:
         """Concurrent-flow rate (iterations per second) of ``demand``; 0 if some of it is unreachable."""
@@ -233,17 +239,13 @@ class EcmpRouting:
         return float(np.min(port_rate * self.capacity[loaded] / load[loaded])) if loaded.any() else math.inf
 
     def flows(self, demand: np.ndarray) -> list[list[float]]:
-        """The per-source flows ``[s, i, j, bytes]`` of ``demand`` routed by this map."""
-        n = self.n
-        source = self.pair // n
-        amount = demand.reshape(-1)[self.pair] * self.fraction
-        keep = amount > 0
-        key = source[keep] * len(self.capacity) + self.arc[keep]
-        total = np.bincount(key, weights=amount[keep], minlength=n * len(self.capacity))
-        s, a = np.divmod(np.flatnonzero(total > 0), len(self.capacity))
-        values = total[total > 0]
+        """The per-source flows ``[s, i, j, bytes]`` of ``demand`` routed by this map, by source and
+        arc."""
+        load = self.source_loads(demand)
+        keep = np.flatnonzero(load > 0)
+        keep = keep[np.lexsort((self.arc[keep], self.source[keep]))]
         return [[int(x), int(self.tails[y]), int(self.heads[y]), float(b)]
-                for x, y, b in zip(s, a, values, strict=True)]
+                for x, y, b in zip(self.source[keep], self.arc[keep], load[keep], strict=True)]
 
 
 def ecmp_flows(links: np.ndarray, demand: np.ndarray) -> list[list[float]]:

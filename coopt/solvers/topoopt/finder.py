@@ -11,6 +11,7 @@ damped maximum-weight perfect matching on the model-parallel demand, which are s
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Iterator, Sequence
@@ -313,24 +314,15 @@ def portfolio_topologies(instance: Instance) -> list[np.ndarray]:
     return found
 
 
-def _portfolio(instance: Instance, seed: int) -> list[Solution]:
-    """Every construction of :func:`portfolio_topologies` and the authors' topology, each with the
-    routing of :func:`best_routed`, and the authors' own solution."""
-    found = []
+def portfolio_candidates(instance: Instance, seed: int) -> tuple[list[np.ndarray], list[Solution]]:
+    """Every construction of :func:`portfolio_topologies` and the authors' topology; and the
+    authors' own solution (none where their code refuses the instance)."""
     candidates = portfolio_topologies(instance)
     try:
         authors = topoopt_authors(instance, seed)
     except NoSolution:
-        authors = None
-    if authors is not None:
-        found.append(authors)
-        candidates.append(np.array(authors["links"]))
-    for links in candidates:
-        try:
-            found.append(best_routed(instance, links))
-        except NoSolution:
-            continue
-    return found
+        return candidates, []
+    return [*candidates, np.array(authors["links"])], [authors]
 
 
 def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
@@ -341,6 +333,11 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     above; the authors' own solution (their routing, same ``seed``) is a candidate too. The best is
     returned.
 
+    Up to ``LP_SERVERS`` servers the candidates are routed by the fast routing LP of
+    ``link_swap_search`` (:class:`TopologyLP`), and a candidate whose dual cut (from the LPs before
+    it) bounds it by the best so far is not routed at all (it cannot be better, up to 1e-6); only the
+    best is turned into a solution.
+
     Guarantee: never below :func:`topology_finder` for ``n <= LP_SERVERS`` (its topology is a
     candidate and the LP routes it optimally) and never below ``topoopt_authors`` with the same seed
     (their solution is a candidate); a checker-feasible ``d``-regular topology. O(d) LPs of ``n^2 d``
@@ -348,7 +345,17 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     the matchings' O(d n^3). Deterministic for a seed. Source: ours (coopt issue 21: "keep coopt's
     topologies, but route them with the LP").
     """
-    found = _portfolio(instance, seed)
+    candidates, found = portfolio_candidates(instance, seed)
+    if instance.servers > LP_SERVERS:
+        for links in candidates:
+            with contextlib.suppress(NoSolution):
+                found.append(best_routed(instance, links))
+    else:
+        from coopt.solvers.topoopt.swap import Cuts, best_screened, lp_routed_solution
+
+        _, links, routed = best_screened(Cuts(instance), candidates)
+        if links is not None:
+            found.append(lp_routed_solution(instance, links, routed))
     if not found:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
     return max(found, key=lambda s: s["objective"])
