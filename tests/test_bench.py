@@ -639,3 +639,21 @@ def test_report_only_on_an_empty_folder_and_another_time_limit_are_refused(toys,
                      "--out", str(out)]) == 2
     assert "--time-limit 30" in capsys.readouterr().err
     assert (out / "results.jsonl").read_text() == rows
+
+
+def test_resuming_results_of_another_revision_is_refused(toys, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--out", str(out)]) == 0
+    results = out / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        row["git_revision"] = "0123456789abcdef0123456789abcdef01234567"
+    stale = "".join(json.dumps(row) + "\n" for row in rows)
+    results.write_text(stale)
+    code = cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--out", str(out)])
+    if bench.git_revision() == "unknown":  # no git checkout: nothing to compare against
+        assert code == 0
+        return
+    assert code == 2
+    assert "revision 0123456789ab" in capsys.readouterr().err
+    assert results.read_text() == stale

@@ -591,6 +591,12 @@ def run_bench(
     if limits:
         raise UsageError(f"{results} holds results run with --time-limit {', '.join(limits)}; rerun with "
                          f"that limit to resume, or give another --out for {config.time_limit:g} s")
+    here = git_revision()
+    revisions = sorted({str(row.get("git_revision")) for row in rows.values()} - {here, "unknown", "None"})
+    if revisions and here != "unknown":
+        others = ", ".join(r[:12] for r in revisions)
+        raise UsageError(f"{results} holds results of revision {others}, not of this checkout "
+                         f"({here[:12]}); resuming would mix the two: give another --out")
     static = plan(
         selected,
         [f for f in config.families if f != "scaling"],
