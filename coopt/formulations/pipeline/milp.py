@@ -163,15 +163,31 @@ def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, 
     return reach
 
 
+def fifo_relabel(instance: Instance, solution: Solution) -> Solution:
+    """A keep-only schedule with every lane (kind, k) relabelled FIFO: its i-th pass to start
+    becomes micro-batch i's. Same start times, so the same exclusivity, memory profile and
+    objective, and the sorted matching keeps every precedence (the proof of (P2)); this is how
+    a schedule in which micro-batches overtake becomes a start for the FIFO model."""
+    if not fifo_is_lossless(instance):
+        raise ValueError("relabelling is lossless only on keep-only instances")
+    lanes: dict[tuple[str, int], list[float]] = {}
+    for x in solution["passes"]:
+        lanes.setdefault((x["kind"], x["stage"]), []).append(x["start"])
+    start = {(kind, k, j): t for (kind, k), times in lanes.items() for j, t in enumerate(sorted(times))}
+    return to_solution(instance, Timed(start=start, modes={}, d2h={}, h2d={}))
+
+
 def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     """The best heuristic schedule that the checker accepts, with its objective, or the serial
-    bound and no schedule (every heuristic but the two that only combine the others)."""
+    bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
+    the others); ``local_search`` is taken, it is the one that searches beyond them. On keep-only
+    instances the schedule is relabelled FIFO (:func:`fifo_relabel`), the form Model P admits."""
     from coopt.formulations.pipeline.model import check
     from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
     best: tuple[float, Solution | None] = (serial_bound(instance), None)
     for name, fn in HEURISTICS.items():
-        if name in COMBINED:
+        if name in COMBINED and name != "local_search":
             continue
         try:
             solution = fn(instance)
@@ -179,6 +195,10 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
             continue
         if solution["objective"] < best[0] and not check(instance, solution):
             best = (solution["objective"], solution)
+    if best[1] is not None and fifo_is_lossless(instance):
+        relabelled = fifo_relabel(instance, best[1])
+        if not check(instance, relabelled):
+            best = (relabelled["objective"], relabelled)
     return best
 
 
@@ -210,9 +230,20 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     items = [(k, j) for k in range(K) for j in range(m)]
     reach = reachability(instance, fifo)
 
+    # (P8) windows: every start within [release, M - d - tail], see the module docstring
+    from coopt.formulations.pipeline.bound import releases, tails
+
+    release = releases(instance)
+    windows = (fifo or not fifo_is_lossless(instance)) and not any(map(math.isinf, release.values()))
+    tail = tails(instance) if windows else {x: instance.duration(x) for x in passes}
+    if not windows:
+        release = dict.fromkeys(passes, 0.0)
+    lo = {x: min(release[x] / u, M) for x in passes}
+    hi = {x: max(lo[x], M - tail[x] / u) for x in passes}  # tail: from the start, see bound.tails
+
     model = pyo.ConcreteModel(name="pipeline")
     model.objective_unit = u
-    model.S = pyo.Var(passes, bounds=(0, M))
+    model.S = pyo.Var(passes, bounds=lambda _, *x: (lo[x], hi[x]))
     model.C = pyo.Var(bounds=(0, M))
     model.cons = pyo.ConstraintList()
     add = model.cons.add
@@ -258,12 +289,21 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
     for x in passes:
         by_device[instance.device(x[1])].append(x)
+    def latest_end(x: PassKey) -> float:
+        """E_x <= C - (tail_x - d_x) <= M - (tail_x - d_x), whatever x's mode."""
+        return M - (tail[x] - instance.duration(x)) / u
+
+    def precedes(x: PassKey, y: PassKey) -> bool:
+        """x ends before y starts in every schedule of the model: implied by (P1)-(P2), or by
+        the windows (x's latest end no later than y's earliest start)."""
+        return y in reach[x] or latest_end(x) <= lo[y]
+
     unordered = [
         (x, y)
         for d in range(instance.stages)
         for n, x in enumerate(by_device[d])
         for y in by_device[d][n + 1 :]
-        if y not in reach[x] and x not in reach[y]
+        if not precedes(x, y) and not precedes(y, x)
     ]
     # (P2') without FIFO, the W passes of a stage run in the order of their B passes
     aliased = {
@@ -277,9 +317,9 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
 
     def before(x: PassKey, y: PassKey):
         """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
-        if y in reach[x]:
+        if precedes(x, y):
             return 1
-        if x in reach[y]:
+        if precedes(y, x):
             return 0
         if (x, y) in aliased:
             return before(*aliased[x, y])
@@ -287,9 +327,9 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
             return 1 - before(*aliased[y, x])
         return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
 
-    for x, y in unordered:
-        add(model.S[y] >= E(x) - M * (1 - before(x, y)))
-        add(model.S[x] >= E(y) - M * before(x, y))
+    for x, y in unordered:  # big-M from the windows: E_x - S_y <= latest_end(x) - lo[y]
+        add(model.S[y] >= E(x) - (latest_end(x) - lo[y]) * (1 - before(x, y)))
+        add(model.S[x] >= E(y) - (latest_end(y) - lo[x]) * before(x, y))
 
     # (P7) load cut
     for d in range(instance.stages):
