@@ -37,6 +37,17 @@ checker accepts, so none can cut off an optimum.
   the memory fill (``f_j >= b_{j - n_s} >= f_{j - n_s} + R_s``), the a_W held until W, the
   head before stage s and the chain after it, and the interplay of every stage's cap along one
   micro-batch's path.
+* **Memory-aware tails** (:func:`tails`): the mirror, a lower bound ``q_x`` on ``C - S_x``: the
+  longest path from x's start to a sink's end, and at the ends of B and W the cap read
+  backwards. Just before B(s, j) ends, j holds ``a`` and so does every later micro-batch whose
+  F has started (its B ends later): at most ``n_s - 1`` of them, so F(s, j + n_s) starts no
+  earlier than B(s, j) ends and ``C - b_j >= q_F(s, j + n_s)``. Just before W(s, j) ends, the
+  earlier micro-batches have released everything (their W ended earlier), j holds ``a_W``, and
+  the later ones whose F has started, j+1..j+z (a prefix), hold ``a`` while before their B end
+  (the last u of them, b grows with i) and ``a_W`` after: ``a_W (1 + z - u) + a u`` fits the cap,
+  F(s, j+z+1) starts no earlier than ``w_j`` and, if u >= 1, B(s, j+z-u+1) ends no earlier. So
+  ``C - w_j >= min over the (z, u) that fit of max(q_F(s, j+z+1), q_B(s, j+z-u+1) - T_B)``, the
+  largest z that fits being best for each u. ``C >= r_x + q_x`` for every pass x.
 * **Single machine with release times**: device d runs every pass x whose release ``r_x`` is at
   least t after t, and the last of them is followed by at least its tail ``q_x`` (the longest
   path from its end to a sink): ``C >= t + sum_{r_x >= t} d_x + min_{r_x >= t} q_x`` for every

@@ -62,6 +62,16 @@ Constraints:
   allocations at the same instant always count each other (sigma + nu >= o). These H2D-start checks
   are what the research prototype lacked;
 * (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start);
+* (P8) windows: ``r_x <= S_x <= M - q_x`` with the release times ``r`` and tails ``q`` (from the
+  start, to the makespan) of :mod:`.bound`. Both are computed on the lossless edges of (P2)
+  that the model contains (they are dropped under ``build(..., fifo=False)`` on a keep-only
+  instance); on keep-only instances with one chunk they also read each stage's cap, which
+  holds for every FIFO schedule, the only kind the model admits there. Every schedule of the
+  model with ``C <= M`` meets ``S_x + q_x <= C`` (its own chain rows), so nothing within the
+  horizon is lost. The windows give each pair its own big-M, ``latest_end(x) - r_y`` with
+  ``latest_end(x) = M - (q_x - d_x) >= E_x``, and a pair with ``latest_end(x) <= r_y`` is ordered
+  (x first) in every such schedule: it gets no binary, and its order is a constant in the
+  memory rows;
 * (P9) the objective is at least the dual bound of :mod:`.bound` (critical path, device load with
   head and tail, memory fill): a valid cut that closes the root gap where a heuristic attains it.
 
@@ -85,7 +95,7 @@ rho_i integer in 0..L (per-layer recompute)     ``mode`` (layers outside 0..L, n
 objective C / Z                                 ``objective`` recomputed from the starts
 ==============================================  =============================================
 
-(P2), (P2'), (P7), (P9) and the big-M bounds only exclude schedules a proof shows are not needed
+(P2), (P2'), (P7), (P8), (P9) and the big-M bounds only exclude schedules a proof shows are not needed
 or that no schedule can beat; the checker has no counterpart for them, by design. The level is
 only checked at allocation events, which suffices: between two allocations it only falls.
 
@@ -230,7 +240,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     items = [(k, j) for k in range(K) for j in range(m)]
     reach = reachability(instance, fifo)
 
-    # (P8) windows: every start within [release, M - d - tail], see the module docstring
+    # (P8) windows: every start within [release, M - tail], see the module docstring
     from coopt.formulations.pipeline.bound import releases, tails
 
     release = releases(instance)
