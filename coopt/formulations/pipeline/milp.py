@@ -116,6 +116,7 @@ import math
 import pyomo.environ as pyo
 
 from coopt.formulations.pipeline.model import (
+    KEEP,
     OFFLOAD,
     RECOMPUTE,
     Instance,
@@ -419,7 +420,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
 def _exactly_feasible(instance: Instance, solution: Solution) -> bool:
     """The schedule meets precedence, exclusivity and the caps without the checker's tolerance
     (to 1e-9 relative), so that Model P's rows hold at its values."""
-    from coopt.formulations.pipeline.model import KEEP, parse, peaks
+    from coopt.formulations.pipeline.model import parse, peaks
 
     timed, bad = parse(instance, solution)
     if timed is None or bad:
@@ -648,7 +649,7 @@ def _polish(instance: Instance, timed: Timed) -> Timed | None:
     modes = timed.modes
 
     def dur(x: PassKey) -> float:
-        return instance.duration(x, modes.get(x[1:], "keep"))
+        return instance.duration(x, modes.get(x[1:], KEEP))
 
     value: dict[tuple, float] = {("S", x): t for x, t in timed.start.items()}
     value |= {("D", i): t for i, t in timed.d2h.items()}
