@@ -305,6 +305,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
     for x in passes:
         by_device[instance.device(x[1])].append(x)
+
     def latest_end(x: PassKey) -> float:
         """E_x <= C - (tail_x - d_x) <= M - (tail_x - d_x), whatever x's mode."""
         return M - (tail[x] - instance.duration(x)) / u
