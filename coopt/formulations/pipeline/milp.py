@@ -65,8 +65,10 @@ Constraints:
 * (P8) windows: ``r_x <= S_x <= M - q_x`` with the release times ``r`` and tails ``q`` (from the
   start, to the makespan) of :mod:`.bound`. Both are computed on the lossless edges of (P2)
   that the model contains (they are dropped under ``build(..., fifo=False)`` on a keep-only
-  instance); on keep-only instances with one chunk they also read each stage's cap, which
-  holds for every FIFO schedule, the only kind the model admits there. Every schedule of the
+  instance, and for the per-stage span, whose horizon of twice the serial bound leaves them
+  loose); on keep-only
+  instances with one chunk they also read each stage's cap, which holds for every FIFO
+  schedule, the only kind the model admits there. Every schedule of the
   model with ``C <= M`` meets ``S_x + q_x <= C`` (its chain rows, and the caps where they are
   read), so nothing within the horizon is lost. The windows give each pair its own big-M,
   ``latest_end(x) - r_y`` with ``latest_end(x) = M - (q_x - d_x) >= E_x``, and a pair with
@@ -250,7 +252,8 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     from coopt.formulations.pipeline.bound import releases, tails
 
     release = releases(instance)
-    windows = (fifo or not fifo_is_lossless(instance)) and not any(map(math.isinf, release.values()))
+    windows = (instance.objective == "makespan" and (fifo or not fifo_is_lossless(instance))
+               and not any(map(math.isinf, release.values())))
     tail = tails(instance) if windows else {x: instance.duration(x) for x in passes}
     if not windows:
         release = dict.fromkeys(passes, 0.0)
