@@ -5,7 +5,10 @@ default ``coopt bench`` family), and research instance I1 (p = 4, m = 8, unit ti
 a_W = 1, a_c = 0.5, T_R = 1) with recompute at caps 4 / 5 / 6 GB, whose proven optima an independent
 model gives as 33 / 30 / 29 under FIFO (issue 13); then Model T on issue 13's overtaking instance.
 Build, hand-off and solve times are reported
-apart (the runner measures them); HiGHS runs on one thread.
+apart (the runner measures them); HiGHS runs on one thread. "first bound" is the first dual bound
+HiGHS reports (its root, or the presolved bound when the root does not finish), "dual bound" the
+bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Issue 20's rows:
+``--sizes 8 12 16`` (the generator, seeds 0-2).
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
 """
@@ -70,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counts", action="store_true", help="also Model N where it applies")
     args = parser.parse_args(argv)
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
-    print("| instance | model | status | optimum | bound | nodes | build s | hand-off s | solve s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| instance | model | status | optimum | bound | first bound | dual bound (bound.py) | nodes "
+          "| build s | hand-off s | solve s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, instance in family(tuple(args.sizes or ())):
         if args.only not in name:
             continue
@@ -81,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         def show(x: float | None) -> str:
             return "-" if x is None else f"{x:.6g}"
 
+        first = next((b for _, _, b in report.trace if b is not None), None)  # HiGHS' first dual bound
         print(f"| {name} | P | {report.status} | {show(report.objective)} | {show(report.bound)} | "
+              f"{show(first)} | {show(lower_bound(instance))} | "
               f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
               f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
         if args.counts and counts.applies(instance):
@@ -93,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
             result = solve_model(model, options)
             solution = counts.extract_counts(model, instance) if result.objective is not None else None
             assert solution is None or not pm.check(instance, solution), "Model N's schedule is rejected"
-            print(f"| {name} | N | {result.status} | {show(result.objective)} | {show(result.bound)} | "
-                  f"{result.nodes if result.nodes is not None else '-'} | {built:.2f} | "
+            print(f"| {name} | N | {result.status} | {show(result.objective)} | {show(result.bound)} | - | "
+                  f"{show(lower_bound(instance))} | {result.nodes if result.nodes is not None else '-'} | "
+                  f"{built:.2f} | "
                   f"{result.handoff:.2f} | {result.solve:.2f} |", flush=True)
     if not args.sizes and ("overtake" in args.only or not args.only):
         overtake = next(i for n, i in family() if "overtake" in n)

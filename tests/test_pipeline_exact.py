@@ -111,3 +111,21 @@ def test_model_n_does_not_apply_where_fifo_or_slots_would_lose():
                         checkpoint_bytes=(0.5 * GB,) * 3)
     assert not counts.applies(recompute)
     assert not counts.applies(replace(instance, objective="stage_span"))
+
+
+def test_the_warm_start_is_local_search_relabelled_fifo():
+    """Model P starts from local_search's schedule (it used to skip it) in FIFO form: on the
+    generator's size 8 seed 1 local_search lets micro-batches overtake (4 passes), and the start is no
+    worse than it, FIFO in every lane, accepted by the checker, and the model's first C."""
+    from coopt.formulations.pipeline.milp import build
+    from coopt.solvers.pipeline import local_search
+
+    instance = PROBLEM.generate(1, 8)
+    searched = local_search(instance)
+    value, start = incumbent(instance)
+    assert value <= searched["objective"]
+    assert pm.check(instance, start) == []
+    t = {(x["kind"], x["stage"], x["microbatch"]): x["start"] for x in start["passes"]}
+    assert all(t[(kind, k, j)] > t[(kind, k, j - 1)] for kind, k, j in t if j)
+    model = build(instance)
+    assert model.C.value * model.objective_unit == pytest.approx(value)

@@ -62,8 +62,25 @@ Constraints:
   allocations at the same instant always count each other (sigma + nu >= o). These H2D-start checks
   are what the research prototype lacked;
 * (P7) load cut per device: ``C >= head_d + sum of d_x on d`` (head = earliest first start);
+* (P8) windows: ``r_x <= S_x <= M - q_x`` with the release times ``r`` and tails ``q`` (from the
+  start, to the makespan) of :mod:`.bound`. Both are computed on the lossless edges of (P2)
+  that the model contains (they are dropped under ``build(..., fifo=False)`` on a keep-only
+  instance, and for the per-stage span, whose horizon of twice the serial bound leaves them
+  loose); on keep-only
+  instances with one chunk they also read each stage's cap, which holds for every FIFO
+  schedule, the only kind the model admits there. Every schedule of the
+  model with ``C <= M`` meets ``S_x + q_x <= C`` (its chain rows, and the caps where they are
+  read), so nothing within the horizon is lost. The windows give each pair its own big-M,
+  ``latest_end(x) - r_y`` with ``latest_end(x) = M - (q_x - d_x) >= E_x``, and a pair with
+  ``latest_end(x) <= r_y`` is ordered (x first) in every such schedule: it gets no binary, and
+  its order is a constant in the memory rows;
 * (P9) the objective is at least the dual bound of :mod:`.bound` (critical path, device load with
-  head and tail, memory fill): a valid cut that closes the root gap where a heuristic attains it.
+  head and tail, memory fill, release times): a valid cut that closes the root gap where a
+  heuristic attains it;
+* (P10) where the dual bound of (P9) already equals the warm start's makespan (keep-only
+  instances, makespan objective), the warm start is optimal: its starts, order binaries and C
+  are fixed (after checking that it meets precedence, exclusivity and the caps without the
+  checker's tolerance, so that every row holds at its values), and HiGHS only confirms it.
 
 Model rows and checker violations (``model.check``), each way:
 
@@ -85,7 +102,7 @@ rho_i integer in 0..L (per-layer recompute)     ``mode`` (layers outside 0..L, n
 objective C / Z                                 ``objective`` recomputed from the starts
 ==============================================  =============================================
 
-(P2), (P2'), (P7), (P9) and the big-M bounds only exclude schedules a proof shows are not needed
+(P2), (P2'), (P7)-(P10) and the big-M bounds only exclude schedules a proof shows are not needed
 or that no schedule can beat; the checker has no counterpart for them, by design. The level is
 only checked at allocation events, which suffices: between two allocations it only falls.
 
@@ -101,6 +118,7 @@ import math
 import pyomo.environ as pyo
 
 from coopt.formulations.pipeline.model import (
+    KEEP,
     OFFLOAD,
     RECOMPUTE,
     Instance,
@@ -163,15 +181,31 @@ def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, 
     return reach
 
 
+def fifo_relabel(instance: Instance, solution: Solution) -> Solution:
+    """A keep-only schedule with every lane (kind, k) relabelled FIFO: its i-th pass to start
+    becomes micro-batch i's. Same start times, so the same exclusivity, memory profile and
+    objective, and the sorted matching keeps every precedence (the proof of (P2)); this is how
+    a schedule in which micro-batches overtake becomes a start for the FIFO model."""
+    if not fifo_is_lossless(instance):
+        raise ValueError("relabelling is lossless only on keep-only instances")
+    lanes: dict[tuple[str, int], list[float]] = {}
+    for x in solution["passes"]:
+        lanes.setdefault((x["kind"], x["stage"]), []).append(x["start"])
+    start = {(kind, k, j): t for (kind, k), times in lanes.items() for j, t in enumerate(sorted(times))}
+    return to_solution(instance, Timed(start=start, modes={}, d2h={}, h2d={}))
+
+
 def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     """The best heuristic schedule that the checker accepts, with its objective, or the serial
-    bound and no schedule (every heuristic but the two that only combine the others)."""
+    bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
+    the others); ``local_search`` is taken, it is the one that searches beyond them. On keep-only
+    instances the schedule is relabelled FIFO (:func:`fifo_relabel`), the form Model P admits."""
     from coopt.formulations.pipeline.model import check
     from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
     best: tuple[float, Solution | None] = (serial_bound(instance), None)
     for name, fn in HEURISTICS.items():
-        if name in COMBINED:
+        if name in COMBINED and name != "local_search":
             continue
         try:
             solution = fn(instance)
@@ -179,6 +213,10 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
             continue
         if solution["objective"] < best[0] and not check(instance, solution):
             best = (solution["objective"], solution)
+    if best[1] is not None and fifo_is_lossless(instance):
+        relabelled = fifo_relabel(instance, best[1])
+        if not check(instance, relabelled):
+            best = (relabelled["objective"], relabelled)
     return best
 
 
@@ -210,9 +248,21 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     items = [(k, j) for k in range(K) for j in range(m)]
     reach = reachability(instance, fifo)
 
+    # (P8) windows: every start within [release, M - tail], see the module docstring
+    from coopt.formulations.pipeline.bound import releases, tails
+
+    release = releases(instance)
+    windows = (instance.objective == "makespan" and (fifo or not fifo_is_lossless(instance))
+               and not any(map(math.isinf, release.values())))
+    tail = tails(instance) if windows else {x: instance.duration(x) for x in passes}
+    if not windows:
+        release = dict.fromkeys(passes, 0.0)
+    lo = {x: min(release[x] / u, M) for x in passes}
+    hi = {x: max(lo[x], M - tail[x] / u) for x in passes}  # tail: from the start, see bound.tails
+
     model = pyo.ConcreteModel(name="pipeline")
     model.objective_unit = u
-    model.S = pyo.Var(passes, bounds=(0, M))
+    model.S = pyo.Var(passes, bounds=lambda _, *x: (lo[x], hi[x]))
     model.C = pyo.Var(bounds=(0, M))
     model.cons = pyo.ConstraintList()
     add = model.cons.add
@@ -258,12 +308,22 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
     by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
     for x in passes:
         by_device[instance.device(x[1])].append(x)
+
+    def latest_end(x: PassKey) -> float:
+        """E_x <= C - (tail_x - d_x) <= M - (tail_x - d_x), whatever x's mode."""
+        return M - (tail[x] - instance.duration(x)) / u
+
+    def precedes(x: PassKey, y: PassKey) -> bool:
+        """x ends before y starts in every schedule of the model: implied by (P1)-(P2), or by
+        the windows (x's latest end no later than y's earliest start)."""
+        return y in reach[x] or latest_end(x) <= lo[y]
+
     unordered = [
         (x, y)
         for d in range(instance.stages)
         for n, x in enumerate(by_device[d])
         for y in by_device[d][n + 1 :]
-        if y not in reach[x] and x not in reach[y]
+        if not precedes(x, y) and not precedes(y, x)
     ]
     # (P2') without FIFO, the W passes of a stage run in the order of their B passes
     aliased = {
@@ -277,9 +337,9 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
 
     def before(x: PassKey, y: PassKey):
         """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
-        if y in reach[x]:
+        if precedes(x, y):
             return 1
-        if x in reach[y]:
+        if precedes(y, x):
             return 0
         if (x, y) in aliased:
             return before(*aliased[x, y])
@@ -287,9 +347,9 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
             return 1 - before(*aliased[y, x])
         return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
 
-    for x, y in unordered:
-        add(model.S[y] >= E(x) - M * (1 - before(x, y)))
-        add(model.S[x] >= E(y) - M * before(x, y))
+    for x, y in unordered:  # big-M from the windows: E_x - S_y <= latest_end(x) - lo[y]
+        add(model.S[y] >= E(x) - (latest_end(x) - lo[y]) * (1 - before(x, y)))
+        add(model.S[x] >= E(y) - (latest_end(y) - lo[x]) * before(x, y))
 
     # (P7) load cut
     for d in range(instance.stages):
@@ -352,7 +412,36 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         add(model.objective.expr >= floor / u * (1 - 1e-9))
     if start is not None:
         _warm_start(model, instance, start, u, free_pairs)
+        if (instance.objective == "makespan" and fifo_is_lossless(instance)
+                and floor >= best * (1 - 1e-9) and _exactly_feasible(instance, start)):
+            # (P10) the dual bound proves the warm start optimal: fix it (module docstring)
+            for var in (model.S, model.P, model.C):
+                for v in var.values():
+                    v.fix()
     return model
+
+
+def _exactly_feasible(instance: Instance, solution: Solution) -> bool:
+    """The schedule meets precedence, exclusivity and the caps without the checker's tolerance
+    (to 1e-9 relative), so that Model P's rows hold at its values."""
+    from coopt.formulations.pipeline.model import parse, peaks
+
+    timed, bad = parse(instance, solution)
+    if timed is None or bad:
+        return False
+    eps = 1e-9 * max(1.0, instance.time_scale)
+    start = timed.start
+
+    def end(x: PassKey) -> float:
+        return start[x] + instance.duration(x, timed.modes.get(x[1:], KEEP))
+
+    if any(start[x] < end(q) + lag - eps for x in start for q, lag in instance.predecessors(x)):
+        return False
+    for d in range(instance.stages):
+        on = sorted((start[x], end(x)) for x in start if instance.device(x[1]) == d)
+        if any(s1 < e0 - eps for (_, e0), (s1, _) in zip(on, on[1:], strict=False)):
+            return False
+    return all(peak <= instance.cap(d) * (1 + 1e-9) for d, peak in enumerate(peaks(instance, timed)))
 
 
 def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution, u: float,
@@ -537,4 +626,79 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
                 modes[i] = OFFLOAD
                 d2h[i] = pyo.value(model.D[i]) * u
                 h2d[i] = pyo.value(model.U[i]) * u
-    return to_solution(instance, Timed(start=start, modes=modes, d2h=d2h, h2d=h2d))
+    raw = Timed(start=start, modes=modes, d2h=d2h, h2d=h2d)
+    from coopt.formulations.pipeline.model import check
+
+    polished = _polish(instance, raw)
+    if polished is not None and polished.value(instance) <= raw.value(instance) + _tol(instance):
+        solution = to_solution(instance, polished)
+        if not check(instance, solution):
+            return solution
+    return to_solution(instance, raw)
+
+
+def _tol(instance: Instance) -> float:
+    return 1e-6 * max(1.0, instance.time_scale)  # the checker's time tolerance
+
+
+def _polish(instance: Instance, timed: Timed) -> Timed | None:
+    """The solved schedule re-timed in exact arithmetic: the least times that keep its data
+    flow, its order on every compute lane and copy engine, and the weak order of every
+    device's events (events closer than the checker's tolerance become one instant). HiGHS
+    meets its rows only to its tolerances (an order binary at 1 - 1e-6 times a big-M lets a pass
+    start microseconds early, which the checker's tolerance accepts and which then shows as a
+    makespan microseconds below the optimum); keeping the weak event order keeps every memory
+    level at or below one the checker accepted (ties release first), and the least times are
+    sums of durations and lags. None when the system does not settle (it always should)."""
+    modes = timed.modes
+
+    def dur(x: PassKey) -> float:
+        return instance.duration(x, modes.get(x[1:], KEEP))
+
+    value: dict[tuple, float] = {("S", x): t for x, t in timed.start.items()}
+    value |= {("D", i): t for i, t in timed.d2h.items()}
+    value |= {("U", i): t for i, t in timed.h2d.items()}
+    edges: list[tuple[tuple, tuple, float]] = []  # (a, b, w): b >= a + w
+    for x in timed.start:
+        for q, lag in instance.predecessors(x):
+            edges.append((("S", q), ("S", x), dur(q) + lag))
+    for i in timed.d2h:
+        k, j = i
+        edges.append((("S", ("F", k, j)), ("D", i), dur(("F", k, j))))
+        edges.append((("D", i), ("U", i), instance.tau_d(k)))
+        edges.append((("U", i), ("S", ("B", k, j)), instance.tau_u(k)))
+    tol = _tol(instance)
+    for d in range(instance.stages):
+        on = [x for x in timed.start if instance.device(x[1]) == d]
+        lanes = [[(("S", x), dur(x)) for x in on]]
+        copied = [i for i in timed.d2h if instance.device(i[0]) == d]
+        lanes.append([(("D", i), instance.tau_d(i[0])) for i in copied])
+        lanes.append([(("U", i), instance.tau_u(i[0])) for i in copied])
+        for lane in lanes:
+            lane.sort(key=lambda e: value[e[0]])
+            for (a, w), (b, _) in zip(lane, lane[1:], strict=False):
+                edges.append((a, b, w))
+        points = [point for lane in lanes for var, w in lane for point in ((var, 0.0), (var, w))]
+        points.sort(key=lambda e: value[e[0]] + e[1])
+        for (a, ca), (b, cb) in zip(points, points[1:], strict=False):
+            edges.append((a, b, ca - cb))  # b + cb >= a + ca
+            if value[b] + cb - value[a] - ca <= tol:
+                edges.append((b, a, cb - ca))  # one instant
+    order = sorted(value, key=value.__getitem__)
+    out = dict.fromkeys(value, 0.0)
+    by_source: dict[tuple, list[tuple[tuple, float]]] = {v: [] for v in value}
+    for a, b, w in edges:
+        by_source[a].append((b, w))
+    for _ in range(100):
+        changed = False
+        for a in order:
+            for b, w in by_source[a]:
+                if out[b] < out[a] + w - 1e-12 * max(1.0, instance.time_scale):
+                    out[b] = out[a] + w
+                    changed = True
+        if not changed:
+            break
+    else:
+        return None
+    return Timed(start={x: out[("S", x)] for x in timed.start}, modes=dict(modes),
+                 d2h={i: out[("D", i)] for i in timed.d2h}, h2d={i: out[("U", i)] for i in timed.h2d})
