@@ -131,6 +131,33 @@ def test_incumbent_trace_by_hand():
     assert incumbent_trace([], 1.0, 0.4, None, None) == [(0.4, None, None)]
 
 
+def test_a_sub_solver_s_dual_bound_beyond_the_final_one_leaves_the_trace():
+    inf = float("inf")
+    # what HiGHS reports while it completes a warm start of value 23 (pipeline
+    # 0-p3m3-offload-overtake): the sub-MIP's bound 23, unknown again, then the real bounds
+    events = [(0.1, 23.0, -inf), (0.2, 23.0, 23.0), (0.3, 23.0, -inf), (0.4, 23.0, 21.5), (0.6, 22.0, 22.0)]
+    assert incumbent_trace(events, 1.0, 0.7, 22.0, 22.0, minimize=True) == [
+        (0.1, 23.0, None),
+        (0.4, 23.0, 21.5),
+        (0.6, 22.0, 22.0),
+    ]
+    assert incumbent_trace(events, 1.0, 0.7, 22.0, 22.0)[1] == (0.2, 23.0, 23.0)  # sense unknown: kept
+    # a maximisation: a dual below a later one is the artefact
+    flipped = [(t, -p, -d) for t, p, d in events]
+    assert [d for _, _, d in incumbent_trace(flipped, 1.0, 0.7, -22.0, -22.0, minimize=False)] == [
+        None, -21.5, -22.0]
+
+
+def test_the_pipeline_trace_never_claims_a_bound_past_the_optimum():
+    from coopt.formulations.pipeline import milp
+    from coopt.instance import load
+
+    model = milp.build(load("pipeline/0-p3m3-offload-overtake").instance)
+    result = solve_model(model, SolveOptions(time_limit=60))
+    assert result.status == "optimal"
+    assert all(dual is None or dual <= result.objective + 1e-6 for _, _, dual in result.trace)
+
+
 def test_report_carries_trace_size_and_nodes_outside_the_json():
     import knapsack
 

@@ -178,14 +178,24 @@ def incumbent_trace(
     end: float,
     objective: float | None,
     bound: float | None,
+    minimize: bool | None = None,
 ) -> list[TracePoint]:
     """The trace from raw callback events (model units): problem units, unknown bounds as None,
     points that repeat the previous (primal, dual) dropped, and the final answer (``objective``,
     ``bound``, problem units, at ``end`` seconds) as the last point. A last event that already
-    says the final answer (to 1e-9) is replaced by it exactly, so the trace ends on the report."""
+    says the final answer (to 1e-9) is replaced by it exactly, so the trace ends on the report.
+
+    With the sense known (``minimize``), a dual sample beyond a later one or the final bound
+    becomes None: a solve's global dual bound only tightens, so such a sample is a sub-solver's.
+    HiGHS reports through the same callbacks the sub-MIP in which it completes a warm start, whose
+    dual bound is the start's own value (pipeline ``0-p3m3-offload-overtake``: the start 23, then
+    unknown, then 22, the optimum)."""
+    samples = [(float(t), _in_problem_units(primal, unit), _in_problem_units(dual, unit))
+               for t, primal, dual in events]
+    if minimize is not None:
+        samples = _tightening(samples, bound, minimize)
     trace: list[TracePoint] = []
-    for t, primal, dual in events:
-        point = (float(t), _in_problem_units(primal, unit), _in_problem_units(dual, unit))
+    for point in samples:
         if not trace or point[1:] != trace[-1][1:]:
             trace.append(point)
     if trace and _same(trace[-1][1], objective) and _same(trace[-1][2], bound):
@@ -193,6 +203,22 @@ def incumbent_trace(
     else:
         trace.append((max(end, trace[-1][0]) if trace else end, objective, bound))
     return trace
+
+
+def _tightening(samples: list[TracePoint], bound: float | None, minimize: bool) -> list[TracePoint]:
+    """``samples`` with every dual bound beyond a later known one (or the final ``bound``) set to
+    None; "beyond" is above for a minimisation, below for a maximisation."""
+    sign = 1.0 if minimize else -1.0
+    tightest = math.inf if bound is None else sign * bound
+    kept: list[TracePoint] = []
+    for t, primal, dual in reversed(samples):
+        if dual is not None:
+            if sign * dual > tightest + 1e-9 * max(1.0, abs(tightest)):
+                dual = None
+            else:
+                tightest = min(tightest, sign * dual)
+        kept.append((t, primal, dual))
+    return kept[::-1]
 
 
 def _warm_start(solver: Highs, highs: Any, model: pyo.ConcreteModel) -> int:
@@ -360,9 +386,17 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
         solve=solve,
         solver_version=".".join(map(str, results.solver_version)),
         nodes=nodes,
-        trace=incumbent_trace(events, unit, solve, objective, bound),
+        trace=incumbent_trace(events, unit, solve, objective, bound, _minimizes(model)),
         size=size,
     )
+
+
+def _minimizes(model: pyo.ConcreteModel) -> bool | None:
+    """Whether the model's active objective, in problem units, is minimised (None without one)."""
+    objective = next(model.component_data_objects(pyo.Objective, active=True, descend_into=True), None)
+    if objective is None:
+        return None
+    return (objective.sense == pyo.minimize) == (objective_unit(model) > 0)
 
 
 def _values_give(model: pyo.ConcreteModel, claimed: float | None) -> bool:
@@ -396,7 +430,7 @@ def _abandoned(solver: Highs, model: pyo.ConcreteModel, latest: dict[str, Any], 
         handoff=handoff,
         solve=solve,
         solver_version=highs_version(),
-        trace=incumbent_trace(events, unit, solve, objective, bound),
+        trace=incumbent_trace(events, unit, solve, objective, bound, _minimizes(model)),
         size=size,
     )
 
