@@ -1353,6 +1353,9 @@ class Evaluator:
         self.item = [k * m + j for _, k, j in keys]
         self.kind = [0 if x == "F" else 1 if x == "B" else 2 for x, _, _ in keys]
         self.preds = [[(ids[q], lag) for q, lag in instance.predecessors(x)] for x in keys]
+        # every pass waits for at most one other pass (model.Instance.predecessors)
+        self.pred = [ps[0][0] if ps else -1 for ps in self.preds]
+        self.pred_lag = [ps[0][1] if ps else 0.0 for ps in self.preds]
         self.succs: list[list[int]] = [[] for _ in range(n)]
         for i, ps in enumerate(self.preds):
             for q, _ in ps:
@@ -1429,8 +1432,8 @@ class Evaluator:
                             if pos[s] < first[e]:
                                 first[e] = pos[s]
                                 grown = True
-        start, end, length, mode, item, kind, preds = (
-            self.start, self.end, self.length, self.mode, self.item, self.kind, self.preds)
+        start, end, length, mode, item, kind = (
+            self.start, self.end, self.length, self.mode, self.item, self.kind)
         d2h, h2d, engines = self.d2h, self.h2d, self.engines
         self._clock += 1
         clock, stamp = self._clock, self._stamp
@@ -1446,28 +1449,27 @@ class Evaluator:
         at = list(first)
         free = [end[orders[d][at[d] - 1]] if at[d] else 0.0 for d in range(p)]
         eng = [engines[d][at[d]] if at[d] < len(engines[d]) else (0.0, 0.0) for d in range(p)]
-        remaining = sum(len(orders[d]) - at[d] for d in range(p))
+        sizes = [len(o) for o in orders]
+        remaining = sum(sizes[d] - at[d] for d in range(p))
+        pred, pred_lag = self.pred, self.pred_lag
         while remaining:
             progressed = False
             for d in range(p):
-                order = orders[d]
+                order, size = orders[d], sizes[d]
                 q = at[d]
-                if q >= len(order):
+                if q >= size:
                     continue
                 t_free = free[d]
                 d2h_free, h2d_free = eng[d]
-                while q < len(order):
+                while q < size:
                     i = order[q]
                     t = t_free
-                    ready = True
-                    for r, lag in preds[i]:
+                    r = pred[i]
+                    if r >= 0:
                         if stamp[r] != clock and pos[r] >= first[device[r]]:
-                            ready = False
-                            break
-                        if end[r] + lag > t:
-                            t = end[r] + lag
-                    if not ready:
-                        break
+                            break  # its predecessor is still to be re-timed
+                        if end[r] + pred_lag[i] > t:
+                            t = end[r] + pred_lag[i]
                     it = item[i]
                     md = mode[it]
                     if md == 2 and kind[i] == 1:
@@ -1486,8 +1488,8 @@ class Evaluator:
                     q += 1
                     if copies:
                         engines[d][q] = (d2h_free, h2d_free)
-                    remaining -= 1
-                    progressed = True
+                remaining -= q - at[d]
+                progressed = progressed or q > at[d]
                 at[d], free[d], eng[d] = q, t_free, (d2h_free, h2d_free)
             if not progressed:
                 return False
@@ -1756,7 +1758,7 @@ SEARCH_STARTS = ("zb_h2", "zb_v", "1f1b_split", "1f1b", "megatron_selective")
 #: Moves the local search evaluates per pass of the instance, at least ``SEARCH_MIN_MOVES`` and at
 #: most ``SEARCH_MAX_MOVES`` (a move re-times up to O(n) passes: the cap keeps the search linear).
 SEARCH_MOVES_PER_PASS = 4
-SEARCH_MIN_MOVES = 600
+SEARCH_MIN_MOVES = 300
 SEARCH_MAX_MOVES = 2000
 #: Items a move may recompute to fit the cap it would otherwise exceed.
 SEARCH_REPAIRS = 2
@@ -1765,7 +1767,8 @@ SEARCH_REACH = 3
 _SHIFTS = tuple(s for s in range(-SEARCH_REACH, SEARCH_REACH + 1) if s)
 #: Share of the moves that change an item's mode (where the instance allows another mode).
 SEARCH_FLIP_SHARE = 0.3
-#: Share of the moves that exchange two micro-batches (:func:`_exchange`).
+#: Share of the moves that exchange two micro-batches (:func:`_exchange`; only where items have
+#: another mode than keep).
 SEARCH_EXCHANGE_SHARE = 0.15
 #: Late acceptance: a move is kept when it is no worse than the schedule this many moves ago.
 SEARCH_HISTORY = 20
@@ -1783,8 +1786,9 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     orders and modes, started from the best of the cheap schedules in ``SEARCH_STARTS`` and
     evaluated incrementally by :class:`Evaluator`. Seeded random moves: shift one pass of a device
     up to ``SEARCH_REACH`` places (past passes of other items, so a micro-batch may overtake
-    another, which FIFO schedules never do); exchange two micro-batches on one stage or from a
-    stage on (:func:`_exchange`, share ``SEARCH_EXCHANGE_SHARE``); or give one item another mode
+    another, which FIFO schedules never do); where items have another mode, exchange two
+    micro-batches on one stage or from a stage on (:func:`_exchange`, share
+    ``SEARCH_EXCHANGE_SHARE``; on keep-only instances it measured worse); or give one item another mode
     (keep / recompute / offload, as the instance allows; share ``SEARCH_FLIP_SHARE``). After a
     change, a device without offloaded items derives its recompute set from its order
     (:meth:`Evaluator._derive`: Belady's furthest-next-use rule, plus the items a flip forced),
@@ -1870,6 +1874,7 @@ def _lahc(
     history = [current] * SEARCH_HISTORY
     movable = [d for d, o in enumerate(ev.orders) if len(o) > 1]
     m = instance.microbatches
+    exchange = SEARCH_EXCHANGE_SHARE if items and m > 1 else 0.0
     for step in range(budget):
         if step % 64 == 0 and time.perf_counter() > deadline:
             break
@@ -1877,7 +1882,7 @@ def _lahc(
         if items and u < SEARCH_FLIP_SHARE:
             it = rng.choice(items)
             ok = ev.flip(it, rng.choice([md for md in allowed if md != ev.mode[it]]), repair)
-        elif u > 1 - SEARCH_EXCHANGE_SHARE and m > 1:
+        elif u > 1 - exchange:
             j = rng.randrange(m)
             j2 = j + rng.choice((-2, -1, 1, 2))
             if not 0 <= j2 < m:
