@@ -6,7 +6,7 @@ Chronos-Recomp, Chronos-Offload).
 Every heuristic builds per-device pass orders (or dispatches passes greedily in time), times them
 with the shared event simulator of :mod:`coopt.formulations.pipeline.model`, and raises
 ``NoSolution`` when the schedule does not fit the instance (wrong placement, or a device's
-activation memory above its cap). All are deterministic; the seed is unused.
+activation memory above its cap). All are deterministic; only ``local_search`` uses the seed.
 """
 
 from __future__ import annotations
