@@ -1404,6 +1404,8 @@ class Evaluator:
         self.h2d = [0.0] * items
         self.engines = [[(0.0, 0.0)] * (len(o) + 1) for o in self.orders]  # (D2H, H2D) free before q
         self._stamp = [0] * n
+        self._moved = [0] * n  # clock of the re-timing in which the pass's predecessor moved
+        self._seeded = [0] * n  # clock of the re-timing in which the pass itself changed
         self._clock = 0
         self._undo: list = []
         if not self.retime([0] * p):
@@ -1411,10 +1413,12 @@ class Evaluator:
         self.commit()
 
     # -- timing ------------------------------------------------------------------------------
-    def retime(self, first: list[int]) -> bool:
+    def retime(self, first: list[int], seeds: list[int] | None = None) -> bool:
         """Re-time, on every device d, the order from ``first[d]`` on, closed under the data-flow
-        successors; remember the old values for :meth:`undo`. False on a deadlock (the state is
-        then left for :meth:`undo`)."""
+        successors; remember the old values for :meth:`undo`. ``seeds``: the passes whose place
+        or duration changed (and the pass after each moved one), where the caller knows them;
+        None: every pass from ``first[d]`` on. False on a deadlock (the state is then left for
+        :meth:`undo`)."""
         orders, pos, device, succs = self.orders, self.pos, self.device, self.succs
         p = len(orders)
         scanned = [len(o) for o in orders]  # positions from here on have had their successors
@@ -1452,6 +1456,16 @@ class Evaluator:
         sizes = [len(o) for o in orders]
         remaining = sum(sizes[d] - at[d] for d in range(p))
         pred, pred_lag = self.pred, self.pred_lag
+        # Without copies a pass's times depend on its device predecessor and its data-flow
+        # predecessor alone: once every changed position is re-timed and no re-timed pass moved
+        # a pass still waiting, the rest keeps its times and the re-timing stops.
+        waiting = 0  # passes still to re-time whose device or data-flow predecessor moved
+        moved, seeded = self._moved, self._seeded
+        cut = not copies and seeds is not None
+        if cut:
+            for i in seeds:
+                seeded[i] = clock
+            seeds = len(set(seeds))
         while remaining:
             progressed = False
             for d in range(p):
@@ -1479,6 +1493,17 @@ class Evaluator:
                         h2d_free = u + self.tau_u[it]
                         if h2d_free > t:
                             t = h2d_free
+                    if cut:
+                        if seeded[i] == clock:
+                            seeds -= 1
+                        elif moved[i] == clock:
+                            waiting -= 1
+                        e = t + length[i][md]
+                        if t != start[i] or e != end[i]:
+                            for s in succs[i] if q + 1 == size else succs[i] + [order[q + 1]]:
+                                if moved[s] != clock and seeded[s] != clock:
+                                    moved[s] = clock
+                                    waiting += 1
                     start[i] = t
                     t_free = end[i] = t + length[i][md]
                     stamp[i] = clock
@@ -1488,6 +1513,8 @@ class Evaluator:
                     q += 1
                     if copies:
                         engines[d][q] = (d2h_free, h2d_free)
+                    elif cut and not seeds and not waiting:
+                        return True
                 remaining -= q - at[d]
                 progressed = progressed or q > at[d]
                 at[d], free[d], eng[d] = q, t_free, (d2h_free, h2d_free)
@@ -1535,7 +1562,7 @@ class Evaluator:
         order.insert(r, x)
         for s in range(lo, hi + 1):
             self.pos[order[s]] = s
-        return self._settle(d, lo, repair)
+        return self._settle(d, lo, repair, order[lo:hi + 2])
 
     def flip(self, it: int, mode: int, repair: int = 0) -> bool:
         """Give item ``it`` (k m + j) ``mode`` (0 keep, 1 recompute, 2 offload), recomputing up to
@@ -1549,16 +1576,18 @@ class Evaluator:
             self.forced[it] = int(mode == 1)
         self._set_mode(it, mode)
         d = self.device[self.f_id[it]]
-        return self._settle(d, self.pos[self.f_id[it] if offload else self.b_id[it]], repair)
+        return self._settle(d, self.pos[self.f_id[it] if offload else self.b_id[it]], repair, [])
 
     def swap(self, pairs: list[tuple[int, int]], repair: int = 0) -> bool:
         """Exchange the positions of each pair of passes (ids; both of a pair on one device),
         then settle every changed device as :meth:`move` does. False when the orders deadlock or
         a cap is exceeded (then :meth:`undo`)."""
         first = [len(o) for o in self.orders]
+        seeds = []
         for x, y in pairs:
             d = self.device[x]
             order, qx, qy = self.orders[d], self.pos[x], self.pos[y]
+            seeds += order[qx:qx + 2] + order[qy:qy + 2]
             self._undo.append(("order", d, qx, [x]))
             self._undo.append(("order", d, qy, [y]))
             order[qx], order[qy] = y, x
@@ -1570,7 +1599,7 @@ class Evaluator:
                 if lo is None:
                     return False
                 first[d] = lo
-        return self._timed_fits(first)
+        return self._timed_fits(first, seeds)
 
     def _memory(self, d: int, lo: int, repair: int) -> int | None:
         """Fix device ``d``'s modes after a change from position ``lo`` on (:meth:`_derive`, or
@@ -1584,12 +1613,17 @@ class Evaluator:
             return None if repaired is None else min(lo, repaired)
         return lo
 
-    def _timed_fits(self, first: list[int]) -> bool:
-        return self.retime(first) and all(
+    def _timed_fits(self, first: list[int], seeds: list[int]) -> bool:
+        """Re-time (``seeds``: the passes moved; with the passes of every item whose mode this
+        change set) and check the devices holding offloaded items."""
+        for entry in self._undo:
+            if entry[0] == "mode":
+                seeds.append(self.b_id[entry[1]])
+        return self.retime(first, seeds) and all(
             self.fits_on(e) for e in range(len(first)) if self.offloaded[e] and first[e] < len(self.orders[e])
         )
 
-    def _settle(self, d: int, lo: int, repair: int) -> bool:
+    def _settle(self, d: int, lo: int, repair: int, seeds: list[int]) -> bool:
         """Re-time after a change of device ``d`` from position ``lo`` on, checking memory first
         where it does not depend on the timing."""
         lo = self._memory(d, lo, repair)
@@ -1597,7 +1631,7 @@ class Evaluator:
             return False
         first = [len(o) for o in self.orders]
         first[d] = lo
-        return self._timed_fits(first)
+        return self._timed_fits(first, seeds)
 
     def _overflow(self, d: int) -> int | None:
         """The first position of device ``d``'s order (no offloaded items) where its activations
