@@ -1845,7 +1845,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     time: the starts' (ZB-H2's list schedule, O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves,
     each O(the suffixes it re-times + one device's order) = O(n) at worst. With the generator's
     n = 6 p^2 passes (m = 2p) that is O(p^3) for the start and O(p^2) per move, so the time grows
-    at least as p^2 (measured: p^2.7 between p = 32 and 64, both parts alike).
+    at least as p^2 (the scaling family's fitted exponent: 2.49; docs/pipeline.md).
     """
     if not instance.partial_recompute:
         return _order_search(instance, seed)
