@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
 import pytest
 
+from coopt.formulations.pipeline import bound
 from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
 from coopt.solvers import pipeline as schedules
@@ -24,20 +26,28 @@ def _start(instance: pm.Instance) -> tuple[pm.Orders, dict]:
     return orders, {}
 
 
+@pytest.mark.parametrize("belady", [False, True])
 @pytest.mark.parametrize("name", SMALL)
-def test_incremental_retiming_equals_the_full_simulator(name):
-    """Random shifts and mode flips (with recompute repair), kept or undone at random: after each,
-    the evaluator's pass times equal model.simulate on its orders and modes, and its memory
-    verdict and value equal a fresh evaluator's (a full re-timing)."""
+def test_incremental_retiming_equals_the_full_simulator(name, belady):
+    """Random shifts, micro-batch exchanges and mode flips (with recompute repair, or with the
+    recompute set derived from the orders), kept or undone at random: after each, the evaluator's
+    pass times equal model.simulate on its orders and modes, and its memory verdict and value
+    equal a fresh evaluator's (a full re-timing)."""
     instance = load(INSTANCES / name).instance
     orders, modes = _start(instance)
-    ev = schedules.Evaluator(instance, orders, modes)
+    ev = schedules.Evaluator(instance, orders, modes, belady=belady)
     allowed = [0] + [1] * instance.allow_recompute + [2] * instance.allow_offload
     rng = random.Random(7)
     kept = 0
+    m = instance.microbatches
     for _ in range(400):
-        if len(allowed) > 1 and rng.random() < 0.3:
+        u = rng.random()
+        if len(allowed) > 1 and u < 0.3:
             ok = ev.flip(rng.randrange(len(ev.mode)), rng.choice(allowed), 2)
+        elif u > 0.85:
+            j = rng.randrange(m - 1)
+            pairs = schedules._exchange(instance, j, j + 1, rng.randrange(instance.virtual_stages), rng.random() < 0.5)
+            ok = ev.swap(pairs, 2)
         else:
             d = rng.randrange(instance.stages)
             q = rng.randrange(len(ev.orders[d]))
@@ -132,3 +142,97 @@ def test_local_search_closes_the_gaps_it_used_to_leave():
     assert schedules.local_search(pm.generate(2, 3), seed=0)["objective"] == pytest.approx(34.0)
     overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
     assert min(schedules.local_search(overtake, seed=s)["objective"] for s in range(3)) <= 23 + 1e-9
+
+
+def test_exchange_pairs_swap_one_micro_batch_for_another():
+    """The exchange of micro-batches 1 and 2 from stage 1 on (the shape of 0-p3m4-recompute's
+    optimum): their forwards on stages 1, 2 and all their backward and weight passes trade places,
+    the forwards on stage 0 stay."""
+    instance = load(INSTANCES / "0-p3m4-recompute.toml").instance
+    keys = instance.passes()
+    pairs = {(keys[x], keys[y]) for x, y in schedules._exchange(instance, 1, 2, 1, wave=True)}
+    expected = {((kind, k, 1), (kind, k, 2)) for kind in "FBW" for k in range(3) if kind != "F" or k >= 1}
+    assert pairs == expected
+    alone = {(keys[x], keys[y]) for x, y in schedules._exchange(instance, 0, 3, 2, wave=False)}
+    assert alone == {((kind, 2, 0), (kind, 2, 3)) for kind in "FBW"}
+
+
+def _fits_with(ev: schedules.Evaluator, d: int, recomputed: set[int]) -> bool:
+    """Device d's activations within the cap on its order with exactly ``recomputed`` recomputed
+    (an independent scan of the memory table)."""
+    level = 0.0
+    for i in ev.orders[d]:
+        md = 1 if ev.item[i] in recomputed else 0
+        level += ev.alloc[i][md]
+        if level > ev.limit[d]:
+            return False
+        level -= ev.release[i][md]
+    return True
+
+
+def test_derived_recompute_is_the_least_the_order_needs():
+    """With the recompute set derived from the order: start 0-p3m4-recompute (cap two
+    activations) on 1F1B's order with every item recomputed, release them one by one; what stays
+    recomputed fits and is as small as any set that fits (brute force over each device's items),
+    and undo brings a released item back."""
+    instance = load(INSTANCES / "0-p3m4-recompute.toml").instance
+    orders = schedules._one_f_one_b_orders(instance)
+    all_recomputed = {(k, j): pm.RECOMPUTE for k in range(3) for j in range(4)}
+    ev = schedules.Evaluator(instance, orders, all_recomputed, belady=True)
+    assert ev.flip(0, 0)
+    ev.undo()
+    assert ev.mode[0] == 1 and ev.forced[0] == 1
+    for it in range(len(ev.mode)):
+        assert ev.flip(it, 0)
+        ev.commit()
+    assert all(ev.fits_on(d) for d in range(instance.stages))
+    assert sum(ev.mode) > 0  # 1F1B's order does not fit keeping everything
+    for d in range(instance.stages):
+        mine = [it for it in range(len(ev.mode)) if ev.device[ev.f_id[it]] == d]
+        derived = {it for it in mine if ev.mode[it]}
+        assert _fits_with(ev, d, derived)
+        least = min(len(s) for r in range(len(mine) + 1) for s in itertools.combinations(mine, r)
+                    if _fits_with(ev, d, set(s)))
+        assert len(derived) == least
+
+
+def test_local_search_stops_at_the_dual_bound(monkeypatch):
+    """A start that meets the dual bound is optimal and returned without a search; a search that
+    meets it stops there (0-p3m3-offload-overtake with 5,000 moves reaches 22 = the bound; the
+    same search with no bound to meet evaluates more moves)."""
+    cap6 = load(INSTANCES / "0-p3m4-cap6.toml").instance
+    assert pm.check(cap6, schedules.portfolio(cap6)) == []
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched although the start meets the bound")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(schedules, "_lahc", no_search)
+        assert schedules.local_search(cap6)["objective"] == pytest.approx(bound.lower_bound(cap6))
+    overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
+    start = schedules._best_of(overtake, schedules.SEARCH_STARTS)
+    timed, _ = pm.parse(overtake, start)
+    orders = {d: [] for d in range(overtake.stages)}
+    for key in sorted(timed.start, key=lambda x: (timed.start[x], x)):
+        orders[overtake.device(key[1])].append(key)
+    calls = []
+    value = schedules.Evaluator.value
+    monkeypatch.setattr(schedules.Evaluator, "value", lambda self: calls.append(1) or value(self))
+    counts = []
+    for target in (bound.lower_bound(overtake), 0.0):
+        calls.clear()
+        ev = schedules.Evaluator(overtake, orders, timed.modes, belady=True)
+        best, _ = schedules._lahc(overtake, ev, random.Random(0), 5000, float("inf"), target)
+        assert best[0] == pytest.approx(22.0)
+        counts.append(len(calls))
+    assert counts[0] < counts[1]
+
+
+def test_local_search_keeps_the_residual_cases_closed():
+    """Issue 19's residual cases on the bench seeds 0-2: the overtaking instance at 23 or better
+    on every seed (optimum 22; 24 on seed 1 before the exchange moves); 0-p3m4-recompute no worse
+    than 17 (optimum 16; docs/pipeline.md says why the search stays there)."""
+    overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
+    assert all(schedules.local_search(overtake, seed=s)["objective"] <= 23 + 1e-9 for s in range(3))
+    recompute = load(INSTANCES / "0-p3m4-recompute.toml").instance
+    assert all(schedules.local_search(recompute, seed=s)["objective"] <= 17 + 1e-9 for s in range(3))

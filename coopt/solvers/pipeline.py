@@ -6,7 +6,7 @@ Chronos-Recomp, Chronos-Offload).
 Every heuristic builds per-device pass orders (or dispatches passes greedily in time), times them
 with the shared event simulator of :mod:`coopt.formulations.pipeline.model`, and raises
 ``NoSolution`` when the schedule does not fit the instance (wrong placement, or a device's
-activation memory above its cap). All are deterministic; the seed is unused.
+activation memory above its cap). All are deterministic; only ``local_search`` uses the seed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 
+from coopt.formulations.pipeline.bound import lower_bound
 from coopt.formulations.pipeline.model import (
     GB,
     KEEP,
@@ -30,7 +31,6 @@ from coopt.formulations.pipeline.model import (
     Item,
     PassKey,
     Timed,
-    memory_profile,
     parse,
     peaks,
     simulate,
@@ -1327,7 +1327,10 @@ class Evaluator:
     device's F order, H2D prefetched at the start of the pass before B), kept with the timing so
     that a change is re-timed incrementally.
 
-    A move changes one device's order from some position on, or one item's mode. On a device a
+    A move changes one device's order from some position on (:meth:`move`), exchanges passes
+    (:meth:`swap`), or changes one item's mode (:meth:`flip`). With ``belady`` the recompute
+    modes of a device without offloaded items follow from its order (:meth:`_derive`) instead of
+    being repaired only where a move overflows (:meth:`_repair`). On a device a
     pass waits for the pass before it, so what a change can delay is, on every device, a suffix
     of its order: :meth:`retime` closes the first changed positions under the data-flow
     successors and re-times only those suffixes (the copy engines' states at a suffix's start are
@@ -1339,7 +1342,7 @@ class Evaluator:
     Build O(n); a move O(changed suffixes + the changed device's order).
     """
 
-    def __init__(self, instance: Instance, orders: Orders, modes: dict[Item, str]):
+    def __init__(self, instance: Instance, orders: Orders, modes: dict[Item, str], belady: bool = False):
         self.instance = instance
         m, p = instance.microbatches, instance.stages
         keys = instance.passes()
@@ -1350,6 +1353,9 @@ class Evaluator:
         self.item = [k * m + j for _, k, j in keys]
         self.kind = [0 if x == "F" else 1 if x == "B" else 2 for x, _, _ in keys]
         self.preds = [[(ids[q], lag) for q, lag in instance.predecessors(x)] for x in keys]
+        # every pass waits for at most one other pass (model.Instance.predecessors)
+        self.pred = [ps[0][0] if ps else -1 for ps in self.preds]
+        self.pred_lag = [ps[0][1] if ps else 0.0 for ps in self.preds]
         self.succs: list[list[int]] = [[] for _ in range(n)]
         for i, ps in enumerate(self.preds):
             for q, _ in ps:
@@ -1375,6 +1381,7 @@ class Evaluator:
         self.a_o = [instance.a_o(i // m) for i in range(items)]
         self.limit = [instance.cap(d) * (1 + 1e-9) for d in range(p)]
         self.recompute = instance.allow_recompute
+        self.copies = instance.allow_offload  # copy engines to time (else their state is skipped)
         self.tol = 1e-9 * max(1.0, sum(x[0] for x in self.length))  # the checker's tie tolerance
         self.orders = [[ids[x] for x in orders.get(d, [])] for d in range(p)]
         self.pos = [0] * n
@@ -1384,6 +1391,9 @@ class Evaluator:
         self.mode = [0] * items
         for (k, j), mode in modes.items():
             self.mode[k * m + j] = _MODES.index(mode)
+        #: derive recompute from the orders (:meth:`_derive`); ``forced`` items recompute anyway
+        self.belady = belady and instance.allow_recompute
+        self.forced = [int(md == 1) for md in self.mode]
         self.offloaded = [0] * p  # offloaded items per device
         for i in range(items):
             if self.mode[i] == 2:
@@ -1394,6 +1404,8 @@ class Evaluator:
         self.h2d = [0.0] * items
         self.engines = [[(0.0, 0.0)] * (len(o) + 1) for o in self.orders]  # (D2H, H2D) free before q
         self._stamp = [0] * n
+        self._moved = [0] * n  # clock of the re-timing in which the pass's predecessor moved
+        self._seeded = [0] * n  # clock of the re-timing in which the pass itself changed
         self._clock = 0
         self._undo: list = []
         if not self.retime([0] * p):
@@ -1401,10 +1413,12 @@ class Evaluator:
         self.commit()
 
     # -- timing ------------------------------------------------------------------------------
-    def retime(self, first: list[int]) -> bool:
+    def retime(self, first: list[int], seeds: list[int] | None = None) -> bool:
         """Re-time, on every device d, the order from ``first[d]`` on, closed under the data-flow
-        successors; remember the old values for :meth:`undo`. False on a deadlock (the state is
-        then left for :meth:`undo`)."""
+        successors; remember the old values for :meth:`undo`. ``seeds``: the passes whose place
+        or duration changed (and the pass after each moved one), where the caller knows them;
+        None: every pass from ``first[d]`` on. False on a deadlock (the state is then left for
+        :meth:`undo`)."""
         orders, pos, device, succs = self.orders, self.pos, self.device, self.succs
         p = len(orders)
         scanned = [len(o) for o in orders]  # positions from here on have had their successors
@@ -1422,43 +1436,54 @@ class Evaluator:
                             if pos[s] < first[e]:
                                 first[e] = pos[s]
                                 grown = True
-        start, end, length, mode, item, kind, preds = (
-            self.start, self.end, self.length, self.mode, self.item, self.kind, self.preds)
+        start, end, length, mode, item, kind = (
+            self.start, self.end, self.length, self.mode, self.item, self.kind)
         d2h, h2d, engines = self.d2h, self.h2d, self.engines
         self._clock += 1
         clock, stamp = self._clock, self._stamp
         undo = self._undo
+        copies = self.copies
         for d in range(p):
             q0 = first[d]
             if q0 < len(orders[d]):
                 ids = orders[d][q0:]
                 undo.append(("time", d, q0, [start[i] for i in ids], [end[i] for i in ids],
-                             [(d2h[item[i]], h2d[item[i]]) for i in ids], engines[d][q0:]))
+                             [(d2h[item[i]], h2d[item[i]]) for i in ids] if copies else None,
+                             engines[d][q0:] if copies else None))
         at = list(first)
         free = [end[orders[d][at[d] - 1]] if at[d] else 0.0 for d in range(p)]
         eng = [engines[d][at[d]] if at[d] < len(engines[d]) else (0.0, 0.0) for d in range(p)]
-        remaining = sum(len(orders[d]) - at[d] for d in range(p))
+        sizes = [len(o) for o in orders]
+        remaining = sum(sizes[d] - at[d] for d in range(p))
+        pred, pred_lag = self.pred, self.pred_lag
+        # Without copies a pass's times depend on its device predecessor and its data-flow
+        # predecessor alone: once every changed position is re-timed and no re-timed pass moved
+        # a pass still waiting, the rest keeps its times and the re-timing stops.
+        waiting = 0  # passes still to re-time whose device or data-flow predecessor moved
+        moved, seeded = self._moved, self._seeded
+        cut = not copies and seeds is not None
+        if cut:
+            for i in seeds:
+                seeded[i] = clock
+            seeds = len(set(seeds))
         while remaining:
             progressed = False
             for d in range(p):
-                order = orders[d]
+                order, size = orders[d], sizes[d]
                 q = at[d]
-                if q >= len(order):
+                if q >= size:
                     continue
                 t_free = free[d]
                 d2h_free, h2d_free = eng[d]
-                while q < len(order):
+                while q < size:
                     i = order[q]
                     t = t_free
-                    ready = True
-                    for r, lag in preds[i]:
+                    r = pred[i]
+                    if r >= 0:
                         if stamp[r] != clock and pos[r] >= first[device[r]]:
-                            ready = False
-                            break
-                        if end[r] + lag > t:
-                            t = end[r] + lag
-                    if not ready:
-                        break
+                            break  # its predecessor is still to be re-timed
+                        if end[r] + pred_lag[i] > t:
+                            t = end[r] + pred_lag[i]
                     it = item[i]
                     md = mode[it]
                     if md == 2 and kind[i] == 1:
@@ -1468,6 +1493,17 @@ class Evaluator:
                         h2d_free = u + self.tau_u[it]
                         if h2d_free > t:
                             t = h2d_free
+                    if cut:
+                        if seeded[i] == clock:
+                            seeds -= 1
+                        elif moved[i] == clock:
+                            waiting -= 1
+                        e = t + length[i][md]
+                        if t != start[i] or e != end[i]:
+                            for s in succs[i] if q + 1 == size else succs[i] + [order[q + 1]]:
+                                if moved[s] != clock and seeded[s] != clock:
+                                    moved[s] = clock
+                                    waiting += 1
                     start[i] = t
                     t_free = end[i] = t + length[i][md]
                     stamp[i] = clock
@@ -1475,9 +1511,12 @@ class Evaluator:
                         d2h[it] = max(t_free, d2h_free)
                         d2h_free = d2h[it] + self.tau_d[it]
                     q += 1
-                    engines[d][q] = (d2h_free, h2d_free)
-                    remaining -= 1
-                    progressed = True
+                    if copies:
+                        engines[d][q] = (d2h_free, h2d_free)
+                    elif cut and not seeds and not waiting:
+                        return True
+                remaining -= q - at[d]
+                progressed = progressed or q > at[d]
                 at[d], free[d], eng[d] = q, t_free, (d2h_free, h2d_free)
             if not progressed:
                 return False
@@ -1489,10 +1528,15 @@ class Evaluator:
         for entry in reversed(self._undo):
             if entry[0] == "time":
                 _, d, q0, starts, ends, copies, engines = entry
-                for i, s, e, (cd, cu) in zip(self.orders[d][q0:], starts, ends, copies, strict=True):
+                ids = self.orders[d][q0:]
+                for i, s, e in zip(ids, starts, ends, strict=True):
                     self.start[i], self.end[i] = s, e
-                    self.d2h[item[i]], self.h2d[item[i]] = cd, cu
-                self.engines[d][q0:] = engines
+                if copies is not None:
+                    for i, (cd, cu) in zip(ids, copies, strict=True):
+                        self.d2h[item[i]], self.h2d[item[i]] = cd, cu
+                    self.engines[d][q0:] = engines
+            elif entry[0] == "forced":
+                self.forced[entry[1]] = entry[2]
             elif entry[0] == "order":
                 _, d, lo, old = entry
                 self.orders[d][lo:lo + len(old)] = old
@@ -1518,31 +1562,76 @@ class Evaluator:
         order.insert(r, x)
         for s in range(lo, hi + 1):
             self.pos[order[s]] = s
-        return self._settle(d, lo, repair)
+        return self._settle(d, lo, repair, order[lo:hi + 2])
 
     def flip(self, it: int, mode: int, repair: int = 0) -> bool:
         """Give item ``it`` (k m + j) ``mode`` (0 keep, 1 recompute, 2 offload), recomputing up to
-        ``repair`` other items of its device where that overflows the cap; False when a cap is
-        exceeded (then :meth:`undo`)."""
+        ``repair`` other items of its device where that overflows the cap (with ``belady``: the
+        item is forced to recompute or released from it, and the device's modes re-derived);
+        False when a cap is exceeded (then :meth:`undo`)."""
         self._undo.append(("mode", it, self.mode[it]))
         offload = mode == 2 or self.mode[it] == 2
+        if self.belady:
+            self._undo.append(("forced", it, self.forced[it]))
+            self.forced[it] = int(mode == 1)
         self._set_mode(it, mode)
         d = self.device[self.f_id[it]]
-        return self._settle(d, self.pos[self.f_id[it] if offload else self.b_id[it]], repair)
+        return self._settle(d, self.pos[self.f_id[it] if offload else self.b_id[it]], repair, [])
 
-    def _settle(self, d: int, lo: int, repair: int) -> bool:
-        """Re-time after a change of device ``d`` from position ``lo`` on, checking memory first
-        where it does not depend on the timing."""
+    def swap(self, pairs: list[tuple[int, int]], repair: int = 0) -> bool:
+        """Exchange the positions of each pair of passes (ids; both of a pair on one device),
+        then settle every changed device as :meth:`move` does. False when the orders deadlock or
+        a cap is exceeded (then :meth:`undo`)."""
+        first = [len(o) for o in self.orders]
+        seeds = []
+        for x, y in pairs:
+            d = self.device[x]
+            order, qx, qy = self.orders[d], self.pos[x], self.pos[y]
+            seeds += order[qx:qx + 2] + order[qy:qy + 2]
+            self._undo.append(("order", d, qx, [x]))
+            self._undo.append(("order", d, qy, [y]))
+            order[qx], order[qy] = y, x
+            self.pos[x], self.pos[y] = qy, qx
+            first[d] = min(first[d], qx, qy)
+        for d, lo in enumerate(first):
+            if lo < len(self.orders[d]):
+                lo = self._memory(d, lo, repair)
+                if lo is None:
+                    return False
+                first[d] = lo
+        return self._timed_fits(first, seeds)
+
+    def _memory(self, d: int, lo: int, repair: int) -> int | None:
+        """Fix device ``d``'s modes after a change from position ``lo`` on (:meth:`_derive`, or
+        :meth:`_repair` up to ``repair`` items where its memory does not depend on the timing);
+        the first position to re-time, or None when it cannot fit."""
+        if self.belady and not self.offloaded[d]:
+            changed = self._derive(d)
+            return None if changed is None else min(lo, changed)
         if not self.offloaded[d] and self._overflow(d) is not None:
             repaired = self._repair(d, repair)
-            if repaired is None:
-                return False
-            lo = min(lo, repaired)
-        first = [len(o) for o in self.orders]
-        first[d] = lo
-        return self.retime(first) and all(
+            return None if repaired is None else min(lo, repaired)
+        return lo
+
+    def _timed_fits(self, first: list[int], seeds: list[int]) -> bool:
+        """Re-time (``seeds``: the passes moved; with the passes of every item whose mode this
+        change set) and check the devices holding offloaded items."""
+        for entry in self._undo:
+            if entry[0] == "mode":
+                seeds.append(self.b_id[entry[1]])
+        return self.retime(first, seeds) and all(
             self.fits_on(e) for e in range(len(first)) if self.offloaded[e] and first[e] < len(self.orders[e])
         )
+
+    def _settle(self, d: int, lo: int, repair: int, seeds: list[int]) -> bool:
+        """Re-time after a change of device ``d`` from position ``lo`` on, checking memory first
+        where it does not depend on the timing."""
+        lo = self._memory(d, lo, repair)
+        if lo is None:
+            return False
+        first = [len(o) for o in self.orders]
+        first[d] = lo
+        return self._timed_fits(first, seeds)
 
     def _overflow(self, d: int) -> int | None:
         """The first position of device ``d``'s order (no offloaded items) where its activations
@@ -1571,7 +1660,7 @@ class Evaluator:
             if v is None:
                 return changed
             best = None
-            for i in order[:v]:
+            for i in order[:v + 1]:
                 it = item[i]
                 later = self.kind[i] == 0 and mode[it] == 0 and pos[self.b_id[it]] > v
                 if later and (best is None or pos[self.b_id[it]] > pos[self.b_id[best]]):
@@ -1582,6 +1671,47 @@ class Evaluator:
             self._set_mode(best, 1)
             changed = min(changed, pos[self.b_id[best]])
         return changed if self._overflow(d) is None else None
+
+    def _derive(self, d: int) -> int | None:
+        """Modes of device ``d``'s items (none offloaded) from its order: the ``forced`` items
+        recompute, the others keep, and wherever the activations would exceed the cap the kept
+        item alive there whose backward comes last recomputes (after Belady's furthest-next-use
+        eviction rule for caches; not proven minimal here, since a recomputed backward takes its
+        bytes back at its start). Items that no longer need it keep again. The first position
+        whose duration changed, or None when even that does not fit. O(the device's order x the
+        items alive at once)."""
+        order, pos, item, kind, mode = self.orders[d], self.pos, self.item, self.kind, self.mode
+        alloc, release, b_id, f_id, forced = self.alloc, self.release, self.b_id, self.f_id, self.forced
+        limit = self.limit[d]
+        level = 0.0
+        live: list[int] = []  # kept items between their F and B
+        want: dict[int, int] = {}
+        for i in order:
+            it = item[i]
+            if kind[i] == 0:
+                md = want[it] = forced[it]
+                if not md:
+                    live.append(it)
+            else:
+                md = want.get(it, mode[it])
+                if it in live:
+                    live.remove(it)
+            level += alloc[i][md]
+            while level > limit:
+                if not live:
+                    return None
+                far = max(live, key=lambda x: pos[b_id[x]])
+                live.remove(far)
+                want[far] = 1
+                level -= alloc[f_id[far]][0] - alloc[f_id[far]][1]
+            level -= release[i][md]
+        changed = len(order)
+        for it, md in want.items():
+            if md != mode[it]:
+                self._undo.append(("mode", it, mode[it]))
+                self._set_mode(it, md)
+                changed = min(changed, pos[b_id[it]])
+        return changed
 
     def _set_mode(self, it: int, mode: int) -> None:
         d = self.device[self.f_id[it]]
@@ -1607,7 +1737,17 @@ class Evaluator:
             if md == 2 and self.kind[i] == 0:
                 events.append((self.d2h[it] + self.tau_d[it], -self.a_o[it]))
                 events.append((late[it], self.a_o[it]))
-        return all(level <= limit for _, level in memory_profile(events, self.tol))
+        # model.memory_profile's sweep (events within tol of a group's first are one instant)
+        events.sort()
+        tol, level, i, n = self.tol, 0.0, 0, len(events)
+        while i < n:
+            until = events[i][0] + tol
+            while i < n and events[i][0] <= until:
+                level += events[i][1]
+                i += 1
+            if level > limit:
+                return False
+        return True
 
     def late_h2d(self, d: int) -> dict[int, float]:
         """The H2D starts of device ``d``'s offloaded items, each as late as its B start and the
@@ -1652,7 +1792,7 @@ SEARCH_STARTS = ("zb_h2", "zb_v", "1f1b_split", "1f1b", "megatron_selective")
 #: Moves the local search evaluates per pass of the instance, at least ``SEARCH_MIN_MOVES`` and at
 #: most ``SEARCH_MAX_MOVES`` (a move re-times up to O(n) passes: the cap keeps the search linear).
 SEARCH_MOVES_PER_PASS = 4
-SEARCH_MIN_MOVES = 200
+SEARCH_MIN_MOVES = 300
 SEARCH_MAX_MOVES = 2000
 #: Items a move may recompute to fit the cap it would otherwise exceed.
 SEARCH_REPAIRS = 2
@@ -1661,6 +1801,9 @@ SEARCH_REACH = 3
 _SHIFTS = tuple(s for s in range(-SEARCH_REACH, SEARCH_REACH + 1) if s)
 #: Share of the moves that change an item's mode (where the instance allows another mode).
 SEARCH_FLIP_SHARE = 0.3
+#: Share of the moves that exchange two micro-batches (:func:`_exchange`; only where items have
+#: another mode than keep).
+SEARCH_EXCHANGE_SHARE = 0.15
 #: Late acceptance: a move is kept when it is no worse than the schedule this many moves ago.
 SEARCH_HISTORY = 20
 #: Wall-clock guard (s): the search stops with its best schedule so far (only on huge instances).
@@ -1677,14 +1820,21 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
     orders and modes, started from the best of the cheap schedules in ``SEARCH_STARTS`` and
     evaluated incrementally by :class:`Evaluator`. Seeded random moves: shift one pass of a device
     up to ``SEARCH_REACH`` places (past passes of other items, so a micro-batch may overtake
-    another, which FIFO schedules never do), or give one item another mode (keep / recompute /
-    offload, as the instance allows). A move that would exceed the cap recomputes up to
-    ``SEARCH_REPAIRS`` of the device's longest-held items first (where recompute is allowed),
-    so that a reorder and the recomputation it needs are one move. Offloaded items bring their
-    activations back as late as their backward allows (:meth:`Evaluator.late_h2d`). A move is
-    kept when (objective, sum of pass ends) is no worse than now or than ``SEARCH_HISTORY`` moves
-    ago. At most ``min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS n))`` moves
-    for n passes, stopped after ``SEARCH_WALL_S`` seconds (a guard for huge instances only).
+    another, which FIFO schedules never do); where items have another mode, exchange two
+    micro-batches on one stage or from a stage on (:func:`_exchange`, share
+    ``SEARCH_EXCHANGE_SHARE``; on keep-only instances it measured worse); or give one item another mode
+    (keep / recompute / offload, as the instance allows; share ``SEARCH_FLIP_SHARE``). After a
+    change, a device without offloaded items derives its recompute set from its order
+    (:meth:`Evaluator._derive`: Belady's furthest-next-use rule, plus the items a flip forced),
+    so a reorder brings the recomputation it needs and drops the one it no longer needs; a device
+    with offloaded items recomputes up to ``SEARCH_REPAIRS`` of its longest-held items where the
+    move overflows. Offloaded items bring their activations back as late as their backward
+    allows (:meth:`Evaluator.late_h2d`). A move is kept when (objective, sum of pass ends) is no
+    worse than now or than ``SEARCH_HISTORY`` moves ago. At most ``min(SEARCH_MAX_MOVES,
+    max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS n))`` moves for n passes, fewer when a schedule
+    meets the dual bound (:func:`~coopt.formulations.pipeline.bound.lower_bound`: it is then
+    optimal), stopped after ``SEARCH_WALL_S`` seconds (a guard for huge instances only). The
+    moves depend on the seed alone, never on the clock below the guard.
 
     The search's modes are whole items; where items may recompute some of their layers
     (``recompute_layers`` > 1), :func:`chronos_recomp`'s per-layer schedule is a further candidate
@@ -1692,8 +1842,10 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: never worse than the best start (it is returned when the search does not beat
     it) nor, with per-layer recompute, than ``chronos_recomp``; feasible or NoSolution. Running
-    time: the starts' (O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it
-    re-times + one device's order) = O(n).
+    time: the starts' (ZB-H2's list schedule, O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves,
+    each O(the suffixes it re-times + one device's order) = O(n) at worst. With the generator's
+    n = 6 p^2 passes (m = 2p) that is O(p^3) for the start and O(p^2) per move, so the time grows
+    at least as p^2 (the scaling family's fitted exponent: 2.49; docs/pipeline.md).
     """
     if not instance.partial_recompute:
         return _order_search(instance, seed)
@@ -1717,31 +1869,60 @@ def _order_search(instance: Instance, seed: int) -> Solution:
     start = _best_of(instance, names)
     if start is None:
         raise NoSolution(f"local_search: none of {', '.join(SEARCH_STARTS)} fits the instance")
+    target = lower_bound(instance)
+    if start["objective"] <= target * (1 + 1e-9):
+        return start  # proven optimal by the dual bound
     timed, _ = parse(instance, start)
     orders: Orders = {d: [] for d in range(instance.stages)}
     for key in sorted(timed.start, key=lambda x: (timed.start[x], x)):
         orders[instance.device(key[1])].append(key)
     try:
-        ev = Evaluator(instance, orders, timed.modes)
+        ev = Evaluator(instance, orders, timed.modes, belady=True)
     except Deadlock:
         return start
     if not all(ev.fits_on(d) for d in range(instance.stages)):
         return start  # copies placed by the start's own rule (slot train) that ours would not fit
+    best_value, best = _lahc(instance, ev, random.Random(seed), _budget(len(ev.keys)), deadline, target)
+    if not _better(best_value, (start["objective"], math.inf)):
+        return start
+    ev = _restart(instance, ev, best)
+    return _finish(instance, _fits(instance, ev.timed(), "local_search"))
+
+
+def _budget(n: int) -> int:
+    """Moves of one search on n passes."""
+    return min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS * n))
+
+
+def _lahc(
+    instance: Instance, ev: Evaluator, rng: random.Random, budget: int, deadline: float, target: float
+) -> tuple[tuple[float, float], tuple[list[list[int]], list[int]]]:
+    """``budget`` late-acceptance moves from ``ev``'s state (:func:`local_search`'s moves and
+    acceptance), stopping early once the objective reaches ``target`` (a lower bound); the best
+    value met and its (orders, modes)."""
     allowed = [0] + [1] * instance.allow_recompute + [2] * instance.allow_offload
     items = list(range(len(ev.mode))) if len(allowed) > 1 else []
     repair = SEARCH_REPAIRS if instance.allow_recompute else 0
-    rng = random.Random(seed)
-    budget = min(SEARCH_MAX_MOVES, max(SEARCH_MIN_MOVES, SEARCH_MOVES_PER_PASS * len(ev.keys)))
     current = best_value = ev.value()
     best = ([list(o) for o in ev.orders], list(ev.mode))
     history = [current] * SEARCH_HISTORY
     movable = [d for d, o in enumerate(ev.orders) if len(o) > 1]
+    m = instance.microbatches
+    exchange = SEARCH_EXCHANGE_SHARE if items and m > 1 else 0.0
     for step in range(budget):
         if step % 64 == 0 and time.perf_counter() > deadline:
             break
-        if items and rng.random() < SEARCH_FLIP_SHARE:
+        u = rng.random()
+        if items and u < SEARCH_FLIP_SHARE:
             it = rng.choice(items)
             ok = ev.flip(it, rng.choice([md for md in allowed if md != ev.mode[it]]), repair)
+        elif u > 1 - exchange:
+            j = rng.randrange(m)
+            j2 = j + rng.choice((-2, -1, 1, 2))
+            if not 0 <= j2 < m:
+                continue
+            k0 = rng.randrange(instance.virtual_stages)
+            ok = ev.swap(_exchange(instance, j, j2, k0, wave=rng.random() < 0.5), repair)
         else:
             d = rng.choice(movable)
             order = ev.orders[d]
@@ -1758,13 +1939,27 @@ def _order_search(instance: Instance, seed: int) -> Solution:
             if _better(current, best_value):
                 best_value = current
                 best = ([list(o) for o in ev.orders], list(ev.mode))
+                if best_value[0] <= target * (1 + 1e-9):
+                    break
         else:
             ev.undo()
         history[slot] = current
-    if not _better(best_value, (start["objective"], math.inf)):
-        return start
-    ev = _restart(instance, ev, best)
-    return _finish(instance, _fits(instance, ev.timed(), "local_search"))
+    return best_value, best
+
+
+def _exchange(instance: Instance, j: int, j2: int, k0: int, wave: bool) -> list[tuple[int, int]]:
+    """The pass pairs (:class:`Evaluator` ids) that exchange micro-batches j and j2: all their
+    passes on virtual stage k0, or with ``wave`` their forwards from stage k0 on and all their
+    backward and weight passes, so that one overtakes the other from stage k0 on (the shape of
+    the optima of ``0-p3m4-recompute`` and ``0-p3m3-offload-overtake``)."""
+    K, m = instance.virtual_stages, instance.microbatches
+    pairs = []
+    for kind in range(len(instance.kinds)):  # ids are sorted (kind, k, j), as Instance.passes()
+        for k in range(K):
+            if (kind > 0 or k >= k0) if wave else k == k0:
+                base = (kind * K + k) * m
+                pairs.append((base + j, base + j2))
+    return pairs
 
 
 def _restart(instance: Instance, ev: Evaluator, state: tuple[list[list[int]], list[int]]) -> Evaluator:
