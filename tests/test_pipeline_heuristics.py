@@ -11,6 +11,7 @@ import pytest
 from coopt.formulations.pipeline import bound
 from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
+from coopt.problem import NoSolution
 from coopt.solvers import pipeline as schedules
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
@@ -236,3 +237,18 @@ def test_local_search_keeps_the_residual_cases_closed():
     assert all(schedules.local_search(overtake, seed=s)["objective"] <= 23 + 1e-9 for s in range(3))
     recompute = load(INSTANCES / "0-p3m4-recompute.toml").instance
     assert all(schedules.local_search(recompute, seed=s)["objective"] <= 17 + 1e-9 for s in range(3))
+
+
+@pytest.mark.parametrize("seed", (6, 7, 12, 14, 16, 23))
+def test_zb_auto_declines_a_variant_whose_stage_runs_ahead_of_its_input(seed):
+    """Tight caps let a stage's warm-up take a forward its upstream stage has not run (these
+    seeds raised KeyError before): the variant is stuck, and zb_auto returns a checked schedule
+    from another variant or NoSolution."""
+    from test_pipeline_bound_release import keep_only
+
+    instance = keep_only(seed, 4 if seed != 6 else 3, 3)
+    try:
+        solution = schedules.zb_auto(instance)
+    except NoSolution:
+        return
+    assert not pm.check(instance, solution)

@@ -453,13 +453,20 @@ def _zb_auto_orders(instance: Instance, bubble_first: bool, prefer_b: bool, gree
     end: dict[PassKey, float] = {}
     orders: Orders = {s: [] for s in range(p)}
 
+    def arrival(x: PassKey) -> float:
+        """The end of the pass ``x`` waits for; a variant whose stage runs ahead of its input (a
+        cap that lets stage s take a forward stage s - 1 has not run) is stuck."""
+        if x not in end:
+            raise _ZbvStuck
+        return end[x] + lag
+
     def put(s: int, x: str) -> None:
         j = count[x][s]
         t = idle_free = now[s] + cost[x][s]
         if s > 0 and x == "F":
-            t = max(t, end[("F", s - 1, j)] + lag + cost[x][s])
+            t = max(t, arrival(("F", s - 1, j)) + cost[x][s])
         if s < p - 1 and x == "B":
-            t = max(t, end[("B", s + 1, j)] + lag + cost[x][s])
+            t = max(t, arrival(("B", s + 1, j)) + cost[x][s])
         if count["F"][s] > 0:
             bubble[s] += t - idle_free
         now[s] = end[(x, s, j)] = t
@@ -538,13 +545,13 @@ def _zb_auto_orders(instance: Instance, bubble_first: bool, prefer_b: bool, gree
             while mem[s] + delta["F"][s] > limit[s]:
                 put_w(s)
             if s > 0:
-                fill(s, end[("F", s - 1, count["F"][s])] + lag)
+                fill(s, arrival(("F", s - 1, count["F"][s])))
             put(s, "F")
         for s in range(p - 1, -1, -1):
             while mem[s] + delta["B"][s] > limit[s]:
                 put_w(s)
             if s + 1 < p:
-                fill(s, end[("B", s + 1, i)] + lag)
+                fill(s, arrival(("B", s + 1, i)))
             if s == 0 and count["F"][s] == m:
                 while count["W"][s] < count["B"][s]:
                     put(s, "W")
