@@ -13,6 +13,7 @@ bottleneck search over the clusters' Pareto fronts), so the heuristics search st
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from bisect import bisect_left, bisect_right
@@ -306,6 +307,62 @@ def _backtrack(table: Table, first: int, length: int, clusters: int, span: int, 
     return out[::-1]
 
 
+def _layerwise_bottlenecks(table: Table, first: int, count: int) -> list[float]:
+    """Least bottleneck of the segments [first..first+e-1] of single-layer clusters (each with
+    its outgoing cut but the last) on at most M chiplets, for e = 1, 2, ... up to ``count`` or
+    the first e with no allocation: the value of :func:`allocate` on each, in one sweep.
+
+    The least bottleneck is the least stage time theta at which the clusters' fewest chiplets
+    reaching theta sum to at most M, a float of the instance's fronts whatever finds it. It only
+    grows with e (a new cluster needs chiplets, and the old last cluster gains its cut), so the
+    sweep carries theta over from e - 1 and raises it from one change point of a need to the
+    next (a heap of every cluster's next smaller need) until the needs fit: O(e log e) a step
+    plus O(log e) per need change, against O(e |front| log) for a fresh :func:`allocate`."""
+    M = table.inst.chiplets
+    theta, used, missing = -math.inf, 0, 0  # chiplets of the covered cut clusters, uncovered ones
+    chosen: dict[int, int] = {}  # cut cluster -> its option at theta (len(front): none reaches it)
+    upcoming: list[tuple[float, int]] = []  # (stage time at which its need next falls, cluster)
+    values: list[float] = []
+
+    def settle(layer: int, stage: Stages) -> None:
+        """Re-pick the option of cut cluster ``layer`` at theta and schedule its next change."""
+        nonlocal used, missing
+        taus, negated, chips, _ = stage
+        old = chosen.get(layer)
+        if old is not None:
+            used, missing = (used - chips[old], missing) if old < len(chips) else (used, missing - 1)
+        option = chosen[layer] = bisect_left(negated, -theta)
+        used, missing = (used + chips[option], missing) if option < len(chips) else (used, missing + 1)
+        if option:
+            heapq.heappush(upcoming, (taus[option - 1], layer))
+
+    for e in range(1, count + 1):
+        last = first + e - 1
+        if e > 1:
+            stage = table.stages(last - 1, last - 1, True)
+            if stage is None:
+                break
+            settle(last - 1, stage)
+        closing = table.stages(last, last, False)
+        if closing is None:
+            break
+        taus, negated, chips, _ = closing
+        while True:
+            option = bisect_left(negated, -theta)
+            if not missing and option < len(chips) and used + chips[option] <= M:
+                values.append(theta)
+                break
+            following = min(upcoming[0][0] if upcoming else math.inf,
+                            taus[option - 1] if option else math.inf)
+            if following == math.inf:
+                return values  # no threshold fits these clusters, nor any longer segment's
+            theta = following
+            while upcoming and upcoming[0][0] <= theta:
+                layer = heapq.heappop(upcoming)[1]
+                settle(layer, table.stages(layer, layer, True))
+    return values
+
+
 def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Solution | None:
     """Optimal mapping of the chain within ``restriction`` (None: no feasible mapping).
 
@@ -337,13 +394,11 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
         if length == 0:
             continue
         if span == 1:
-            for e in range(1, min(length, M, kmax) + 1):
+            bottlenecks = _layerwise_bottlenecks(table, first, min(length, M, kmax))
+            for e, bottleneck in enumerate(bottlenecks, start=1):
                 last = first + e - 1
-                allocated = allocate(table, [(layer, layer) for layer in range(first, last + 1)])
-                if allocated is None:
-                    break
                 if table.candidate(first, last):
-                    value[(first, last)] = (table.segment_time(first, last, e, allocated[0]), e)
+                    value[(first, last)] = (table.segment_time(first, last, e, bottleneck), e)
             continue
         if kmax == 1:
             for last, option in enumerate(table.fastest(first, first + min(length, span) - 1), start=first):
@@ -657,22 +712,58 @@ def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> lis
 # -- heuristics ----------------------------------------------------------------------------------
 
 
-def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> list[tuple[int, int]] | None:
+def _greedy_pack(cost: StructureCost, first: int, last: int,
+                 theta: float) -> tuple[list[tuple[int, int]] | None, float, float]:
     """Clusters of [first..last] with every stage time <= theta: grow the current cluster while
-    that needs no more chiplets than closing it and opening a new one; None if over M."""
-    table, span = cost.table, cost.inst.max_cluster_layers
+    that needs no more chiplets than closing it and opening a new one; None if over M.
+
+    Also returns the interval [low, high) of thresholds around ``theta`` over which every need
+    this probe looked up keeps its value, hence over which the probe makes the same decisions
+    and returns the same packing (or None): a need is the first option of a front with stage
+    time <= theta, unchanged while theta stays at or above that option's stage time and below
+    the stage time of the option before it. O(last - first) lookups, each a binary search."""
+    table, span, M = cost.table, cost.inst.max_cluster_layers, cost.inst.chiplets
+    known, stages = table._stages, table.stages
+    low, high = -math.inf, math.inf
+    negative = -theta
+
+    def need(i: int, j: int, cut: bool) -> float:
+        nonlocal low, high
+        key = (i, j, cut)
+        stage = known[key] if key in known else stages(i, j, cut)
+        if stage is None:
+            return math.inf
+        taus, negated, chips, _ = stage
+        option = bisect_left(negated, negative)
+        if option and taus[option - 1] < high:
+            high = taus[option - 1]
+        if option == len(chips):
+            return math.inf
+        if taus[option] > low:
+            low = taus[option]
+        return chips[option]
+
     clusters, start, used = [], first, 0.0
+    close = need(first, first, True) if first < last else math.inf
     for layer in range(first, last):
         inner = layer + 1 != last
-        extend = table.need(start, layer + 1, inner, theta) if layer + 1 - start < span else math.inf
-        close = table.need(start, layer, True, theta)
-        if extend > close + table.need(layer + 1, layer + 1, inner, theta):
+        grows = layer + 1 - start < span
+        extend = need(start, layer + 1, inner) if grows else math.inf
+        single = need(layer + 1, layer + 1, inner)
+        if extend > close + single:
             used += close
+            if used > M:  # needs only add up: infeasible whatever the rest of the walk does
+                return None, low, high
             clusters.append((start, layer))
             start = layer + 1
-    used += table.need(start, last, False, theta)
+            close = single
+        elif grows:
+            close = extend
+        elif layer + 1 < last:
+            close = need(start, layer + 1, True)
+    used += need(start, last, False)
     clusters.append((start, last))
-    return clusters if used <= cost.inst.chiplets else None
+    return (clusters if used <= M else None), low, high
 
 
 def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
@@ -686,20 +777,31 @@ def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[in
 
 
 def _bisect_fresh(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
+    """The bisection of :func:`_bisect_segment`. A probe whose theta lies in the interval of the
+    last feasible or the last infeasible probe (:func:`_greedy_pack`) would repeat that probe's
+    answer, so it is not run: the same sequence of thetas and the same packing, with most of the
+    20-odd probes of a bisection skipped once theta is within one front step of its limit."""
     width = len(cost.inst.partitions)
     hi = sum(cost.single_stages[first * width:(last + 1) * width])  # every layer alone on one chiplet
     lo = 0.0
-    packed = _greedy_pack(cost, first, last, hi)
+    packed, *fits = _greedy_pack(cost, first, last, hi)
     if packed is None:
         return None
     best, best_time = packed, cost.segment(packed)
+    fails = (math.inf, -math.inf)  # the interval of the last infeasible probe (none yet)
     while hi - lo > 1e-6 * hi:
         mid = (lo + hi) / 2
-        packed = _greedy_pack(cost, first, last, mid)
-        if packed is None:
+        if fits[0] <= mid < fits[1]:
+            hi = mid  # the last feasible probe's packing again: no better
+            continue
+        if fails[0] <= mid < fails[1]:
             lo = mid
             continue
-        hi = mid
+        packed, *interval = _greedy_pack(cost, first, last, mid)
+        if packed is None:
+            lo, fails = mid, interval
+            continue
+        hi, fits = mid, interval
         if cost.segment(packed) < best_time:
             best, best_time = packed, cost.segment(packed)
     return best
