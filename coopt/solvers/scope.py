@@ -51,6 +51,10 @@ def _running(prefix: list[int], start: int, first: int, last: int) -> np.ndarray
     return (np.array(prefix[first + 1:last + 2]) - prefix[start]).astype(float)
 
 
+#: Layers between the running sums :class:`Table` keeps per first layer (memory against the
+#: O(CHECKPOINT M) work of summing a cluster shorter than the longest summed from its first layer).
+CHECKPOINT = 32
+
 #: A cluster's front as stage times, their negations, chiplets and partitions (:meth:`Table.stages`).
 Stages = tuple[list[float], list[float], list[int], list[str]]
 
@@ -70,9 +74,10 @@ class Table:
         self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
         self._stages: dict[tuple[int, int, bool], Stages | None] = {}
         self._sweeps: dict[tuple[int, int, bool], np.ndarray] = {}
-        #: per first layer: the end of the longest cluster summed so far and, per partition, its
-        #: running sums (computation, buffer maximum, IS weights) over chiplet counts
-        self._sums: dict[int, tuple[int, dict]] = {}
+        #: per first layer, by ascending end: running sums (per partition: computation, buffer
+        #: maximum, IS weights, over chiplet counts) of the clusters from it ending every
+        #: :data:`CHECKPOINT` layers, and of the longest cluster from it summed so far
+        self._sums: dict[int, list[tuple[int, dict]]] = {}
         layers, M = inst.layers, inst.chiplets
         self.cuts = [cut_time(inst, last) for last in range(inst.n_layers)]
         self._weights = [0, *accumulate(layer.weight_bytes for layer in layers)]
@@ -141,28 +146,45 @@ class Table:
         busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
         ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
         returns (row, times, partitions). With ``resume`` the float sums carry on from the
-        longest cluster from ``first`` computed so far (row = its end + 1), appending rows to the
-        same sequential sums, so growing a cluster one layer costs O(M), not O(length M). With
+        longest stored cluster from ``first`` ending before ``last`` (row = its end + 1),
+        appending rows to the same sequential sums, so growing a cluster one layer costs O(M)
+        and a cluster shorter than one summed before O(CHECKPOINT M), not O(length M). With
         ``only_last`` only the row of [first..last] is formed after the sums (row = last)."""
         inst = self.inst
-        state = self._sums.get(first) if resume else None
-        row = state[0] + 1 if state is not None and state[0] < last else first
+        states = self._sums.setdefault(first, []) if resume else []
+        at = bisect_left(states, last, key=lambda state: state[0]) - 1
+        state = states[at] if at >= 0 else None
+        row = first if state is None else state[0] + 1
+        extent = states[-1][0] if states else first - 1
+        # sums to store: the new longest cluster and the checkpoints it passes
+        stored = [end for end in range(max(row, extent + 1), last)
+                  if (end - first + 1) % CHECKPOINT == 0] + [last] if last > extent else []
+        saved: dict[int, dict] = {end: {} for end in stored}
         rows = slice(row, last + 1)
         kept = last if only_last else row
         best_time = np.full((last - kept + 1, inst.chiplets), np.inf)
         best_partition = np.zeros(best_time.shape, dtype=int)
-        carried = {}
         for index, p in enumerate(inst.partitions):
             comp_terms, weight_terms, buffer_terms = self._terms[p]
-            blocks = [comp_terms[rows], buffer_terms[rows], weight_terms[rows] if p == "IS" else None]
-            if row > first:  # prepend the sums so far: cumsum then adds the new rows to them in order
-                blocks = [None if block is None else np.vstack((state[1][p][n], block))
-                          for n, block in enumerate(blocks)]
-            comp_sum = np.cumsum(blocks[0], axis=0)
-            buffer = np.maximum.accumulate(blocks[1], axis=0)
-            weight_sum = np.cumsum(blocks[2], axis=0) if p == "IS" else None
-            carried[p] = (comp_sum[-1], buffer[-1], None if weight_sum is None else weight_sum[-1])
-            drop = comp_sum.shape[0] - best_time.shape[0]  # the carried row, or all rows but the last
+            if state is None:
+                comp_sum = np.cumsum(comp_terms[rows], axis=0)
+                buffer = np.maximum.accumulate(buffer_terms[rows], axis=0)
+                weight_sum = np.cumsum(weight_terms[rows], axis=0) if p == "IS" else None
+            elif row == last:  # one layer more: the next step of the same sequential sums
+                comp_so_far, buffer_so_far, weights_so_far = state[1][p]
+                comp_sum = (comp_so_far + comp_terms[last])[None, :]
+                buffer = np.maximum(buffer_so_far, buffer_terms[last])[None, :]
+                weight_sum = (weights_so_far + weight_terms[last])[None, :] if p == "IS" else None
+            else:  # prepend the sums so far: cumsum then adds the new rows to them in order
+                comp_so_far, buffer_so_far, weights_so_far = state[1][p]
+                comp_sum = np.cumsum(np.vstack((comp_so_far, comp_terms[rows])), axis=0)[1:]
+                buffer = np.maximum.accumulate(np.vstack((buffer_so_far, buffer_terms[rows])), axis=0)[1:]
+                weight_sum = (np.cumsum(np.vstack((weights_so_far, weight_terms[rows])), axis=0)[1:]
+                              if p == "IS" else None)
+            for end in stored:
+                saved[end][p] = (comp_sum[end - row].copy(), buffer[end - row].copy(),
+                                 None if weight_sum is None else weight_sum[end - row].copy())
+            drop = comp_sum.shape[0] - best_time.shape[0]  # all rows but the last, with only_last
             comp_sum, buffer = comp_sum[drop:], buffer[drop:]
             weight_sum = None if weight_sum is None else weight_sum[drop:]
             comp = comp_sum / inst.mac_rate
@@ -178,8 +200,10 @@ class Table:
             better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
             best_time = np.where(better, busy, best_time)
             best_partition = np.where(better, index, best_partition)
-        if resume and (state is None or state[0] < last):
-            self._sums[first] = (last, carried)
+        if stored:
+            if states and (extent - first + 1) % CHECKPOINT:
+                states.pop()  # the longest cluster before this one, no checkpoint
+            states.extend((end, saved[end]) for end in stored)
         return row, best_time, best_partition
 
     def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
@@ -188,8 +212,10 @@ class Table:
         best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
-        return [(int(a) + 1, self.inst.partitions[best_partition[a]], float(best_time[a]))
-                for a in np.flatnonzero(improves)]
+        chosen = np.flatnonzero(improves)
+        names, partitions, times = self.inst.partitions, best_partition[chosen], best_time[chosen]
+        return [(a + 1, names[p], busy)
+                for a, p, busy in zip(chosen.tolist(), partitions.tolist(), times.tolist(), strict=True)]
 
     def fastest(self, first: int, last: int) -> list[tuple[int, str, float] | None]:
         """The last point of the front (least busy time; fewest chiplets, then the first partition,
