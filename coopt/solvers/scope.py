@@ -17,6 +17,7 @@ import heapq
 import math
 import random
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import accumulate
 
@@ -403,9 +404,10 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
 
     * one layer per cluster (``span = 1``): a segment of e layers has exactly e clusters, so
       ``F_e(i, j)`` is the least bottleneck of its single-layer clusters, :func:`allocate`'s
-      (the DP's min-max and the threshold search both return the least feasible stage time);
+      (the DP's min-max and the threshold search both return the least feasible stage time),
+      for every e from one first layer in one sweep (:func:`_layerwise_bottlenecks`);
       e <= min(M, kmax), and once no allocation fits none fits a longer segment.
-      O(L M^2 |front| log).
+      O(L M log M) plus O(log M) per need change.
     * one cluster per segment (``kmax = 1``): ``F_1(i, j)`` is the least busy time on at most M
       chiplets, the last point of the cluster's front (:meth:`Table.fastest`, one vector pass
       per first layer). O(L min(Lseg, Lambda) M) numbers."""
@@ -519,9 +521,12 @@ def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
     """Best layer-wise segmented pipeline (Tangram/SET/Gemini style: one layer per stage).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with Lambda = 1, its segment values from :func:`allocate` on single-layer clusters (at most M
-    layers a segment): O(L M^2 |front| log) and the O(L Lseg) outer DP; the same solution as the
-    inner DP restricted to Lambda = 1 (tested against the code before this shortcut).
+    with Lambda = 1, its segment values the least bottlenecks of single-layer clusters (at most M
+    layers a segment), all segments from one first layer in one sweep that carries the
+    threshold over as the segment grows (:func:`_layerwise_bottlenecks`): O(L M log M) plus
+    O(log M) per need change, and the O(L min(Lseg, M)) outer DP; linear in L for a fixed
+    module. The same solution as the inner DP restricted to Lambda = 1 (tested against the
+    code before these shortcuts).
     Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, SEGMENTED)
     if solution is None:
@@ -901,9 +906,13 @@ def search(inst: Instance, seed: int = 0) -> Solution:
     3. Polish each of the three: shift / drop / add / retype a cut while the batch time
        improves (allocations re-optimised exactly per structure, each move costed on the
        segments it touches only, :class:`Structure`); keep the best.            O(passes L) evals
+    A probe also returns the interval of theta over which it gives the same answer, and the
+    bisection skips every probe inside the last feasible or infeasible one's (same thetas, same
+    packing; about 10 probes run of 27); a walk stops once its chiplets exceed M.
     Fronts: growing a cluster extends running sums (O(M) a layer); a cluster shorter than one
-    already summed from the same first layer is summed afresh (O(length M)), which is what
-    keeps the fitted exponent near 2 where clusters may span the chain (Lambda = L).
+    already summed from the same first layer resumes from the sums stored every
+    :data:`CHECKPOINT` layers (O(CHECKPOINT M)). Where clusters may span the chain (Lambda = L)
+    the walks meet O(L Lambda) distinct clusters, each front an O(M) numpy step.
     Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
     optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
     Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
@@ -915,23 +924,34 @@ def search_resegment(inst: Instance, seed: int = 0) -> Solution:
     merge two neighbours, each new segment re-packed by bisection, while the batch time improves.
 
     Guarantee: never worse than the polished start it refines; no optimality guarantee.
-    Complexity: O(Lseg) bisections per segment and pass, each O(Lseg log(1/eps)) packing probes,
-    so quadratic in the segment length: this one cannot be made near-linear without changing its
-    answers (every split point of every segment is re-packed by its own bisection); each
-    (first, last) packing is bisected once and reused by later passes. Deterministic (``seed``
-    unused).
+    Complexity: O(Lseg) bisections per segment and pass (both halves of every split point), each
+    about 10 greedy probes (of 27; :func:`_bisect_fresh`) of O(Lseg) lookups, so quadratic in
+    the segment length, and more where clusters may span the chain (each walk's clusters are
+    new fronts). It cannot go below that without changing its answers: every split point's
+    halves are bisected with their own upper bound, so no two bisections probe the same
+    thresholds, and a walk's prefix is shared with another's in about half its layers only
+    (measured; saving at most 2x). Each (first, last) packing is bisected once and reused by
+    later passes. Deterministic (``seed`` unused).
     Source: ours; it targets the weak point of the memory-greedy segmentation."""
     return _search(inst, resegment=True)
+
+
+def _distinct(structures: Iterable[list[int]]) -> list[list[int]]:
+    """The structures in order, each once: the passes after are deterministic, so a repeated
+    start (the fill levels often give one segmentation) would only repeat their work, and the
+    first least polished structure is the same."""
+    return [list(labels) for labels in dict.fromkeys(tuple(labels) for labels in structures)]
 
 
 def _search(inst: Instance, resegment: bool) -> Solution:
     cost = StructureCost(inst)
     L = inst.n_layers
-    starts = [_labels_of(segs, L) for segs in (_greedy_segments(cost, f) for f in FILL_LEVELS) if segs]
+    segmentations = (_greedy_segments(cost, fill) for fill in FILL_LEVELS)
+    starts = _distinct(_labels_of(segs, L) for segs in segmentations if segs)
     if not starts:
         raise NoSolution("no segment packing fits the module")
     if resegment:
-        starts = [_resegment(cost, start) for start in starts]
+        starts = _distinct(_resegment(cost, start) for start in starts)
     labels = min((_polish(cost, start) for start in starts), key=cost)
     if not math.isfinite(cost(labels)):
         raise NoSolution("search found no feasible mapping")
