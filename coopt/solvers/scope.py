@@ -159,7 +159,7 @@ class Table:
         extent = states[-1][0] if states else first - 1
         # sums to store: the new longest cluster and the checkpoints it passes
         stored = [end for end in range(max(row, extent + 1), last)
-                  if (end - first + 1) % CHECKPOINT == 0] + [last] if last > extent else []
+                  if (end - first + 1) % CHECKPOINT == 0] + [last] if resume and last > extent else []
         saved: dict[int, dict] = {end: {} for end in stored}
         rows = slice(row, last + 1)
         kept = last if only_last else row
