@@ -108,8 +108,11 @@ def test_every_restriction_of_the_dp_gives_the_old_inner_dp_s_solution(seed, siz
         assert solvers.dynamic_program(inst, restriction) == dynamic_program(inst, restriction), restriction
 
 
+@pytest.mark.parametrize("checkpoint", [solvers.CHECKPOINT, 2, 3])
 @pytest.mark.parametrize("seed,size", [(0, 3), (1, 8), (2, 20), (4, 12)])
-def test_fronts_equal_the_cost_model_s_cluster_options(seed, size):
+def test_fronts_equal_the_cost_model_s_cluster_options(seed, size, checkpoint, monkeypatch):
+    # short checkpoint strides make the clusters here resume from stored sums mid-way
+    monkeypatch.setattr(solvers, "CHECKPOINT", checkpoint)
     inst = scope_model.generate(seed, size)
     pairs = [(first, last) for first in range(inst.n_layers) for last in range(first, min(inst.n_layers, first + 9))]
     # in order (each cluster grows the running sums of the one before) and shuffled (sums resumed
@@ -119,6 +122,66 @@ def test_fronts_equal_the_cost_model_s_cluster_options(seed, size):
         for first, last in order:
             fits = segment_weight_bytes(inst, first, last) <= inst.chiplets * inst.sram_bytes
             assert table.front(first, last) == (cluster_options(inst, first, last) if fits else [])
+
+
+def _variants(seed: int, size: int) -> list[Instance]:
+    """A generated instance, the same with clusters allowed to span the chain, with one
+    partition only, and with SRAM so tight that some segments and clusters do not fit."""
+    inst = scope_model.generate(seed, size)
+    return [inst, replace(inst, max_cluster_layers=inst.n_layers), replace(inst, partitions=("WS",)),
+            replace(inst, sram_bytes=inst.sram_bytes / 3)]
+
+
+@pytest.mark.parametrize("seed,size", [(0, 6), (1, 9), (4, 12)])
+def test_every_segment_s_bisection_gives_the_old_packing(seed, size):
+    """The bisection skips probes inside the last probes' intervals and stops overfull walks
+    early; neither may change a packing: every segment [first..last], against the old code."""
+    for inst in _variants(seed, size):
+        live, old = solvers.StructureCost(inst), StructureCost(inst)
+        for first in range(inst.n_layers):
+            for last in range(first, inst.n_layers):
+                assert solvers._bisect_fresh(live, first, last) == _bisect_fresh(old, first, last), (first, last)
+
+
+@pytest.mark.parametrize("seed,size", [(0, 6), (3, 9)])
+def test_a_probe_s_interval_is_where_it_repeats_its_answer(seed, size):
+    """[low, high) of a greedy probe: the same answer and interval at low, and at high (where a
+    need it looked up changes) an interval starting at or above high."""
+    for inst in _variants(seed, size):
+        cost, old, rng = solvers.StructureCost(inst), StructureCost(inst), random.Random(seed)
+        width = len(inst.partitions)
+        for first in range(inst.n_layers):
+            for last in range(first, inst.n_layers):
+                top = sum(cost.single_stages[first * width:(last + 1) * width])
+                for theta in (top, top * rng.random(), top * rng.random() ** 4):
+                    answer = solvers._greedy_pack(cost, first, last, theta)
+                    assert _greedy_pack(old, first, last, theta) == answer[0]
+                    low, high = answer[1:]
+                    assert low <= theta < high
+                    if math.isfinite(low):
+                        assert solvers._greedy_pack(cost, first, last, low) == answer
+                    if math.isfinite(high):
+                        assert solvers._greedy_pack(cost, first, last, high)[1] >= high
+
+
+@pytest.mark.parametrize("seed,size", [(0, 6), (2, 10), (5, 16)])
+def test_layerwise_bottlenecks_equal_the_old_allocation(seed, size):
+    """The segmented pipeline's sweep gives every segment of single-layer clusters the old
+    allocation's bottleneck, and stops where the old loop stopped (no allocation fits)."""
+    stops = 0
+    for inst in _variants(seed, size):
+        live, old = solvers.Table(inst), Table(inst)
+        for first in range(inst.n_layers):
+            count = min(inst.n_layers - first, inst.chiplets)
+            expected = []
+            for e in range(1, count + 1):
+                allocated = allocate(old, [(layer, layer) for layer in range(first, first + e)])
+                if allocated is None:
+                    break
+                expected.append(allocated[0])
+            stops += len(expected) < count
+            assert solvers._layerwise_bottlenecks(live, first, count) == expected, first
+    assert stops  # the stop is exercised too
 
 
 def test_fronts_honour_the_partition_list_and_its_order():

@@ -13,9 +13,11 @@ bottleneck search over the clusters' Pareto fronts), so the heuristics search st
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import accumulate
 
@@ -50,6 +52,10 @@ def _running(prefix: list[int], start: int, first: int, last: int) -> np.ndarray
     return (np.array(prefix[first + 1:last + 2]) - prefix[start]).astype(float)
 
 
+#: Layers between the running sums :class:`Table` keeps per first layer (memory against the
+#: O(CHECKPOINT M) work of summing a cluster shorter than the longest summed from its first layer).
+CHECKPOINT = 32
+
 #: A cluster's front as stage times, their negations, chiplets and partitions (:meth:`Table.stages`).
 Stages = tuple[list[float], list[float], list[int], list[str]]
 
@@ -69,9 +75,10 @@ class Table:
         self._fronts: dict[tuple[int, int], list[tuple[int, str, float]]] = {}
         self._stages: dict[tuple[int, int, bool], Stages | None] = {}
         self._sweeps: dict[tuple[int, int, bool], np.ndarray] = {}
-        #: per first layer: the end of the longest cluster summed so far and, per partition, its
-        #: running sums (computation, buffer maximum, IS weights) over chiplet counts
-        self._sums: dict[int, tuple[int, dict]] = {}
+        #: per first layer, by ascending end: running sums (per partition: computation, buffer
+        #: maximum, IS weights, over chiplet counts) of the clusters from it ending every
+        #: :data:`CHECKPOINT` layers, and of the longest cluster from it summed so far
+        self._sums: dict[int, list[tuple[int, dict]]] = {}
         layers, M = inst.layers, inst.chiplets
         self.cuts = [cut_time(inst, last) for last in range(inst.n_layers)]
         self._weights = [0, *accumulate(layer.weight_bytes for layer in layers)]
@@ -140,28 +147,45 @@ class Table:
         busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
         ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
         returns (row, times, partitions). With ``resume`` the float sums carry on from the
-        longest cluster from ``first`` computed so far (row = its end + 1), appending rows to the
-        same sequential sums, so growing a cluster one layer costs O(M), not O(length M). With
+        longest stored cluster from ``first`` ending before ``last`` (row = its end + 1),
+        appending rows to the same sequential sums, so growing a cluster one layer costs O(M)
+        and a cluster shorter than one summed before O(CHECKPOINT M), not O(length M). With
         ``only_last`` only the row of [first..last] is formed after the sums (row = last)."""
         inst = self.inst
-        state = self._sums.get(first) if resume else None
-        row = state[0] + 1 if state is not None and state[0] < last else first
+        states = self._sums.setdefault(first, []) if resume else []
+        at = bisect_left(states, last, key=lambda state: state[0]) - 1
+        state = states[at] if at >= 0 else None
+        row = first if state is None else state[0] + 1
+        extent = states[-1][0] if states else first - 1
+        # sums to store: the new longest cluster and the checkpoints it passes
+        stored = [end for end in range(max(row, extent + 1), last)
+                  if (end - first + 1) % CHECKPOINT == 0] + [last] if resume and last > extent else []
+        saved: dict[int, dict] = {end: {} for end in stored}
         rows = slice(row, last + 1)
         kept = last if only_last else row
         best_time = np.full((last - kept + 1, inst.chiplets), np.inf)
         best_partition = np.zeros(best_time.shape, dtype=int)
-        carried = {}
         for index, p in enumerate(inst.partitions):
             comp_terms, weight_terms, buffer_terms = self._terms[p]
-            blocks = [comp_terms[rows], buffer_terms[rows], weight_terms[rows] if p == "IS" else None]
-            if row > first:  # prepend the sums so far: cumsum then adds the new rows to them in order
-                blocks = [None if block is None else np.vstack((state[1][p][n], block))
-                          for n, block in enumerate(blocks)]
-            comp_sum = np.cumsum(blocks[0], axis=0)
-            buffer = np.maximum.accumulate(blocks[1], axis=0)
-            weight_sum = np.cumsum(blocks[2], axis=0) if p == "IS" else None
-            carried[p] = (comp_sum[-1], buffer[-1], None if weight_sum is None else weight_sum[-1])
-            drop = comp_sum.shape[0] - best_time.shape[0]  # the carried row, or all rows but the last
+            if state is None:
+                comp_sum = np.cumsum(comp_terms[rows], axis=0)
+                buffer = np.maximum.accumulate(buffer_terms[rows], axis=0)
+                weight_sum = np.cumsum(weight_terms[rows], axis=0) if p == "IS" else None
+            elif row == last:  # one layer more: the next step of the same sequential sums
+                comp_so_far, buffer_so_far, weights_so_far = state[1][p]
+                comp_sum = (comp_so_far + comp_terms[last])[None, :]
+                buffer = np.maximum(buffer_so_far, buffer_terms[last])[None, :]
+                weight_sum = (weights_so_far + weight_terms[last])[None, :] if p == "IS" else None
+            else:  # prepend the sums so far: cumsum then adds the new rows to them in order
+                comp_so_far, buffer_so_far, weights_so_far = state[1][p]
+                comp_sum = np.cumsum(np.vstack((comp_so_far, comp_terms[rows])), axis=0)[1:]
+                buffer = np.maximum.accumulate(np.vstack((buffer_so_far, buffer_terms[rows])), axis=0)[1:]
+                weight_sum = (np.cumsum(np.vstack((weights_so_far, weight_terms[rows])), axis=0)[1:]
+                              if p == "IS" else None)
+            for end in stored:
+                saved[end][p] = (comp_sum[end - row].copy(), buffer[end - row].copy(),
+                                 None if weight_sum is None else weight_sum[end - row].copy())
+            drop = comp_sum.shape[0] - best_time.shape[0]  # all rows but the last, with only_last
             comp_sum, buffer = comp_sum[drop:], buffer[drop:]
             weight_sum = None if weight_sum is None else weight_sum[drop:]
             comp = comp_sum / inst.mac_rate
@@ -177,8 +201,10 @@ class Table:
             better = (weights + buffer <= inst.sram_bytes) & (busy < best_time)
             best_time = np.where(better, busy, best_time)
             best_partition = np.where(better, index, best_partition)
-        if resume and (state is None or state[0] < last):
-            self._sums[first] = (last, carried)
+        if stored:
+            if states and (extent - first + 1) % CHECKPOINT:
+                states.pop()  # the longest cluster before this one, no checkpoint
+            states.extend((end, saved[end]) for end in stored)
         return row, best_time, best_partition
 
     def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
@@ -187,8 +213,10 @@ class Table:
         best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
-        return [(int(a) + 1, self.inst.partitions[best_partition[a]], float(best_time[a]))
-                for a in np.flatnonzero(improves)]
+        chosen = np.flatnonzero(improves)
+        names, partitions, times = self.inst.partitions, best_partition[chosen], best_time[chosen]
+        return [(a + 1, names[p], busy)
+                for a, p, busy in zip(chosen.tolist(), partitions.tolist(), times.tolist(), strict=True)]
 
     def fastest(self, first: int, last: int) -> list[tuple[int, str, float] | None]:
         """The last point of the front (least busy time; fewest chiplets, then the first partition,
@@ -306,6 +334,62 @@ def _backtrack(table: Table, first: int, length: int, clusters: int, span: int, 
     return out[::-1]
 
 
+def _layerwise_bottlenecks(table: Table, first: int, count: int) -> list[float]:
+    """Least bottleneck of the segments [first..first+e-1] of single-layer clusters (each with
+    its outgoing cut but the last) on at most M chiplets, for e = 1, 2, ... up to ``count`` or
+    the first e with no allocation: the value of :func:`allocate` on each, in one sweep.
+
+    The least bottleneck is the least stage time theta at which the clusters' fewest chiplets
+    reaching theta sum to at most M, a float of the instance's fronts whatever finds it. It only
+    grows with e (a new cluster needs chiplets, and the old last cluster gains its cut), so the
+    sweep carries theta over from e - 1 and raises it from one change point of a need to the
+    next (a heap of every cluster's next smaller need) until the needs fit: O(e log e) a step
+    plus O(log e) per need change, against O(e |front| log) for a fresh :func:`allocate`."""
+    M = table.inst.chiplets
+    theta, used, missing = -math.inf, 0, 0  # chiplets of the covered cut clusters, uncovered ones
+    chosen: dict[int, int] = {}  # cut cluster -> its option at theta (len(front): none reaches it)
+    upcoming: list[tuple[float, int]] = []  # (stage time at which its need next falls, cluster)
+    values: list[float] = []
+
+    def settle(layer: int, stage: Stages) -> None:
+        """Re-pick the option of cut cluster ``layer`` at theta and schedule its next change."""
+        nonlocal used, missing
+        taus, negated, chips, _ = stage
+        old = chosen.get(layer)
+        if old is not None:
+            used, missing = (used - chips[old], missing) if old < len(chips) else (used, missing - 1)
+        option = chosen[layer] = bisect_left(negated, -theta)
+        used, missing = (used + chips[option], missing) if option < len(chips) else (used, missing + 1)
+        if option:
+            heapq.heappush(upcoming, (taus[option - 1], layer))
+
+    for e in range(1, count + 1):
+        last = first + e - 1
+        if e > 1:
+            stage = table.stages(last - 1, last - 1, True)
+            if stage is None:
+                break
+            settle(last - 1, stage)
+        closing = table.stages(last, last, False)
+        if closing is None:
+            break
+        taus, negated, chips, _ = closing
+        while True:
+            option = bisect_left(negated, -theta)
+            if not missing and option < len(chips) and used + chips[option] <= M:
+                values.append(theta)
+                break
+            following = min(upcoming[0][0] if upcoming else math.inf,
+                            taus[option - 1] if option else math.inf)
+            if following == math.inf:
+                return values  # no threshold fits these clusters, nor any longer segment's
+            theta = following
+            while upcoming and upcoming[0][0] <= theta:
+                layer = heapq.heappop(upcoming)[1]
+                settle(layer, table.stages(layer, layer, True))
+    return values
+
+
 def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Solution | None:
     """Optimal mapping of the chain within ``restriction`` (None: no feasible mapping).
 
@@ -320,9 +404,10 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
 
     * one layer per cluster (``span = 1``): a segment of e layers has exactly e clusters, so
       ``F_e(i, j)`` is the least bottleneck of its single-layer clusters, :func:`allocate`'s
-      (the DP's min-max and the threshold search both return the least feasible stage time);
+      (the DP's min-max and the threshold search both return the least feasible stage time),
+      for every e from one first layer in one sweep (:func:`_layerwise_bottlenecks`);
       e <= min(M, kmax), and once no allocation fits none fits a longer segment.
-      O(L M^2 |front| log).
+      O(L M log M) plus O(log M) per need change.
     * one cluster per segment (``kmax = 1``): ``F_1(i, j)`` is the least busy time on at most M
       chiplets, the last point of the cluster's front (:meth:`Table.fastest`, one vector pass
       per first layer). O(L min(Lseg, Lambda) M) numbers."""
@@ -337,13 +422,11 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
         if length == 0:
             continue
         if span == 1:
-            for e in range(1, min(length, M, kmax) + 1):
+            bottlenecks = _layerwise_bottlenecks(table, first, min(length, M, kmax))
+            for e, bottleneck in enumerate(bottlenecks, start=1):
                 last = first + e - 1
-                allocated = allocate(table, [(layer, layer) for layer in range(first, last + 1)])
-                if allocated is None:
-                    break
                 if table.candidate(first, last):
-                    value[(first, last)] = (table.segment_time(first, last, e, allocated[0]), e)
+                    value[(first, last)] = (table.segment_time(first, last, e, bottleneck), e)
             continue
         if kmax == 1:
             for last, option in enumerate(table.fastest(first, first + min(length, span) - 1), start=first):
@@ -438,9 +521,12 @@ def segmented_pipeline(inst: Instance, seed: int = 0) -> Solution:
     """Best layer-wise segmented pipeline (Tangram/SET/Gemini style: one layer per stage).
 
     Guarantee: optimal within that restriction, hence >= the merged optimum. Complexity: the DP
-    with Lambda = 1, its segment values from :func:`allocate` on single-layer clusters (at most M
-    layers a segment): O(L M^2 |front| log) and the O(L Lseg) outer DP; the same solution as the
-    inner DP restricted to Lambda = 1 (tested against the code before this shortcut).
+    with Lambda = 1, its segment values the least bottlenecks of single-layer clusters (at most M
+    layers a segment), all segments from one first layer in one sweep that carries the
+    threshold over as the segment grows (:func:`_layerwise_bottlenecks`): O(L M log M) plus
+    O(log M) per need change, and the O(L min(Lseg, M)) outer DP; linear in L for a fixed
+    module. The same solution as the inner DP restricted to Lambda = 1 (tested against the
+    code before these shortcuts).
     Source: research notes section 2.b, special cases."""
     solution = dynamic_program(inst, SEGMENTED)
     if solution is None:
@@ -657,22 +743,58 @@ def _polish(cost: StructureCost, labels: list[int], max_passes: int = 50) -> lis
 # -- heuristics ----------------------------------------------------------------------------------
 
 
-def _greedy_pack(cost: StructureCost, first: int, last: int, theta: float) -> list[tuple[int, int]] | None:
+def _greedy_pack(cost: StructureCost, first: int, last: int,
+                 theta: float) -> tuple[list[tuple[int, int]] | None, float, float]:
     """Clusters of [first..last] with every stage time <= theta: grow the current cluster while
-    that needs no more chiplets than closing it and opening a new one; None if over M."""
-    table, span = cost.table, cost.inst.max_cluster_layers
+    that needs no more chiplets than closing it and opening a new one; None if over M.
+
+    Also returns the interval [low, high) of thresholds around ``theta`` over which every need
+    this probe looked up keeps its value, hence over which the probe makes the same decisions
+    and returns the same packing (or None): a need is the first option of a front with stage
+    time <= theta, unchanged while theta stays at or above that option's stage time and below
+    the stage time of the option before it. O(last - first) lookups, each a binary search."""
+    table, span, M = cost.table, cost.inst.max_cluster_layers, cost.inst.chiplets
+    known, stages = table._stages, table.stages
+    low, high = -math.inf, math.inf
+    negative = -theta
+
+    def need(i: int, j: int, cut: bool) -> float:
+        nonlocal low, high
+        key = (i, j, cut)
+        stage = known[key] if key in known else stages(i, j, cut)
+        if stage is None:
+            return math.inf
+        taus, negated, chips, _ = stage
+        option = bisect_left(negated, negative)
+        if option and taus[option - 1] < high:
+            high = taus[option - 1]
+        if option == len(chips):
+            return math.inf
+        if taus[option] > low:
+            low = taus[option]
+        return chips[option]
+
     clusters, start, used = [], first, 0.0
+    close = need(first, first, True) if first < last else math.inf
     for layer in range(first, last):
         inner = layer + 1 != last
-        extend = table.need(start, layer + 1, inner, theta) if layer + 1 - start < span else math.inf
-        close = table.need(start, layer, True, theta)
-        if extend > close + table.need(layer + 1, layer + 1, inner, theta):
+        grows = layer + 1 - start < span
+        extend = need(start, layer + 1, inner) if grows else math.inf
+        single = need(layer + 1, layer + 1, inner)
+        if extend > close + single:
             used += close
+            if used > M:  # needs only add up: infeasible whatever the rest of the walk does
+                return None, low, high
             clusters.append((start, layer))
             start = layer + 1
-    used += table.need(start, last, False, theta)
+            close = single
+        elif grows:
+            close = extend
+        elif layer + 1 < last:
+            close = need(start, layer + 1, True)
+    used += need(start, last, False)
     clusters.append((start, last))
-    return clusters if used <= cost.inst.chiplets else None
+    return (clusters if used <= M else None), low, high
 
 
 def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
@@ -686,20 +808,31 @@ def _bisect_segment(cost: StructureCost, first: int, last: int) -> list[tuple[in
 
 
 def _bisect_fresh(cost: StructureCost, first: int, last: int) -> list[tuple[int, int]] | None:
+    """The bisection of :func:`_bisect_segment`. A probe whose theta lies in the interval of the
+    last feasible or the last infeasible probe (:func:`_greedy_pack`) would repeat that probe's
+    answer, so it is not run: the same sequence of thetas and the same packing, with about 10 of
+    a bisection's 27 probes run (generated size 160: 29 840 of 83 551)."""
     width = len(cost.inst.partitions)
     hi = sum(cost.single_stages[first * width:(last + 1) * width])  # every layer alone on one chiplet
     lo = 0.0
-    packed = _greedy_pack(cost, first, last, hi)
+    packed, *fits = _greedy_pack(cost, first, last, hi)
     if packed is None:
         return None
     best, best_time = packed, cost.segment(packed)
+    fails = (math.inf, -math.inf)  # the interval of the last infeasible probe (none yet)
     while hi - lo > 1e-6 * hi:
         mid = (lo + hi) / 2
-        packed = _greedy_pack(cost, first, last, mid)
-        if packed is None:
+        if fits[0] <= mid < fits[1]:
+            hi = mid  # the last feasible probe's packing again: no better
+            continue
+        if fails[0] <= mid < fails[1]:
             lo = mid
             continue
-        hi = mid
+        packed, *interval = _greedy_pack(cost, first, last, mid)
+        if packed is None:
+            lo, fails = mid, interval
+            continue
+        hi, fits = mid, interval
         if cost.segment(packed) < best_time:
             best, best_time = packed, cost.segment(packed)
     return best
@@ -773,9 +906,13 @@ def search(inst: Instance, seed: int = 0) -> Solution:
     3. Polish each of the three: shift / drop / add / retype a cut while the batch time
        improves (allocations re-optimised exactly per structure, each move costed on the
        segments it touches only, :class:`Structure`); keep the best.            O(passes L) evals
+    A probe also returns the interval of theta over which it gives the same answer, and the
+    bisection skips every probe inside the last feasible or infeasible one's (same thetas, same
+    packing; about 10 probes run of 27); a walk stops once its chiplets exceed M.
     Fronts: growing a cluster extends running sums (O(M) a layer); a cluster shorter than one
-    already summed from the same first layer is summed afresh (O(length M)), which is what
-    keeps the fitted exponent near 2 where clusters may span the chain (Lambda = L).
+    already summed from the same first layer resumes from the sums stored every
+    :data:`CHECKPOINT` layers (O(CHECKPOINT M)). Where clusters may span the chain (Lambda = L)
+    the walks meet O(L Lambda) distinct clusters, each front an O(M) numpy step.
     Guarantee: a feasible mapping whenever the all-singletons structure is feasible; no
     optimality guarantee (tests give its percentile rank). Deterministic (``seed`` unused).
     Source: research notes section 2.c (our reconstruction of Scope's search) [R]."""
@@ -787,23 +924,34 @@ def search_resegment(inst: Instance, seed: int = 0) -> Solution:
     merge two neighbours, each new segment re-packed by bisection, while the batch time improves.
 
     Guarantee: never worse than the polished start it refines; no optimality guarantee.
-    Complexity: O(Lseg) bisections per segment and pass, each O(Lseg log(1/eps)) packing probes,
-    so quadratic in the segment length: this one cannot be made near-linear without changing its
-    answers (every split point of every segment is re-packed by its own bisection); each
-    (first, last) packing is bisected once and reused by later passes. Deterministic (``seed``
-    unused).
+    Complexity: O(Lseg) bisections per segment and pass (both halves of every split point), each
+    about 10 greedy probes (of 27; :func:`_bisect_fresh`) of O(Lseg) lookups, so quadratic in
+    the segment length, and more where clusters may span the chain (each walk's clusters are
+    new fronts). It cannot go below that without changing its answers: every split point's
+    halves are bisected with their own upper bound, so no two bisections probe the same
+    thresholds, and a walk's prefix is shared with another's in about half its layers only
+    (measured; saving at most 2x). Each (first, last) packing is bisected once and reused by
+    later passes. Deterministic (``seed`` unused).
     Source: ours; it targets the weak point of the memory-greedy segmentation."""
     return _search(inst, resegment=True)
+
+
+def _distinct(structures: Iterable[list[int]]) -> list[list[int]]:
+    """The structures in order, each once: the passes after are deterministic, so a repeated
+    start (the fill levels often give one segmentation) would only repeat their work, and the
+    first least polished structure is the same."""
+    return [list(labels) for labels in dict.fromkeys(tuple(labels) for labels in structures)]
 
 
 def _search(inst: Instance, resegment: bool) -> Solution:
     cost = StructureCost(inst)
     L = inst.n_layers
-    starts = [_labels_of(segs, L) for segs in (_greedy_segments(cost, f) for f in FILL_LEVELS) if segs]
+    segmentations = (_greedy_segments(cost, fill) for fill in FILL_LEVELS)
+    starts = _distinct(_labels_of(segs, L) for segs in segmentations if segs)
     if not starts:
         raise NoSolution("no segment packing fits the module")
     if resegment:
-        starts = [_resegment(cost, start) for start in starts]
+        starts = _distinct(_resegment(cost, start) for start in starts)
     labels = min((_polish(cost, start) for start in starts), key=cost)
     if not math.isfinite(cost(labels)):
         raise NoSolution("search found no feasible mapping")
