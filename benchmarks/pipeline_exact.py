@@ -8,9 +8,13 @@ Build, hand-off and solve times are reported
 apart (the runner measures them); HiGHS runs on one thread. "first bound" is the first dual bound
 HiGHS reports (its root, or the presolved bound when the root does not finish), "dual bound" the
 bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Issue 20's rows:
-``--sizes 8 12 16`` (the generator, seeds 0-2).
+``--sizes 8 12 16`` (the generator, seeds 0-2). ``--windows 0 1 2 3`` prints, instead of the
+solves, the dual bound of the window relaxation R(s, s + k) of
+:mod:`coopt.formulations.pipeline.window` for each k, s the stage with the largest memory fill
+(``--window-stage`` overrides it), each given ``--time-limit`` seconds.
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
+    python benchmarks/pipeline_exact.py --sizes 8 12 16 --windows 0 1 2 3 --time-limit 10
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM, counts
+from coopt.formulations.pipeline import PROBLEM, counts, window
 from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import lower_bound
+from coopt.formulations.pipeline.bound import _fill, lower_bound
 from coopt.formulations.pipeline.milp import incumbent
 from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.timeindexed import build_time_indexed
@@ -71,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="rows whose name contains this")
     parser.add_argument("--sizes", type=int, nargs="*", help="generator sizes instead of the default rows")
     parser.add_argument("--counts", action="store_true", help="also Model N where it applies")
+    parser.add_argument("--windows", type=int, nargs="*", help="window sizes k of R(s, s + k) instead")
+    parser.add_argument("--window-stage", type=int, help="the window's first stage s")
     args = parser.parse_args(argv)
+    if args.windows:
+        return windows(args)
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
     print("| instance | model | status | optimum | bound | first bound | dual bound (bound.py) | nodes "
           "| build s | hand-off s | solve s |")
@@ -108,6 +116,26 @@ def main(argv: list[str] | None = None) -> int:
         result = solve_model(build_time_indexed(overtake, 23), options)
         print(f"\nModel T (no FIFO, 23 slots) on 0-p3m3-offload-overtake: {result.status} "
               f"{result.objective}; any schedule shorter than 22 fits 23 slots, so this is its optimum")
+    return 0
+
+
+def windows(args: argparse.Namespace) -> int:
+    """The --windows table: R(s, s + k)'s dual bound, best value found, status and CPU time."""
+    print("| instance | incumbent | bound.py | s | k | window bound | window value | status | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, instance in family(tuple(args.sizes or ())):
+        if args.only not in name or not window.applies(instance):
+            continue
+        best, _ = incumbent(instance)
+        fill = {s: _fill(instance, s) or 0.0 for s in range(instance.virtual_stages)}
+        s = args.window_stage if args.window_stage is not None else max(fill, key=fill.__getitem__)
+        for k in args.windows:
+            e = min(s + k, instance.virtual_stages - 1)
+            started = time.process_time()
+            bound, value, status = window.window_bound(instance, s, e, best, args.time_limit)
+            print(f"| {name} | {best:g} | {lower_bound(instance):g} | {s} | {e - s} | {bound:.2f} | "
+                  f"{'-' if value is None else f'{value:.6g}'} | {status} | "
+                  f"{time.process_time() - started:.1f} |", flush=True)
     return 0
 
 

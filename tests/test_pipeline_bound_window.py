@@ -1,0 +1,57 @@
+"""The window relaxation R(s, e) of :mod:`coopt.formulations.pipeline.window` (issue 20): never
+above the enumerated optimum for any window, and equal to it when the window is every stage."""
+
+from __future__ import annotations
+
+import pytest
+
+from coopt.formulations.pipeline import brute
+from coopt.formulations.pipeline.milp import incumbent
+from coopt.formulations.pipeline.window import applies, window_bound
+from tests.test_pipeline_bound_release import SHAPES, keep_only
+
+
+def _check(instance) -> None:
+    best = brute.enumerate_optimum(instance)
+    assert best is not None
+    upper, _ = incumbent(instance)  # a checked schedule's makespan, or the serial bound
+    assert upper >= best - 1e-9
+    K = instance.virtual_stages
+    for s in range(K):
+        for e in range(s, K):
+            bound, _, status = window_bound(instance, s, e, upper, time_limit=30)
+            assert status == "optimal"
+            assert bound <= best + 1e-9, (s, e)
+            if (s, e) == (0, K - 1):
+                # the whole pipeline as the window is Model P's keep-only model: the optimum
+                assert bound == pytest.approx(best, rel=1e-5)  # window_bound keeps a 1e-6 margin
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_window_bound_never_above_the_enumerated_optimum(seed):
+    """The oracle's keep-only instances with one chunk, every window (s, e)."""
+    instance = brute.tiny(seed)
+    if not applies(instance) or brute.enumerate_optimum(instance) is None:
+        pytest.skip("the window relaxation does not apply")
+    _check(instance)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_window_bound_never_above_the_enumerated_optimum_under_tight_caps(seed):
+    """Caps of one to three micro-batches, a_W 0 or a / 2, lags (every case of the cap rows)."""
+    p, m, split = SHAPES[seed % len(SHAPES)]
+    _check(keep_only(seed, p, m, split=split))
+
+
+def test_the_one_stage_window_lifts_size_8_seed_1():
+    """The generator's size 8 seed 1: the release-time bound is 123, the window on stage 1 (cap
+    of fewer micro-batches than m, the largest memory fill) 132, below the 135 Model P finds."""
+    from coopt.formulations.pipeline import PROBLEM
+    from coopt.formulations.pipeline.bound import lower_bound
+    from coopt.formulations.pipeline.window import lower_bound as window_lower_bound
+
+    instance = PROBLEM.generate(1, 8)
+    assert lower_bound(instance) == pytest.approx(123.0)
+    bound, value, status = window_bound(instance, 1, 1, 137.0, time_limit=60)
+    assert status == "optimal" and bound == pytest.approx(132.0, rel=1e-5) and value < 132.001
+    assert 123.0 <= window_lower_bound(instance, 137.0) <= bound  # 2 s per stage; 132 unloaded
