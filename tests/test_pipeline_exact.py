@@ -129,3 +129,26 @@ def test_the_warm_start_is_local_search_relabelled_fifo():
     assert all(t[(kind, k, j)] > t[(kind, k, j - 1)] for kind, k, j in t if j)
     model = build(instance)
     assert model.C.value * model.objective_unit == pytest.approx(value)
+
+
+@pytest.mark.parametrize("seed", (10, 53, 94))
+def test_the_warm_start_with_recompute_or_offload_meets_the_first_lane_chain(seed):
+    """The oracle's seeds whose best heuristic schedule let micro-batch 1 enter stage 0 before 0
+    (so Model P, which orders the first lane, dropped it as a warm start): the relabelled start
+    keeps its value, passes the checker and enters stage 0 in micro-batch order."""
+    from coopt.formulations.pipeline import brute
+    from coopt.formulations.pipeline.milp import fifo_is_lossless, first_lane_relabel, incumbent
+    from coopt.formulations.pipeline.model import check
+    from coopt.solvers.pipeline import HEURISTICS
+
+    instance = brute.tiny(seed)
+    assert not fifo_is_lossless(instance)
+    value, start = incumbent(instance)
+    assert start is not None and not check(instance, start)
+    first = {x["microbatch"]: x["start"] for x in start["passes"] if (x["kind"], x["stage"]) == ("F", 0)}
+    assert [first[j] for j in sorted(first)] == sorted(first.values())
+    best = HEURISTICS["local_search"](instance)
+    relabelled = first_lane_relabel(instance, best)
+    assert not check(instance, relabelled)
+    assert relabelled["objective"] == pytest.approx(best["objective"])
+    assert value <= best["objective"] + 1e-9

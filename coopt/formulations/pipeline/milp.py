@@ -199,11 +199,30 @@ def fifo_relabel(instance: Instance, solution: Solution) -> Solution:
     return to_solution(instance, Timed(start=start, modes={}, d2h={}, h2d={}))
 
 
+def first_lane_relabel(instance: Instance, solution: Solution) -> Solution:
+    """The schedule with its micro-batches renumbered in the order their F(0, j) start (ties by
+    number), every pass, mode and copy carried along: the global relabelling of (P2)(a), so the
+    same times, memory and objective, and the form whose F(0, j) chain Model P imposes."""
+    first = {x["microbatch"]: (x["start"], x["microbatch"])
+             for x in solution["passes"] if x["kind"] == "F" and x["stage"] == 0}
+    new = {j: i for i, j in enumerate(sorted(first, key=first.__getitem__))}
+    return {
+        **solution,
+        "passes": [{**x, "microbatch": new[x["microbatch"]]} for x in solution["passes"]],
+        "recompute": sorted([k, new[j]] for k, j in solution.get("recompute", [])),
+        "recompute_layers": sorted([k, new[j], r] for k, j, r in solution.get("recompute_layers", [])),
+        "offload": sorted(({**o, "microbatch": new[o["microbatch"]]} for o in solution.get("offload", [])),
+                          key=lambda o: (o["stage"], o["microbatch"])),
+    }
+
+
 def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     """The best heuristic schedule that the checker accepts, with its objective, or the serial
     bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
-    the others); ``local_search`` is taken, it is the one that searches beyond them. On keep-only
-    instances the schedule is relabelled FIFO (:func:`fifo_relabel`), the form Model P admits."""
+    the others); ``local_search`` is taken, it is the one that searches beyond them. The schedule
+    is relabelled into the form Model P admits: FIFO on keep-only instances (:func:`fifo_relabel`),
+    else the F(0, j) chain (:func:`first_lane_relabel`); a relabelling the checker rejects is not
+    used."""
     from coopt.formulations.pipeline.model import check
     from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
@@ -217,8 +236,9 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
             continue
         if solution["objective"] < best[0] and not check(instance, solution):
             best = (solution["objective"], solution)
-    if best[1] is not None and fifo_is_lossless(instance):
-        relabelled = fifo_relabel(instance, best[1])
+    if best[1] is not None:
+        relabel = fifo_relabel if fifo_is_lossless(instance) else first_lane_relabel
+        relabelled = relabel(instance, best[1])
         if not check(instance, relabelled):
             best = (relabelled["objective"], relabelled)
     return best
