@@ -391,9 +391,14 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     )
 
 
+def _objective(model: pyo.ConcreteModel) -> Any:
+    """The model's active objective, or None."""
+    return next(model.component_data_objects(pyo.Objective, active=True, descend_into=True), None)
+
+
 def _minimizes(model: pyo.ConcreteModel) -> bool | None:
     """Whether the model's active objective, in problem units, is minimised (None without one)."""
-    objective = next(model.component_data_objects(pyo.Objective, active=True, descend_into=True), None)
+    objective = _objective(model)
     if objective is None:
         return None
     return (objective.sense == pyo.minimize) == (objective_unit(model) > 0)
@@ -402,7 +407,7 @@ def _minimizes(model: pyo.ConcreteModel) -> bool | None:
 def _values_give(model: pyo.ConcreteModel, claimed: float | None) -> bool:
     """Whether the variable values loaded into ``model`` give the objective HiGHS reported (model
     units, relative 1e-6)."""
-    objective = next(model.component_data_objects(pyo.Objective, active=True, descend_into=True), None)
+    objective = _objective(model)
     if objective is None or claimed is None:
         return True
     value = pyo.value(objective, exception=False)
