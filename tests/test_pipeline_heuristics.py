@@ -18,13 +18,17 @@ INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 SMALL = sorted(p.name for p in INSTANCES.glob("0-*.toml"))
 
 
-def _start(instance: pm.Instance) -> tuple[pm.Orders, dict]:
-    solution = schedules.portfolio(instance)
+def _orders(instance: pm.Instance, solution: dict) -> pm.Orders:
+    """The per-device pass orders of ``solution`` (by start time)."""
     timed, _ = pm.parse(instance, solution)
     orders: dict[int, list] = {d: [] for d in range(instance.stages)}
     for key in sorted(timed.start, key=lambda x: (timed.start[x], x)):
         orders[instance.device(key[1])].append(key)
-    return orders, {}
+    return orders
+
+
+def _start(instance: pm.Instance) -> tuple[pm.Orders, dict]:
+    return _orders(instance, schedules.portfolio(instance)), {}
 
 
 @pytest.mark.parametrize("belady", [False, True])
@@ -213,9 +217,7 @@ def test_local_search_stops_at_the_dual_bound(monkeypatch):
     overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
     start = schedules._best_of(overtake, schedules.SEARCH_STARTS)
     timed, _ = pm.parse(overtake, start)
-    orders = {d: [] for d in range(overtake.stages)}
-    for key in sorted(timed.start, key=lambda x: (timed.start[x], x)):
-        orders[overtake.device(key[1])].append(key)
+    orders = _orders(overtake, start)
     calls = []
     value = schedules.Evaluator.value
     monkeypatch.setattr(schedules.Evaluator, "value", lambda self: calls.append(1) or value(self))

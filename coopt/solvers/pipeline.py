@@ -1111,7 +1111,7 @@ def _lifespan_policy(instance: Instance, mode: str, name: str) -> Solution:
         if mode == OFFLOAD:
             timed = _offload_until_fit(instance, simulate(instance, orders))
         else:
-            timed = _switch_until_fit(instance, orders, mode)
+            timed = _switch_until_fit(instance, orders)
         if timed is not None and (best is None or timed.makespan(instance) < best.makespan(instance) - 1e-12):
             best = timed
     if best is None:
@@ -1245,7 +1245,7 @@ def pipeoffload(instance: Instance, seed: int = 0) -> Solution:
     raise NoSolution("pipeoffload: offloading every valid item of every chunk does not fit the cap")
 
 
-def _switch_until_fit(instance: Instance, orders: Orders, mode: str) -> Timed | None:
+def _switch_until_fit(instance: Instance, orders: Orders) -> Timed | None:
     """Recompute layers until every device fits: on every device over its cap, the items of
     longest F-start -> B-end lifetime per second of recompute first (bytes freed per second of
     recompute are ``(a - a_c) / T_R`` for every layer of a stage, so the lifetime decides), one
@@ -1255,9 +1255,7 @@ def _switch_until_fit(instance: Instance, orders: Orders, mode: str) -> Timed | 
     memory needs: the last item switched may keep some of its layers."""
     layers: dict[Item, int] = {}
     while True:
-        modes = {
-            i: instance.recompute_mode(i[0], r) if mode == RECOMPUTE else mode for i, r in layers.items()
-        }
+        modes = {i: instance.recompute_mode(i[0], r) for i, r in layers.items()}
         try:
             timed = simulate(instance, orders, modes)
         except Deadlock:
@@ -1359,12 +1357,12 @@ class Evaluator:
         self.device = [instance.device(k) for _, k, _ in keys]
         self.item = [k * m + j for _, k, j in keys]
         self.kind = [0 if x == "F" else 1 if x == "B" else 2 for x, _, _ in keys]
-        self.preds = [[(ids[q], lag) for q, lag in instance.predecessors(x)] for x in keys]
+        preds = [[(ids[q], lag) for q, lag in instance.predecessors(x)] for x in keys]
         # every pass waits for at most one other pass (model.Instance.predecessors)
-        self.pred = [ps[0][0] if ps else -1 for ps in self.preds]
-        self.pred_lag = [ps[0][1] if ps else 0.0 for ps in self.preds]
+        self.pred = [ps[0][0] if ps else -1 for ps in preds]
+        self.pred_lag = [ps[0][1] if ps else 0.0 for ps in preds]
         self.succs: list[list[int]] = [[] for _ in range(n)]
-        for i, ps in enumerate(self.preds):
+        for i, ps in enumerate(preds):
             for q, _ in ps:
                 self.succs[q].append(i)
         self.length = [[instance.duration(x, mode) for mode in _MODES] for x in keys]
@@ -1375,11 +1373,11 @@ class Evaluator:
         self.alloc = [[0.0] * 3 for _ in range(n)]
         self.release = [[0.0] * 3 for _ in range(n)]
         for i, (kind, k, _) in enumerate(keys):
-            a, a_w, a_c = instance.a(k), instance.a_w(k), instance.a_c(k)
+            a, a_w = instance.a(k), instance.a_w(k)
             if kind == "F":
-                self.alloc[i] = [a, a_c, a]
+                self.alloc[i] = [instance.resident(k, mode)[0] for mode in _MODES]
             elif kind == "B":
-                self.alloc[i] = [0.0, a - a_c, 0.0]
+                self.alloc[i] = [instance.resident(k, mode)[1] for mode in _MODES]
                 self.release[i] = [a - a_w] * 3
             else:
                 self.release[i] = [a_w] * 3
@@ -1389,7 +1387,7 @@ class Evaluator:
         self.limit = [instance.cap(d) * (1 + 1e-9) for d in range(p)]
         self.recompute = instance.allow_recompute
         self.copies = instance.allow_offload  # copy engines to time (else their state is skipped)
-        self.tol = 1e-9 * max(1.0, sum(x[0] for x in self.length))  # the checker's tie tolerance
+        self.tol = 1e-9 * max(1.0, instance.time_scale)  # the checker's tie tolerance
         self.orders = [[ids[x] for x in orders.get(d, [])] for d in range(p)]
         self.pos = [0] * n
         for order in self.orders:
@@ -1500,19 +1498,19 @@ class Evaluator:
                         h2d_free = u + self.tau_u[it]
                         if h2d_free > t:
                             t = h2d_free
+                    e = t + length[i][md]
                     if cut:
                         if seeded[i] == clock:
                             seeds -= 1
                         elif moved[i] == clock:
                             waiting -= 1
-                        e = t + length[i][md]
                         if t != start[i] or e != end[i]:
                             for s in succs[i] if q + 1 == size else succs[i] + [order[q + 1]]:
                                 if moved[s] != clock and seeded[s] != clock:
                                     moved[s] = clock
                                     waiting += 1
                     start[i] = t
-                    t_free = end[i] = t + length[i][md]
+                    t_free = end[i] = e
                     stamp[i] = clock
                     if md == 2 and kind[i] == 0:
                         d2h[it] = max(t_free, d2h_free)
