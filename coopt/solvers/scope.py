@@ -142,11 +142,11 @@ class Table:
         return self._fronts[key]
 
     def _options_per_chiplets(self, first: int, last: int, resume: bool = False,
-                              only_last: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
+                              only_last: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Clusters [first..l] for l = row..last (rows) and chiplet count a (columns): the least
         busy time over the SRAM-feasible partitions (inf if none; ties: the first partition in
         ``inst.partitions``) and that partition's index, as :func:`cluster_options` picks it;
-        returns (row, times, partitions). With ``resume`` the float sums carry on from the
+        returns (times, partitions). With ``resume`` the float sums carry on from the
         longest stored cluster from ``first`` ending before ``last`` (row = its end + 1),
         appending rows to the same sequential sums, so growing a cluster one layer costs O(M)
         and a cluster shorter than one summed before O(CHECKPOINT M), not O(length M). With
@@ -205,11 +205,11 @@ class Table:
             if states and (extent - first + 1) % CHECKPOINT:
                 states.pop()  # the longest cluster before this one, no checkpoint
             states.extend((end, saved[end]) for end in stored)
-        return row, best_time, best_partition
+        return best_time, best_partition
 
     def _options(self, first: int, last: int) -> list[tuple[int, str, float]]:
         """:func:`coopt.formulations.scope.model.cluster_options` over whole chiplet vectors."""
-        _, times, partitions = self._options_per_chiplets(first, last, resume=True, only_last=True)
+        times, partitions = self._options_per_chiplets(first, last, resume=True, only_last=True)
         best_time, best_partition = times[-1], partitions[-1]
         running = np.minimum.accumulate(best_time)
         improves = best_time < np.concatenate(([np.inf], running[:-1]))
@@ -223,7 +223,7 @@ class Table:
         reaching it) of every cluster [first..l], l in first..last, in one pass over the layers:
         None where the cluster has no SRAM-feasible option. The caller keeps the cluster's
         weights within M S, as :meth:`front` does."""
-        _, times, partitions = self._options_per_chiplets(first, last)
+        times, partitions = self._options_per_chiplets(first, last)
         least = times.min(axis=1)
         chiplets = np.argmax(times == least[:, None], axis=1)
         return [(int(a) + 1, self.inst.partitions[partitions[row, a]], float(least[row]))
@@ -258,13 +258,6 @@ class Table:
             self._sweeps[key] = np.array([taus[::-1], np.diff(fewer, prepend=0.0), first_met])
         return self._sweeps[key]
 
-    def need(self, first: int, last: int, cut: bool, theta: float) -> float:
-        """Fewest chiplets with which cluster [first..last] meets stage time ``theta`` (inf if none)."""
-        stage = self.stages(first, last, cut)
-        if stage is None:
-            return math.inf
-        option = bisect_left(stage[1], -theta)
-        return stage[2][option] if option < len(stage[2]) else math.inf
 
 
 # -- exact dynamic program -----------------------------------------------------------------------
@@ -645,7 +638,7 @@ class Structure:
         self.times = [cost.segment(seg) for seg in segments]
         self.value = sum(self.times)
         self._undo: list[tuple[int, int]] = []
-        self._pending: tuple[int, int, list[int], list[float]] | None = None
+        self._pending: tuple[int, int, list[int], list[float], float] | None = None
 
     def propose(self, changes: list[tuple[int, int]]) -> float:
         """Apply ``changes`` (gap, label) and return the new batch time; then :meth:`accept` or
@@ -666,14 +659,15 @@ class Structure:
         i = bisect_right(self.starts, first) - 1
         j = bisect_right(self.starts, last)
         trial = self.times[:i] + times + self.times[j:]
-        self._pending = (i, j, starts, trial)
-        return sum(trial)
+        total = sum(trial)
+        self._pending = (i, j, starts, trial, total)
+        return total
 
     def accept(self) -> None:
-        i, j, starts, trial = self._pending
+        i, j, starts, trial, total = self._pending
         self.starts[i:j] = starts
         self.times = trial
-        self.value = sum(trial)
+        self.value = total
 
     def reject(self) -> None:
         for gap, label in reversed(self._undo):
