@@ -403,7 +403,6 @@ class Decoder:
     def __init__(self, tab: Tables, tail: list[list[float]] | None = None):
         self.tab = tab
         self.tail = tails(tab) if tail is None else tail
-        self.runs = [frozenset(devices) for devices in tab.compatible]
         self.time, self.latency, self.inverse = tab.time, tab.latency, tab.inverse_bandwidth
         self.inputs = [tuple((u, tab.data[e]) for u, e in tab.preds[v]) for v in range(tab.n)]
         self.pred_tasks = [tuple(u for u, _ in tab.preds[v]) for v in range(tab.n)]
@@ -494,10 +493,7 @@ class Decoder:
         kind, subject, choice = move
         assignment, position = self.assignment, self.position
         if kind == "position":
-            i = position[subject]
-            order = self.order[:i] + self.order[i + 1:]
-            order.insert(choice - 1 if choice > i else choice, subject)
-            return self.trial(assignment, order, min(i, choice), cutoff)
+            return self.trial(*_apply(self, move), cutoff)
         if kind == "device":
             before = assignment[subject]
             assignment[subject] = choice
@@ -590,7 +586,7 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
     assignment, order, position = decoder.assignment, decoder.order, decoder.position
     path, previous = decoder.critical_path()
     following, on_device = decoder.following, decoder.on_device
-    devices_of, tasks_of, runs = decoder.devices_of, decoder.tasks_of, decoder.runs
+    devices_of, tasks_of = decoder.devices_of, decoder.tasks_of
     everyone = tab.n <= EXCHANGE_ALL
     if not everyone:
         start, finish = decoder.start, decoder.finish
@@ -630,7 +626,7 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             first = bisect.bisect_right(starts_on[q], start[v]) - 1
             last = bisect.bisect_left(starts_on[q], finish[v])
             near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
-        moves.add("exchange", v, [w for w in sorted(near) if p in runs[w]])
+        moves.add("exchange", v, [w for w in sorted(near) if devices_of[w] >> p & 1])
     for length in (2, 3):
         for i in range(len(path) - length + 1):
             chain = path[i:i + length]
