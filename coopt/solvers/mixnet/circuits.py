@@ -110,8 +110,7 @@ class RegionPlanner:
         """``(T, 2, R)``: every matrix's send (0) and receive (1) root of every server."""
         c = np.asarray(x, dtype=float)
         sends = prefix_roots(self.demand, np.broadcast_to(c, self.demand.shape), self.b_eps)
-        flipped = np.swapaxes(self.demand, 1, 2)
-        receives = prefix_roots(flipped, np.broadcast_to(c.T, self.demand.shape), self.b_eps)
+        receives = prefix_roots(self._receives, np.broadcast_to(c.T, self.demand.shape), self.b_eps)
         return np.stack([sends, receives], axis=1)
 
     def throughput(self, x: np.ndarray) -> float:
