@@ -90,7 +90,7 @@ def test_every_swap_of_the_enumeration_keeps_degrees_and_the_cut_bound_matches_i
     bounds = swap._bounds(w[None, :], links, symmetric, s, b, c, t)[0]
     seen = set()
     for k in range(len(s)):
-        new = swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+        new = swap.swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
         assert (new.sum(axis=0) == inst.degree).all() and (new.sum(axis=1) == inst.degree).all()
         assert (new >= 0).all() and not np.diag(new).any() and (new != links).any()
         assert not symmetric or (new == new.T).all()
@@ -164,7 +164,7 @@ def test_the_set_cut_bound_holds_on_every_topology_and_a_swap_s_bound_is_its_top
     s, b, c, t = swap._moves(links, symmetric)
     bounds = sets.swap_bounds(sets.capacity(links), s, b, c, t)
     for k in range(len(s)):
-        new = swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+        new = swap.swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
         assert bounds[k] == pytest.approx(sets.bound(new), rel=1e-12)
 
 
@@ -178,5 +178,5 @@ def test_where_the_search_stops_at_a_local_optimum_no_single_swap_is_better(seed
     links = np.array(solution["links"])
     s, b, c, t = swap._moves(links, symmetric)
     for k in range(len(s)):
-        routed = route(inst, swap._apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k])))
+        routed = route(inst, swap.swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k])))
         assert routed is None or routed.theta <= solution["objective"] * (1 + 1e-6)

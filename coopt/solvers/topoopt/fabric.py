@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from coopt.formulations.topoopt.model import Instance, demand_matrix, objective
-from coopt.formulations.topoopt.routing import route
+from coopt.formulations.topoopt.routing import Routed, route
 from coopt.formulations.topoopt.strides import circulant_distances
 from coopt.problem import NoSolution, Solution
 
@@ -125,20 +125,15 @@ def matching_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
         yield links.copy()
 
 
-def repeated_assignment(weights: np.ndarray, rounds: int) -> list[np.ndarray]:
-    """``rounds`` rounds of maximum-weight assignment (a permutation without fixed points: every server
-    one out-link and one in-link), damping assigned pairs as :func:`repeated_matching` does; the link
-    matrices of the first ``0, 1, ..., rounds`` rounds. With directed links a port's two directions
-    are free, so a round need not be an involution: demand ``i -> j`` gets a link without the unused
-    ``j -> i``. Each round is a maximum-weight perfect matching of the bipartite transmit/receive graph
-    without the diagonal (networkx blossom; a derangement always exists for ``n >= 2``). O(rounds n^3).
-    Source: ours, the directed counterpart of the MP sub-topology."""
-    return list(itertools.islice(assignment_rounds(weights), rounds + 1))
-
-
 def assignment_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
-    """The link matrices of :func:`repeated_assignment` after ``0, 1, 2, ...`` rounds, each computed
-    only when asked for."""
+    """Rounds of maximum-weight assignment (a permutation without fixed points: every server one
+    out-link and one in-link), damping assigned pairs as :func:`repeated_matching` does: the link
+    matrices after ``0, 1, 2, ...`` rounds, each computed only when asked for. With directed links
+    a port's two directions are free, so a round need not be an involution: demand ``i -> j`` gets a
+    link without the unused ``j -> i``. Each round is a maximum-weight perfect matching of the
+    bipartite transmit/receive graph without the diagonal (networkx blossom; a derangement always
+    exists for ``n >= 2``). O(n^3) per round. Source: ours, the directed counterpart of the MP
+    sub-topology."""
     n = len(weights)
     links = np.zeros((n, n), dtype=int)
     yield links.copy()
@@ -209,10 +204,10 @@ class EcmpRouting:
         weight = np.bincount(head_key, weights=self.capacity[arc], minlength=n * n)
         level = hops[source, heads[arc]].astype(int)
         order = np.argsort(-level, kind="stable")
-        self.source, self.arc, self.level = source[order], arc[order], level[order]
+        self.source, self.arc, level = source[order], arc[order], level[order]
         self.head_key, self.tail_key = head_key[order], source[order] * n + tails[arc[order]]
         self.fraction = self.capacity[self.arc] / weight[self.head_key]
-        self.bounds = np.flatnonzero(np.diff(self.level, prepend=-1, append=-1))  # one run per level
+        self.bounds = np.flatnonzero(np.diff(level, prepend=-1, append=-1))  # one run per level
 
     def source_loads(self, demand: np.ndarray) -> np.ndarray:
         """The load of ``demand`` (``n x n``) on each ``(source, arc)`` pair of the DAGs, in their
@@ -277,10 +272,27 @@ def lp_solution(instance: Instance, links: np.ndarray) -> Solution:
     routed = route(instance, np.asarray(links))
     if routed is None:
         raise NoSolution("the routing LP finds no routing: some demand is unreachable on these links")
+    return lp_routed_solution(instance, links, routed)
+
+
+def lp_routed_solution(instance: Instance, links: np.ndarray, routed: Routed) -> Solution:
+    """``links`` with ``routed`` (the routing LP's optimum on exactly these links), priced by the
+    checker's own objective."""
     solution = {"links": np.asarray(links).astype(int).tolist(), "ring_share": routed.ring_share,
                 "flows": routed.flows}
     solution["objective"] = objective(instance, solution)
     return solution
+
+
+def swapped_links(links: np.ndarray, symmetric: bool, s: int, b: int, c: int, t: int) -> np.ndarray:
+    """``links`` with the links ``s -> b`` and ``c -> t`` replaced by ``s -> t`` and ``c -> b``
+    (and the reverse arcs with duplex links): a degree-preserving swap (a new matrix)."""
+    new = links.copy()
+    for i, j, delta in ((s, b, -1), (c, t, -1), (s, t, 1), (c, b, 1)):
+        new[i, j] += delta
+        if symmetric:
+            new[j, i] += delta
+    return new
 
 
 def ecmp_split_solution(instance: Instance, links: np.ndarray) -> Solution:

@@ -36,11 +36,13 @@ from coopt.solvers.topoopt.fabric import (
     best_routed,
     ecmp_solution,
     ecmp_split_solution,
+    lp_routed_solution,
     matching_rounds,
     paired,
     repeated_matching,
     ring_links,
     select_permutations,
+    swapped_links,
 )
 
 # -- construction ------------------------------------------------------------------------------
@@ -351,7 +353,7 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
             with contextlib.suppress(NoSolution):
                 found.append(best_routed(instance, links))
     else:
-        from coopt.solvers.topoopt.swap import Cuts, best_screened, lp_routed_solution
+        from coopt.solvers.topoopt.swap import Cuts, best_screened
 
         _, links, routed = best_screened(Cuts(instance), candidates)
         if links is not None:
@@ -438,16 +440,7 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
             c = _lightest(rng, ins, carried[ins, t] / links[ins, t])
     if s in (t, c) or b in (c, t) or links[s, b] == 0 or links[c, t] == 0:
         return None
-    new = links.copy()
-    new[s, b] -= 1
-    new[c, t] -= 1
-    new[s, t] += 1
-    new[c, b] += 1
-    if symmetric:
-        new[b, s] -= 1
-        new[t, c] -= 1
-        new[t, s] += 1
-        new[b, c] += 1
+    new = swapped_links(links, symmetric, s, b, c, t)
     return None if (new < 0).any() or np.diag(new).any() else new
 
 

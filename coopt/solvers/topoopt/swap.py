@@ -39,10 +39,10 @@ import time
 import numpy as np
 
 from coopt.formulations.topoopt.bound import moore_bound, port_bound
-from coopt.formulations.topoopt.model import Instance, objective
+from coopt.formulations.topoopt.model import Instance
 from coopt.formulations.topoopt.routing import CUT_SERVERS, Routed, SubsetCuts, TopologyLP
 from coopt.problem import NoSolution, Solution
-from coopt.solvers.topoopt.fabric import LP_SERVERS
+from coopt.solvers.topoopt.fabric import LP_SERVERS, lp_routed_solution, swapped_links
 from coopt.solvers.topoopt.finder import guided_swap_search, portfolio_candidates
 
 #: A swap is evaluated only when its bound exceeds the current ``theta`` by this fraction (the cuts
@@ -114,15 +114,6 @@ def _bounds(prices: np.ndarray, links: np.ndarray, symmetric: bool, s: np.ndarra
     n = len(links)
     return (_level(prices, links, symmetric)[:, None] + prices[:, s * n + t] + prices[:, c * n + b]
             - prices[:, s * n + b] - prices[:, c * n + t])
-
-
-def _apply(links: np.ndarray, symmetric: bool, s: int, b: int, c: int, t: int) -> np.ndarray:
-    new = links.copy()
-    for i, j, delta in ((s, b, -1), (c, t, -1), (s, t, 1), (c, b, 1)):
-        new[i, j] += delta
-        if symmetric:
-            new[j, i] += delta
-    return new
 
 
 def best_screened(cuts: Cuts, candidates: list[np.ndarray]) -> tuple[float, np.ndarray | None, Routed | None]:
@@ -225,7 +216,7 @@ def link_swap_search(
                 bound[pick] = np.minimum(bound[pick], sets)
                 refined[pick] = True
                 continue
-            new = _apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+            new = swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
             bound[k] = -np.inf
             if new.tobytes() in cuts.seen:
                 continue
@@ -258,14 +249,6 @@ def link_swap_search(
             s, b, c, t = _moves(links, symmetric)
             if len(s):
                 k = int(rng.integers(len(s)))
-                links = _apply(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+                links = swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
         theta = cuts.evaluate(links)
     return lp_routed_solution(instance, best_links, answer)
-
-
-def lp_routed_solution(instance: Instance, links: np.ndarray, routed: Routed) -> Solution:
-    """``links`` with ``routed`` (the routing LP's optimum on exactly these links), priced by the
-    checker's own objective."""
-    solution = {"links": links.astype(int).tolist(), "ring_share": routed.ring_share, "flows": routed.flows}
-    solution["objective"] = objective(instance, solution)
-    return solution
