@@ -2294,8 +2294,8 @@ def _best_of(instance: Instance, names: Iterable[str]) -> Solution | None:
     return best
 
 
-#: The heuristics that only combine the others (skipped where every schedule is run anyway).
-COMBINED = ("portfolio", "local_search")
+#: The heuristics that only return the best of others (skipped where every schedule is run anyway).
+COMBINED = ("portfolio",)
 
 HEURISTICS = {
     "gpipe": gpipe,

@@ -128,6 +128,10 @@ from coopt.formulations.pipeline.model import (
     Instance,
     PassKey,
     Timed,
+    _tolerance,
+    check,
+    parse,
+    peaks,
     serial_bound,
     to_solution,
 )
@@ -223,12 +227,11 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     is relabelled into the form Model P admits: FIFO on keep-only instances (:func:`fifo_relabel`),
     else the F(0, j) chain (:func:`first_lane_relabel`); a relabelling the checker rejects is not
     used."""
-    from coopt.formulations.pipeline.model import check
     from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
     best: tuple[float, Solution | None] = (serial_bound(instance), None)
     for name, fn in HEURISTICS.items():
-        if name in COMBINED and name != "local_search":
+        if name in COMBINED:
             continue
         try:
             solution = fn(instance)
@@ -453,7 +456,6 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
 def _exactly_feasible(instance: Instance, solution: Solution) -> bool:
     """The schedule meets precedence, exclusivity and the caps without the checker's tolerance
     (to 1e-9 relative), so that Model P's rows hold at its values."""
-    from coopt.formulations.pipeline.model import parse, peaks
 
     timed, bad = parse(instance, solution)
     if timed is None or bad:
@@ -656,18 +658,13 @@ def extract(model: pyo.ConcreteModel, instance: Instance) -> Solution:
                 d2h[i] = pyo.value(model.D[i]) * u
                 h2d[i] = pyo.value(model.U[i]) * u
     raw = Timed(start=start, modes=modes, d2h=d2h, h2d=h2d)
-    from coopt.formulations.pipeline.model import check
 
     polished = _polish(instance, raw)
-    if polished is not None and polished.value(instance) <= raw.value(instance) + _tol(instance):
+    if polished is not None and polished.value(instance) <= raw.value(instance) + _tolerance(instance):
         solution = to_solution(instance, polished)
         if not check(instance, solution):
             return solution
     return to_solution(instance, raw)
-
-
-def _tol(instance: Instance) -> float:
-    return 1e-6 * max(1.0, instance.time_scale)  # the checker's time tolerance
 
 
 def _polish(instance: Instance, timed: Timed) -> Timed | None:
@@ -696,7 +693,7 @@ def _polish(instance: Instance, timed: Timed) -> Timed | None:
         edges.append((("S", ("F", k, j)), ("D", i), dur(("F", k, j))))
         edges.append((("D", i), ("U", i), instance.tau_d(k)))
         edges.append((("U", i), ("S", ("B", k, j)), instance.tau_u(k)))
-    tol = _tol(instance)
+    tol = _tolerance(instance)
     for d in range(instance.stages):
         on = [x for x in timed.start if instance.device(x[1]) == d]
         lanes = [[(("S", x), dur(x)) for x in on]]
