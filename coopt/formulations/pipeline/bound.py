@@ -144,11 +144,11 @@ def _memory_rule(instance: Instance, k: int, j: int, end: dict[PassKey, float]) 
     return best
 
 
-def releases(instance: Instance) -> dict[PassKey, float]:
+def releases(instance: Instance, memory: bool = True) -> dict[PassKey, float]:
     """A lower bound on the start of every pass (module docstring): the earliest start in the
-    precedence graph with the lossless edges, and where :func:`memory_rule_applies`, with every
-    forward also held back by its stage's cap."""
-    if not memory_rule_applies(instance):
+    precedence graph with the lossless edges, and with ``memory`` where
+    :func:`memory_rule_applies`, with every forward also held back by its stage's cap."""
+    if not (memory and memory_rule_applies(instance)):
         end = _longest_paths(instance)
         return {x: end[x] - instance.duration(x) for x in end}
     K, m = instance.virtual_stages, instance.microbatches
@@ -203,14 +203,15 @@ def _tail_rules(instance: Instance, k: int, j: int, kind: str, tail: dict[PassKe
     return best
 
 
-def tails(instance: Instance) -> dict[PassKey, float]:
+def tails(instance: Instance, memory: bool = True) -> dict[PassKey, float]:
     """A lower bound on the time from the *start* of every pass to the makespan: the longest
     path from it to the end of a sink in the precedence graph with the lossless edges
-    (keep-mode durations and lags), and where :func:`memory_rule_applies`, with the mirror of
-    the memory rule at the ends of B and W (module docstring)."""
+    (keep-mode durations and lags), and with ``memory`` where :func:`memory_rule_applies`, with
+    the mirror of the memory rule at the ends of B and W (module docstring)."""
     succ = successors(instance)
     tail: dict[PassKey, float] = {}
-    if memory_rule_applies(instance):
+    rule = memory and memory_rule_applies(instance)
+    if rule:
         K, m = instance.virtual_stages, instance.microbatches
         order = []
         for j in reversed(range(m)):
@@ -222,7 +223,7 @@ def tails(instance: Instance) -> dict[PassKey, float]:
         order = list(reversed(topological_order(succ)))
     for x in order:
         after = max((tail[y] + _lag(instance, x, y) for y in succ[x]), default=0.0)
-        if x[0] != "F" and memory_rule_applies(instance):
+        if x[0] != "F" and rule:
             after = max(after, _tail_rules(instance, x[1], x[2], x[0], tail))
         tail[x] = instance.duration(x) + after
     return tail

@@ -136,20 +136,15 @@ def lane_edges(instance: Instance) -> list[tuple[Lane, Lane, float]]:
 
 def windows(instance: Instance, horizon: int, q: float) -> dict[Lane, tuple[list[int], list[int]]]:
     """Per lane, the earliest and latest start slot of its j-th pass (j = 0..m-1) within
-    ``horizon`` slots: heads and tails along the precedence graph with the FIFO edges."""
-    from coopt.formulations.pipeline.bound import _lag, _longest_paths
-    from coopt.formulations.pipeline.milp import successors, topological_order
+    ``horizon`` slots: heads and tails along the precedence graph with the FIFO edges (the
+    lossless edges of keep-only instances, where Model N applies)."""
+    from coopt.formulations.pipeline.bound import releases, tails
 
-    earliest_end = _longest_paths(instance)
-    succ = successors(instance, fifo=True)
-    tail: dict[PassKey, float] = {}
-    for x in reversed(topological_order(succ)):
-        after = max((_lag(instance, x, y) + tail[y] for y in succ[x]), default=0.0)
-        tail[x] = instance.duration(x) + after
+    release, tail = releases(instance, memory=False), tails(instance, memory=False)
     out = {}
     for x, k in lanes(instance):
         keys = [(x, k, j) for j in range(instance.microbatches)]
-        early = [_slots(earliest_end[key] - instance.duration(key), q) for key in keys]
+        early = [_slots(release[key], q) for key in keys]
         late = [horizon - _slots(tail[key], q) for key in keys]
         out[(x, k)] = (early, late)
     return out
