@@ -129,8 +129,7 @@ def memory_rule_applies(instance: Instance) -> bool:
 def _memory_rule(instance: Instance, k: int, j: int, end: dict[PassKey, float]) -> float:
     """Earliest start of F(k, j) that its stage's cap allows, given lower bounds on the B and W
     ends of the micro-batches before j (module docstring); inf when not one micro-batch fits."""
-    cap = instance.cap(k)
-    room = cap + 1e-6 * max(1.0, cap)  # the checker's tolerance
+    room = instance.cap_room(k)
     a, a_w = instance.a(k), instance.a_w(k)
     best = math.inf
     x = 0
@@ -177,8 +176,7 @@ def _tail_rules(instance: Instance, k: int, j: int, kind: str, tail: dict[PassKe
     """The mirror of :func:`_memory_rule`: a lower bound on the time from the end of B(k, j)
     or W(k, j) to the makespan that stage k's cap forces (module docstring), given the tails
     (from their starts) of the passes of micro-batches after j."""
-    cap = instance.cap(k)
-    room = cap + 1e-6 * max(1.0, cap)
+    room = instance.cap_room(k)
     a, a_w, m = instance.a(k), instance.a_w(k), instance.microbatches
 
     def f_tail(i: int) -> float:

@@ -200,6 +200,11 @@ class Instance:
     def cap(self, d: int) -> float:
         return float("inf") if self.memory_cap_bytes is None else self.memory_cap_bytes[d]
 
+    def cap_room(self, d: int) -> float:
+        """The most device ``d`` may hold as the checker judges it: the cap and its tolerance."""
+        cap = self.cap(d)
+        return cap + 1e-6 * max(1.0, cap)
+
     @property
     def kinds(self) -> tuple[str, ...]:
         return ("F", "B", "W") if self.split_backward else ("F", "B")
@@ -764,9 +769,9 @@ def check(instance: Instance, solution: Solution) -> list[Violation]:
     events = memory_events(instance, timed)
     for d in range(instance.stages):
         profile = memory_profile(events[d], tol)
-        cap = instance.cap(d)
+        cap, room = instance.cap(d), instance.cap_room(d)
         for t, level in profile:
-            if level > cap + 1e-6 * max(1.0, cap):
+            if level > room:
                 bad.append(Violation(
                     "memory", f"device {d} holds {level / GB:g} GB at t={t:g} > cap {cap / GB:g} GB"))
                 break

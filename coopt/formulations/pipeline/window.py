@@ -128,9 +128,9 @@ def build_window(instance: Instance, s: int, e: int, upper: float) -> pyo.Concre
 
     # (W5) the cap at every forward start; (W6) FIFO consequences on the binaries
     for k in stages:
-        a, a_w, cap = instance.a(k), instance.a_w(k), instance.cap(k)
+        a, a_w = instance.a(k), instance.a_w(k)
         g = max(a, 1.0)
-        room = (cap + 1e-6 * max(1.0, cap)) / g
+        room = instance.cap_room(k) / g
         for i in range(1, m):
             level = a / g
             for j in range(i):
