@@ -94,21 +94,21 @@ def main(argv: list[str] | None = None) -> int:
             return "-" if x is None else f"{x:.6g}"
 
         first = next((b for _, _, b in report.trace if b is not None), None)  # HiGHS' first dual bound
+        bound = lower_bound(instance)
         print(f"| {name} | P | {report.status} | {show(report.objective)} | {show(report.bound)} | "
-              f"{show(first)} | {show(lower_bound(instance))} | "
+              f"{show(first)} | {show(bound)} | "
               f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
               f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
         if args.counts and counts.applies(instance):
             started = time.perf_counter()
             best, start = incumbent(instance)
-            horizon = int(best / counts.time_unit(instance) + 1e-9)
-            model = counts.build_counts(instance, horizon, lower_bound(instance), start)
+            model = counts.build_counts(instance, counts.horizon_slots(instance, best), bound, start)
             built = time.perf_counter() - started
             result = solve_model(model, options)
             solution = counts.extract_counts(model, instance) if result.objective is not None else None
             assert solution is None or not pm.check(instance, solution), "Model N's schedule is rejected"
             print(f"| {name} | N | {result.status} | {show(result.objective)} | {show(result.bound)} | - | "
-                  f"{show(lower_bound(instance))} | {result.nodes if result.nodes is not None else '-'} | "
+                  f"{show(bound)} | {result.nodes if result.nodes is not None else '-'} | "
                   f"{built:.2f} | "
                   f"{result.handoff:.2f} | {result.solve:.2f} |", flush=True)
     if not args.sizes and ("overtake" in args.only or not args.only):
@@ -127,13 +127,14 @@ def windows(args: argparse.Namespace) -> int:
         if args.only not in name or not window.applies(instance):
             continue
         best, _ = incumbent(instance)
+        bound = lower_bound(instance)
         fill = {s: _fill(instance, s) or 0.0 for s in range(instance.virtual_stages)}
         s = args.window_stage if args.window_stage is not None else max(fill, key=fill.__getitem__)
         for k in args.windows:
             e = min(s + k, instance.virtual_stages - 1)
             started = time.process_time()
-            bound, value, status = window.window_bound(instance, s, e, best, args.time_limit)
-            print(f"| {name} | {best:g} | {lower_bound(instance):g} | {s} | {e - s} | {bound:.2f} | "
+            found, value, status = window.window_bound(instance, s, e, best, args.time_limit)
+            print(f"| {name} | {best:g} | {bound:g} | {s} | {e - s} | {found:.2f} | "
                   f"{'-' if value is None else f'{value:.6g}'} | {status} | "
                   f"{time.process_time() - started:.1f} |", flush=True)
     return 0

@@ -123,7 +123,7 @@ def test_bound_never_above_model_n_without_the_cut(seed):
     instance = keep_only(1000 + seed, rng.randint(2, 4), rng.randint(4, 8), split=rng.random() < 0.8)
     bound = lower_bound(instance)
     value, start = incumbent(instance)  # the serial bound and no start when no heuristic fits
-    model = counts.build_counts(instance, int(value / counts.time_unit(instance) + 1e-9), 0.0, start)
+    model = counts.build_counts(instance, counts.horizon_slots(instance, value), 0.0, start)
     result = solve_model(model, OPTIONS)
     assert result.status == "optimal"
     assert bound <= result.objective + 1e-9

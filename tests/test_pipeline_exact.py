@@ -26,8 +26,7 @@ OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
 def solve_counts(instance: pm.Instance, horizon: int | None = None, warm: bool = True):
     """Model N over the heuristic's horizon (or ``horizon`` slots): result and its schedule."""
     best, start = incumbent(instance)
-    q = counts.time_unit(instance)
-    H = int(best / q + 1e-9) if horizon is None else horizon
+    H = counts.horizon_slots(instance, best) if horizon is None else horizon
     model = counts.build_counts(instance, H, lower_bound(instance), start if warm else None)
     result = solve_model(model, OPTIONS)
     return result, (counts.extract_counts(model, instance) if result.objective is not None else None)

@@ -150,6 +150,12 @@ def windows(instance: Instance, horizon: int, q: float) -> dict[Lane, tuple[list
     return out
 
 
+def horizon_slots(instance: Instance, makespan: float) -> int:
+    """The slots of :func:`time_unit` that fit in ``makespan`` seconds (a known schedule's makespan,
+    the horizon of :func:`build_counts`)."""
+    return int(makespan / time_unit(instance) + 1e-9)
+
+
 def build_counts(instance: Instance, horizon: int, floor: float, start: Solution | None = None
                  ) -> pyo.ConcreteModel:
     """Model N over ``horizon`` slots (the best known makespan in units of :func:`time_unit`),
