@@ -131,7 +131,6 @@ class RoutingLP:
         mp = mp_matrix(instance) / unit
         groups = instance.allreduce
         self.shares = [(g, q) for g, group in enumerate(groups) for q in candidate_strides(n, group.size)]
-        ring_c = np.array([ring_bytes(groups[g]) / unit for g, _ in self.shares])
         narc = len(tails)
         self.sources = sources = np.flatnonzero((mp.sum(axis=1) > 0) | bool(groups))
         free = capacity is None
@@ -143,8 +142,8 @@ class RoutingLP:
             link_index = np.arange(narc)
             nlink = narc if free else 0
 
-        self.c_mu, c_link = 1, 1 + len(self.shares)
-        self.c_flow = c_flow = c_link + nlink
+        c_link = 1 + len(self.shares)  # theta, then mu per share (:func:`_split_columns`)
+        c_flow = c_link + nlink
         ncol = c_flow + len(sources) * narc
         r_cons = len(groups)  # rows 0..G-1: the split rows
         self.r_cap = r_cap = r_cons + len(sources) * (n - 1)
@@ -155,16 +154,7 @@ class RoutingLP:
             return r_cons + k * (n - 1) + v - (v > s)
 
         m = Columns()
-        # theta: -1 in every split row; theta M_sv in the conservation rows (v != s)
-        m.add(np.arange(len(groups)), np.zeros(len(groups)), -np.ones(len(groups)))
-        ks, vs = np.nonzero(mp[sources] > 0)
-        m.add(cons_row(ks, sources[ks], vs), np.zeros(len(ks)), mp[sources[ks], vs])
-        # mu_gq: +1 in its split row; c_g in the conservation row of (s, s + q) for every source s
-        for column, (g, q) in enumerate(self.shares):
-            dest = (sources + q) % n
-            k = np.flatnonzero(dest != sources)
-            m.add(np.r_[g, cons_row(k, sources[k], dest[k])], np.full(1 + len(k), self.c_mu + column),
-                  np.r_[1.0, np.full(len(k), ring_c[column])])
+        _split_columns(m, instance, mp, sources, self.shares, unit, lambda k, v: cons_row(k, sources[k], v))
         # flows: +1 at the tail, -1 at the head (rows v != s only), +1 in the arc's capacity row
         k = np.repeat(np.arange(len(sources)), narc)
         a = np.tile(np.arange(narc), len(sources))
@@ -315,6 +305,23 @@ _FLOW_SIGNS = np.array([1.0, -1.0, 1.0])  # a flow column's entries: tail row, h
 _COLWISE, _MAXIMIZE = 1, -1  # highspy's MatrixFormat.kColwise and ObjSense.kMaximize, as passModel's ints
 
 
+def _split_columns(m: Columns, instance: Instance, mp: np.ndarray, sources: np.ndarray,
+                   shares: list[tuple[int, int]], unit: float, cons) -> None:
+    """The columns of the routing LP that do not depend on the links, added to ``m``: ``theta``
+    (column 0: -1 in every split row, ``M_sv`` in the conservation rows, v != s) and ``mu_gq`` per
+    share (column ``1 + index``: +1 in its split row, ``c_g`` in the conservation row of
+    ``(s, s + q)`` for every source s); ``cons(k, v)`` is the row of (the k-th source, server v)."""
+    n, groups = instance.servers, instance.allreduce
+    m.add(np.arange(len(groups)), np.zeros(len(groups)), -np.ones(len(groups)))
+    ks, vs = np.nonzero(mp[sources] > 0)
+    m.add(cons(ks, vs), np.zeros(len(ks)), mp[sources[ks], vs])
+    for column, (g, q) in enumerate(shares):
+        dest = (sources + q) % n
+        keep = np.flatnonzero(dest != sources)
+        m.add(np.r_[g, cons(keep, dest[keep])], np.full(1 + len(keep), 1 + column),
+              np.r_[1.0, np.full(len(keep), ring_bytes(groups[g]) / unit)])
+
+
 class TopologyLP:
     """The routing LP of :class:`RoutingLP` for many topologies of one instance, built for speed: the
     ``theta`` and ``mu`` columns (which do not depend on the links) are laid out once, a topology only
@@ -339,19 +346,11 @@ class TopologyLP:
         self.ncol0 = 1 + len(shares)
         # theta and mu columns: entries (row, column) and values, fixed for the instance
         fixed = Columns()
-        fixed.add(np.arange(len(groups)), np.zeros(len(groups)), -np.ones(len(groups)))
-        ks, vs = np.nonzero(mp[sources] > 0)
-        fixed.add(self._cons(ks, vs), np.zeros(len(ks)), mp[sources[ks], vs])
-        for column, (g, q) in enumerate(shares):
-            dest = (sources + q) % n
-            keep = np.flatnonzero(dest != sources)
-            fixed.add(np.r_[g, self._cons(keep, dest[keep])], np.full(1 + len(keep), 1 + column),
-                      np.r_[1.0, np.full(len(keep), ring_bytes(groups[g]) / unit)])
+        _split_columns(fixed, instance, mp, sources, shares, unit, self._cons)
         self.fixed_start, self.fixed_index, self.fixed_value = fixed.csc(self.ncol0)
         # the conservation row of (source k, server v), -1 where v is the source itself
         v = np.arange(n)[None, :]
-        self.cons_row = np.where(v == sources[:, None], -1,
-                                 self.r_cons + np.arange(k)[:, None] * (n - 1) + v - (v > sources[:, None]))
+        self.cons_row = np.where(v == sources[:, None], -1, self._cons(np.arange(k)[:, None], v))
         self._signs: dict[int, np.ndarray] = {}  # flow-column entry values per arc count
         self._columns: dict[int, tuple[np.ndarray, ...]] = {}  # column data per column count
         # the pairs that must be reachable for theta > 0: every model-parallel demand, and per group
