@@ -143,7 +143,7 @@ class RoutingLP:
             nlink = narc if free else 0
 
         c_link = 1 + len(self.shares)  # theta, then mu per share (:func:`_split_columns`)
-        c_flow = c_link + nlink
+        self.c_flow = c_flow = c_link + nlink  # the flows after the free links' columns, if any
         ncol = c_flow + len(sources) * narc
         r_cons = len(groups)  # rows 0..G-1: the split rows
         self.r_cap = r_cap = r_cons + len(sources) * (n - 1)
@@ -199,13 +199,15 @@ class RoutingLP:
 
     def routed(self, values: np.ndarray) -> Routed:
         """The routing of a solve's values, in problem units."""
-        return routed(self.instance, self.shares, self.sources, self.tails, self.heads, self.unit, values)
+        return routed(self.instance, self.shares, self.sources, self.tails, self.heads, self.unit, values,
+                      self.c_flow)
 
 
 def routed(instance: Instance, shares: list[tuple[int, int]], sources: np.ndarray, tails: np.ndarray,
-           heads: np.ndarray, unit: float, values: np.ndarray) -> Routed:
+           heads: np.ndarray, unit: float, values: np.ndarray, start: int) -> Routed:
     """The routing in problem units of an optimal solution of the routing LP laid out as
-    :class:`RoutingLP` (``theta``, ``mu`` per (group, stride) of ``shares``, flows per source x arc)."""
+    :class:`RoutingLP` (``theta``, ``mu`` per (group, stride) of ``shares``, flows per source x arc
+    from column ``start``)."""
     theta = float(values[0])
     ring_share: list[list[list[float]]] = [[] for _ in instance.allreduce]
     for column, (g, q) in enumerate(shares):
@@ -215,7 +217,6 @@ def routed(instance: Instance, shares: list[tuple[int, int]], sources: np.ndarra
     for g, entries in enumerate(ring_share):
         total = sum(mu for _, mu in entries)
         ring_share[g] = [[q, mu / total] for q, mu in entries]
-    start = 1 + len(shares)
     flow = values[start:start + len(sources) * len(tails)].reshape(len(sources), len(tails))
     k, a = np.nonzero(flow > 1e-12 * theta)
     amounts = flow[k, a] / theta * unit
@@ -428,7 +429,7 @@ class TopologyLP:
         """After a :meth:`solve` with ``theta > 0``: its optimal routing and ring split."""
         assert self.arcs is not None
         values = np.asarray(self.highs.getSolution().col_value)
-        return routed(self.instance, self.shares, self.sources, *self.arcs, self.unit, values)
+        return routed(self.instance, self.shares, self.sources, *self.arcs, self.unit, values, self.ncol0)
 
     def prices(self) -> np.ndarray:
         """After an optimal :meth:`solve`: prices ``Y >= 0`` per arc (``n x n``, iterations/s per
