@@ -106,6 +106,11 @@ def _tail(instance: Instance, d: int) -> float:
     return sum(instance.t_b(k) + instance.lag(k + 1, k) for k in range(first))
 
 
+def _room(instance: Instance, s: int) -> int:
+    """n_s = floor(cap_s / a_s): how many micro-batches' activations stage s holds at once."""
+    return math.floor(instance.cap(s) / instance.a(s) * (1 + 1e-12))
+
+
 def _fill(instance: Instance, s: int) -> float | None:
     """ceil(m / n_s) R_s, the memory fill of stage s (keep-only, one chunk; else None)."""
     if instance.allow_recompute or instance.allow_offload or instance.chunks != 1:
@@ -113,7 +118,7 @@ def _fill(instance: Instance, s: int) -> float | None:
     cap = instance.cap(s)
     if math.isinf(cap):
         return None
-    room = math.floor(cap / instance.a(s) * (1 + 1e-12))
+    room = _room(instance, s)
     if room < 1:
         return math.inf  # not even one micro-batch fits: infeasible
     trip = sum(instance.t_f(k) + instance.t_b(k) for k in range(s, instance.stages))

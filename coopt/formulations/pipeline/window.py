@@ -46,7 +46,7 @@ import math
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline.bound import _fill, _head, _tail, memory_rule_applies, releases, tails
+from coopt.formulations.pipeline.bound import _fill, _head, _room, _tail, memory_rule_applies, releases, tails
 from coopt.formulations.pipeline.model import Instance, PassKey
 from coopt.problem import SolveOptions
 
@@ -185,7 +185,7 @@ def lower_bound(instance: Instance, upper: float, stages: int = 2, time_limit: f
         return 0.0
     fill = {s: _fill(instance, s) for s in range(instance.virtual_stages)}
     binding = [s for s, f in fill.items() if f is not None and math.isfinite(f)
-               and math.floor(instance.cap(s) / instance.a(s) * (1 + 1e-12)) < instance.microbatches]
+               and _room(instance, s) < instance.microbatches]
     binding.sort(key=lambda s: -(_head(instance, s) + fill[s] + _tail(instance, s)))
     # capped at ``upper``: a feasible makespan, which no valid bound exceeds (an infeasible
     # window could only come from the tolerance on the schedule that gave it)
