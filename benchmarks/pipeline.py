@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from coopt.formulations.pipeline import PROBLEM
@@ -239,8 +240,14 @@ def slowdown(method: str, layers: int, v: int, placement: str, hbm: float, copy:
         value = schedules.HEURISTICS[method](llama(layers, v, placement, hbm, copy, per_layer))["objective"]
     except NoSolution:
         return None
-    reference = schedules.one_f_one_b(replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None))
-    return value / reference["objective"]
+    return value / uncapped_1f1b(layers, hbm)
+
+
+@cache
+def uncapped_1f1b(layers: int, hbm: float) -> float:
+    """Iteration time of 1F1B without a memory cap at ``layers`` layers: the throughput reference."""
+    uncapped = replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None)
+    return schedules.one_f_one_b(uncapped)["objective"]
 
 
 def fits(method: str, layers: int, v: int, placement: str, hbm: float, band: float | None,

@@ -46,6 +46,7 @@ from pipeline import (
     calibrated_hbm,
     llama,
     max_layers,
+    uncapped_1f1b,
 )
 
 from coopt.formulations.pipeline import model as pm
@@ -123,13 +124,6 @@ def hierarchical(method: str, layers: int, chunks: int, placement: str, hbm: flo
         if max(pm.peaks(instance, timed, statics)) <= limit * (1 + 1e-9):
             return max(finish, timed.makespan(instance))
     return None
-
-
-@cache
-def uncapped_1f1b(layers: int, hbm: float) -> float:
-    """Iteration time of 1F1B without a memory cap: Part B's throughput reference."""
-    uncapped = replace(llama(layers, 1, "interleaved", hbm), memory_cap_bytes=None)
-    return schedules.one_f_one_b(uncapped)["objective"]
 
 
 def max_hierarchical(method: str, chunks: int, placement: str, hbm: float, band: float | None = None,
