@@ -440,6 +440,44 @@ def _abandoned(solver: Highs, model: pyo.ConcreteModel, latest: dict[str, Any], 
     )
 
 
+def max_weight_lp(weight: np.ndarray, low: np.ndarray, columns: np.ndarray, rows: np.ndarray,
+                  values: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``max weight . x`` s.t. ``sum_e values_e x_{columns_e} <= rhs_{rows_e}`` per row and
+    ``low <= x <= 1``, by HiGHS directly (no Pyomo): ``(x, |row duals|)``, or None where HiGHS
+    does not report it optimal. The entries go to HiGHS column-wise, by (column, row)."""
+    import highspy
+    from pyomo.common.tee import capture_output
+
+    with capture_output(capture_fd=True):  # the constructor prints a banner
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    # HiGHS keeps one thread scheduler per process, sized by the first run; reset it before and
+    # after, so this LP neither fails after nor breaks the exact route's runs (otherwise a later
+    # solve_model returns status "error", termination unknown)
+    highspy.Highs.resetGlobalScheduler(True)
+    n, m = len(weight), len(rhs)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = -np.asarray(weight, dtype=float)
+    lp.col_lower_, lp.col_upper_ = np.asarray(low, dtype=float), np.ones(n)
+    lp.row_lower_, lp.row_upper_ = np.full(m, -highspy.kHighsInf), np.asarray(rhs, dtype=float)
+    order = np.lexsort((rows, columns))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.searchsorted(columns[order], np.arange(n + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = np.asarray(rows, dtype=np.int32)[order]
+    lp.a_matrix_.value_ = np.asarray(values, dtype=np.float64)[order]
+    highs.passModel(lp)
+    highs.run()
+    optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    answer = None
+    if optimal:
+        solution = highs.getSolution()
+        answer = np.array(solution.col_value), np.abs(np.array(solution.row_dual))
+    highspy.Highs.resetGlobalScheduler(True)
+    return answer
+
+
 def lp_relaxation(problem: Problem, instance: Any, options: SolveOptions | None = None) -> float | None:
     """Optimal value of the exact model with integrality dropped (problem units)."""
     model = problem.build(instance)

@@ -188,8 +188,7 @@ def fix_for_weight(model: pyo.ConcreteModel, instance: Instance, weight: int) ->
     Whichever of these bounds falls below ``weight`` (less a relative 1e-6 for float rounding)
     is a fixing: x_j = 0, x_j = 1, or sum_{j in r} x_j >= 1. D is recomputed here from y, so
     the fixings hold whatever accuracy HiGHS reached (any y >= 0 gives a valid D)."""
-    import highspy
-    from pyomo.common.tee import capture_output
+    from coopt.solvers.highs import max_weight_lp
 
     cands = model.candidates
     n = len(cands)
@@ -201,26 +200,8 @@ def fix_for_weight(model: pyo.ConcreteModel, instance: Instance, weight: int) ->
     rhs = np.array([1.0] * len(requests) + [float(b) for _, b in model.packing])
     index = np.concatenate([np.asarray(m, dtype=np.int32) for m in rows])
     owner = np.repeat(np.arange(len(rows), dtype=np.int32), [len(m) for m in rows])
-    with capture_output(capture_fd=True):  # the constructor prints a banner
-        highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("threads", 1)
-    highspy.Highs.resetGlobalScheduler(True)  # see coopt.solvers.provisioning.grooming
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, len(rows)
-    lp.col_cost_ = -w
-    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
-    lp.row_lower_, lp.row_upper_ = np.full(len(rows), -highspy.kHighsInf), rhs
-    order = np.lexsort((owner, index))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.searchsorted(index[order], np.arange(n + 1)).astype(np.int32)
-    lp.a_matrix_.index_ = owner[order]
-    lp.a_matrix_.value_ = np.ones(len(index))
-    highs.passModel(lp)
-    highs.run()
-    solved = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    y = np.abs(np.array(highs.getSolution().row_dual)) if solved else None
-    highspy.Highs.resetGlobalScheduler(True)
+    solved = max_weight_lp(w, np.zeros(n), index, owner, np.ones(len(index)), rhs)
+    y = None if solved is None else solved[1]
     if y is None:
         return Fixing(math.inf, 0, 0, 0)
     a = np.bincount(index, weights=y[owner], minlength=n)

@@ -19,6 +19,7 @@ import numpy as np
 
 from coopt.formulations.provisioning import grooming as G
 from coopt.problem import Solution
+from coopt.solvers.highs import max_weight_lp
 from coopt.solvers.provisioning.rmsa import SpectrumState
 
 WEIGHT_EXISTING = 1.0
@@ -352,35 +353,8 @@ def _max_weighted_fractions(weight: np.ndarray, low: np.ndarray, rows: list[list
     """The LP of :func:`reoptimize_rates` (column j: weight, bounds [low_j, 1]; row i: the
     (column, Gbit/s) pairs of lightpath i, at most capacity_i), solved by HiGHS; None if HiGHS
     does not report it optimal."""
-    import highspy
-    from pyomo.common.tee import capture_output
-
-    with capture_output(capture_fd=True):  # the constructor prints a banner
-        highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("threads", 1)
-    # HiGHS keeps one thread scheduler per process, sized by the first run; reset it before and
-    # after, so this LP neither fails after nor breaks the exact route's runs (otherwise a later
-    # solve_model returns status "error", termination unknown)
-    highspy.Highs.resetGlobalScheduler(True)
-    n = len(weight)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, len(rows)
-    lp.col_cost_ = -weight
-    lp.col_lower_, lp.col_upper_ = low, np.ones(n)
-    lp.row_lower_ = np.full(len(rows), -highspy.kHighsInf)
-    lp.row_upper_ = capacity
-    entries = sorted((j, i, value) for i, row in enumerate(rows) for j, value in row)
-    starts = np.zeros(n + 1, dtype=np.int32)
-    for j, _, _ in entries:
-        starts[j + 1] += 1
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.cumsum(starts).astype(np.int32)
-    lp.a_matrix_.index_ = np.array([i for _, i, _ in entries], dtype=np.int32)
-    lp.a_matrix_.value_ = np.array([v for _, _, v in entries], dtype=np.float64)
-    highs.passModel(lp)
-    highs.run()
-    optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    fractions = np.array(highs.getSolution().col_value) if optimal else None
-    highspy.Highs.resetGlobalScheduler(True)
-    return fractions
+    columns = np.array([j for row in rows for j, _ in row], dtype=np.int32)
+    owners = np.array([i for i, row in enumerate(rows) for _ in row], dtype=np.int32)
+    values = np.array([value for row in rows for _, value in row], dtype=np.float64)
+    solved = max_weight_lp(weight, low, columns, owners, values, capacity)
+    return None if solved is None else solved[0]
