@@ -11,6 +11,7 @@ activation memory above its cap). All are deterministic; only ``local_search`` u
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import random
@@ -295,10 +296,22 @@ def _list_schedule(
     for a forward, keeps fewer than ``window(k)`` micro-batches in flight on virtual stage k.
     A forward also reserves room for the same micro-batch's later chunks on its device, so a
     micro-batch that entered a device can always finish there (no memory deadlock from chunks).
-    O(n p v) for n passes (each dispatch scans the p v lane heads)."""
+    The next dispatch is the (earliest start, lowest device) of the devices' choices.
+
+    A device's choice depends on its own lanes, clock and memory and on its lane heads'
+    predecessors only, so after a dispatch only the dispatching device and the devices of the
+    pass's data-flow successors choose again; the others' choices wait in a heap (an entry is
+    stale once its device chose again). O(n (v + log p)) for n passes, v chunks per device
+    (was O(n p v) when every device chose again at every dispatch). ``priority`` must not change
+    for a pass once it is ready (both priorities here read only the start of the same item's
+    forward, dispatched before its backward is ready)."""
     p, m = instance.stages, instance.microbatches
     on = [instance.stages_on(d) for d in range(p)]
     preds_of = {x: instance.predecessors(x) for x in instance.passes()}
+    succ_devices: dict[PassKey, set[int]] = {x: set() for x in preds_of}
+    for x, preds in preds_of.items():
+        for q, _ in preds:
+            succ_devices[q].add(instance.device(x[1]))
     size = {k: instance.a(k) for k in range(instance.virtual_stages)}
     nxt = {(x, k): 0 for x in instance.kinds for k in range(instance.virtual_stages)}
     start: dict[PassKey, float] = {}
@@ -321,29 +334,42 @@ def _list_schedule(
             return True  # a later chunk of a micro-batch already on this device: room is reserved
         return inflight[k] < window(k) and level[d] + reserved[d] + size[k] + later[k] <= limit[d]
 
-    while len(start) < len(nxt) * m:
-        best: tuple | None = None
-        for d in range(p):
-            cands = []
-            for k in on[d]:
-                for kind in instance.kinds:
-                    j = nxt[(kind, k)]
-                    if j >= m:
-                        continue
-                    key = (kind, k, j)
-                    preds = preds_of[key]
-                    if any(q not in end for q, _ in preds) or not admissible(key, d):
-                        continue
-                    cands.append((max([free[d]] + [end[q] + lag for q, lag in preds]), key))
-            if not cands:
-                continue
-            t = min(r for r, _ in cands)
-            key = min((key for r, key in cands if r <= t), key=lambda x: priority(x, start))
-            if best is None or (t, d) < best[:2]:
-                best = (t, d, key)
-        if best is None:
+    def choice(d: int) -> tuple[float, PassKey] | None:
+        """Device d's earliest ready time and its pass of best priority ready by then."""
+        cands = []
+        for k in on[d]:
+            for kind in instance.kinds:
+                j = nxt[(kind, k)]
+                if j >= m:
+                    continue
+                key = (kind, k, j)
+                preds = preds_of[key]
+                if any(q not in end for q, _ in preds) or not admissible(key, d):
+                    continue
+                cands.append((max([free[d]] + [end[q] + lag for q, lag in preds]), key))
+        if not cands:
+            return None
+        t = min(r for r, _ in cands)
+        return t, min((key for r, key in cands if r <= t), key=lambda x: priority(x, start))
+
+    version = [0] * p
+    heap: list[tuple[float, int, int, PassKey]] = []
+
+    def rechoose(d: int) -> None:
+        version[d] += 1
+        got = choice(d)
+        if got is not None:
+            heapq.heappush(heap, (got[0], d, version[d], got[1]))
+
+    for d in range(p):
+        rechoose(d)
+    total = len(nxt) * m
+    while len(start) < total:
+        while heap and heap[0][2] != version[heap[0][1]]:
+            heapq.heappop(heap)
+        if not heap:
             raise NoSolution(f"{name}: no pass can start within the memory cap (deadlock)")
-        t, d, key = best
+        t, d, _, key = heapq.heappop(heap)
         kind, k, j = key
         start[key] = t
         end[key] = t + instance.duration(key)
@@ -358,6 +384,8 @@ def _list_schedule(
         else:
             level[d] -= instance.a_w(k)
         nxt[(kind, k)] += 1
+        for e in succ_devices[key] | {d}:
+            rechoose(e)
     return _fits(instance, Timed(start=start, modes={}, d2h={}, h2d={}), name)
 
 

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -438,16 +439,14 @@ class Timed:
 
     def stage_span(self, instance: Instance) -> float:
         """Largest per-device busy window: last end minus first start on the device."""
-        spans = []
-        for d in range(instance.stages):
-            on = [
-                (t, t + instance.duration(x, self.modes.get(x[1:], KEEP)))
-                for x, t in self.start.items()
-                if instance.device(x[1]) == d
-            ]
-            if on:
-                spans.append(max(e for _, e in on) - min(t for t, _ in on))
-        return max(spans, default=0.0)
+        first: dict[int, float] = {}
+        last: dict[int, float] = {}
+        for x, t in self.start.items():
+            d = instance.device(x[1])
+            e = t + instance.duration(x, self.modes.get(x[1:], KEEP))
+            first[d] = min(first.get(d, t), t)
+            last[d] = max(last.get(d, e), e)
+        return max((last[d] - first[d] for d in first), default=0.0)
 
     def value(self, instance: Instance) -> float:
         """The instance's objective: makespan, or the largest per-stage span."""
@@ -471,7 +470,11 @@ def simulate(
     Offloaded items: D2H starts as soon as F ends and the D2H engine is free (engines serve copies
     in the device's F order); H2D starts when the device starts the pass just before B (one-pass
     prefetch), but not before the D2H ended or the H2D engine is free; B waits for the H2D.
-    O(n * p) with n passes.
+
+    A device runs down its order until its next pass waits for a pass not yet timed, and is woken
+    when that pass is; a pass's times depend on its device's previous pass and its predecessors
+    only, so the order in which devices advance does not change them. O(n) for n passes; raises
+    :class:`Deadlock` when passes remain and no device can advance.
     """
     modes = dict(modes or {})
     start: dict[PassKey, float] = {}
@@ -483,34 +486,38 @@ def simulate(
     h2d_free = dict.fromkeys(orders, 0.0)
     position = dict.fromkeys(orders, 0)
     remaining = sum(len(o) for o in orders.values())
-    while remaining:
-        progressed = False
-        for d, order in orders.items():
-            while position[d] < len(order):
-                key = order[position[d]]
-                preds = instance.predecessors(key) + (waits.get(key, []) if waits else [])
-                if any(q not in end for q, _ in preds):
-                    break
-                kind, k, j = key
-                mode = modes.get((k, j), KEEP)
-                t = max([free[d]] + [end[q] + lag for q, lag in preds])
-                if kind == "B" and mode == OFFLOAD:
-                    prev_start = start[order[position[d] - 1]] if position[d] > 0 else 0.0
-                    u = max(prev_start, d2h[(k, j)] + instance.tau_d(k), h2d_free[d])
-                    h2d[(k, j)] = u
-                    h2d_free[d] = u + instance.tau_u(k)
-                    t = max(t, h2d_free[d])
-                start[key] = t
-                end[key] = t + instance.duration(key, mode)
-                free[d] = end[key]
-                if kind == "F" and mode == OFFLOAD:
-                    d2h[(k, j)] = max(end[key], d2h_free[d])
-                    d2h_free[d] = d2h[(k, j)] + instance.tau_d(k)
-                position[d] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise Deadlock("the per-device orders deadlock")
+    waiting: dict[PassKey, list[int]] = {}  # untimed pass -> the devices whose next pass needs it
+    awake = deque(orders)
+    while awake:
+        d = awake.popleft()
+        order = orders[d]
+        while position[d] < len(order):
+            key = order[position[d]]
+            preds = instance.predecessors(key) + (waits.get(key, []) if waits else [])
+            missing = next((q for q, _ in preds if q not in end), None)
+            if missing is not None:
+                waiting.setdefault(missing, []).append(d)
+                break
+            kind, k, j = key
+            mode = modes.get((k, j), KEEP)
+            t = max([free[d]] + [end[q] + lag for q, lag in preds])
+            if kind == "B" and mode == OFFLOAD:
+                prev_start = start[order[position[d] - 1]] if position[d] > 0 else 0.0
+                u = max(prev_start, d2h[(k, j)] + instance.tau_d(k), h2d_free[d])
+                h2d[(k, j)] = u
+                h2d_free[d] = u + instance.tau_u(k)
+                t = max(t, h2d_free[d])
+            start[key] = t
+            end[key] = t + instance.duration(key, mode)
+            free[d] = end[key]
+            if kind == "F" and mode == OFFLOAD:
+                d2h[(k, j)] = max(end[key], d2h_free[d])
+                d2h_free[d] = d2h[(k, j)] + instance.tau_d(k)
+            position[d] += 1
+            remaining -= 1
+            awake.extend(waiting.pop(key, ()))
+    if remaining:
+        raise Deadlock("the per-device orders deadlock")
     return Timed(start=start, modes=modes, d2h=d2h, h2d=h2d)
 
 
