@@ -399,7 +399,7 @@ def zb_h2(instance: Instance, seed: int = 0) -> Solution:
     memory-aware scheduler does (``scheduler/zb.py`` ``manual_order`` with ``max_mem``).
 
     Guarantee: peak at most 2p a per device; never worse than ZB-H1 where ZB-H1 fits.
-    O(n^2) list scheduling.
+    O(n (v + log p)) list scheduling (:func:`_list_schedule`).
     """
     _need_single_chunk(instance, "zb_h2")
     _need_split(instance, "zb_h2")
@@ -1015,7 +1015,7 @@ def chronos_pipe(instance: Instance, seed: int = 0) -> Solution:
     exact ordering rule was not available; this is the research notes' reconstruction (c.7).
 
     Guarantee: feasible under the cap or NoSolution; never longer than the minimal-window
-    schedule. O(n^2) per slack.
+    schedule. O(n (v + log p)) per slack (:func:`_list_schedule`).
     """
     best: Timed | None = None
     for slack in WARMUP_SLACK:
@@ -1819,7 +1819,7 @@ class Evaluator:
         return {d: [self.keys[i] for i in o] for d, o in enumerate(self.orders)}
 
 
-#: The cheap schedules the local search starts from (each at most O(n p v)); the best that fits
+#: The cheap schedules the local search starts from (each O(n (v + log p)) or less); the best that fits
 #: under the instance's objective is the start.
 SEARCH_STARTS = ("zb_h2", "zb_v", "1f1b_split", "1f1b", "megatron_selective")
 #: Moves the local search evaluates per pass of the instance, at least ``SEARCH_MIN_MOVES`` and at
@@ -1875,10 +1875,11 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: never worse than the best start (it is returned when the search does not beat
     it) nor, with per-layer recompute, than ``chronos_recomp``; feasible or NoSolution. Running
-    time: the starts' (ZB-H2's list schedule, O(n p v)) plus at most ``SEARCH_MAX_MOVES`` moves,
-    each O(the suffixes it re-times + one device's order) = O(n) at worst. With the generator's
-    n = 6 p^2 passes (m = 2p) that is O(p^3) for the start and O(p^2) per move, so the time grows
-    at least as p^2 (the scaling family's fitted exponent: 2.49; docs/pipeline.md).
+    time: the starts' (ZB-H2's list schedule, O(n (v + log p))) plus at most
+    ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it re-times + one device's order) = O(n) at
+    worst. With the generator's n = 6 p^2 passes (m = 2p) that is O(p^2 log p) for the start and
+    O(p^2) per move: the time grows at least as p^2, the size of the input (fitted exponents in
+    docs/pipeline.md, "Cost per move and the scaling family").
     """
     if not instance.partial_recompute:
         return _order_search(instance, seed)
