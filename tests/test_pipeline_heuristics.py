@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import bound
+from coopt.formulations.pipeline import PROBLEM, bound
 from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
 from coopt.problem import NoSolution
@@ -254,3 +255,33 @@ def test_zb_auto_declines_a_variant_whose_stage_runs_ahead_of_its_input(seed):
     except NoSolution:
         return
     assert not pm.check(instance, solution)
+
+
+@pytest.mark.parametrize("size", [3, 5])
+def test_a_move_is_refused_exactly_when_it_deadlocks(size):
+    """Every shift of up to five places on every device of a keep-only instance without a cap
+    (so a refused move can only deadlock): Evaluator.move refuses it exactly when model.simulate
+    finds the orders deadlocked, and a kept one has the simulator's times."""
+    instance = replace(PROBLEM.generate(size, size), memory_cap_bytes=None)
+    orders, modes = _start(instance)
+    ev = schedules.Evaluator(instance, orders, modes)
+    refused = 0
+    for d in range(instance.stages):
+        n = len(ev.orders[d])
+        for q in range(n):
+            for r in range(max(0, q - 5), min(n, q + 6)):
+                if r == q:
+                    continue
+                moved = [list(o) for o in ev.orders]
+                moved[d].insert(r, moved[d].pop(q))
+                try:
+                    reference = pm.simulate(instance, {e: [ev.keys[i] for i in o] for e, o in enumerate(moved)})
+                except pm.Deadlock:
+                    reference = None
+                ok = ev.move(d, q, r)
+                assert ok == (reference is not None), (d, q, r)
+                if ok:
+                    assert all(ev.start[i] == reference.start[key] for i, key in enumerate(ev.keys))
+                refused += not ok
+                ev.undo()
+    assert refused > 0
