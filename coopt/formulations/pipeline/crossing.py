@@ -55,10 +55,10 @@ and every dual bound HiGHS proves for it after any time limit, is at most OPT. N
 enters the checker: it only bounds.
 
 **What it measured** (docs/pipeline.md, "The crossing relaxation"): on the generator's size 16
-seed 0, with the horizon 682 of a schedule the checker accepts, HiGHS proves X(2)'s optimum, 667,
-in about 56 CPU s (the route's bound there is 662): pair crossings with stage 2's cap and device
-cannot certify 682, so X(s) is benchmarked (``python benchmarks/pipeline_exact.py --crossing``),
-not part of Model P's cut.
+seed 0 HiGHS proves X(2)'s optimum, 667, in about 41 CPU s with the horizon 692 (the route's
+bound there is 662), but a schedule of 682 exists: pair crossings with stage 2's cap and device
+cannot certify it, and the solve would take most of the route's 60 s, so X(s) is benchmarked
+(``python benchmarks/pipeline_exact.py --crossing``), not part of Model P's cut.
 """
 
 from __future__ import annotations
