@@ -12,15 +12,18 @@ bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Is
 solves, the dual bound of the window relaxation R(s, s + k) of
 :mod:`coopt.formulations.pipeline.window` for each k, s the stage with the largest memory fill
 (``--window-stage`` overrides it), each given ``--time-limit`` seconds. ``--crossing`` prints
-instead the dual bound of the crossing relaxation X(s) of
-:mod:`coopt.formulations.pipeline.crossing` on the same stage s; with ``--patterns``, first a
-schedule from Model P with stage s's entries fixed to a repeating pattern the crossing table admits
-(:func:`pattern_schedule`), whose makespan, where shorter, is then X(s)'s horizon.
+instead the dual bound of the crossing relaxation X(S) of
+:mod:`coopt.formulations.pipeline.crossing` on the same stage (or ``--token-stages``); with
+``--patterns``, first a schedule from Model P with stage s's entries fixed to a repeating pattern
+the crossing table admits (:func:`pattern_schedule`), whose makespan, where shorter, is then
+X(S)'s horizon.
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
     python benchmarks/pipeline_exact.py --sizes 8 12 16 --windows 0 1 2 3 --time-limit 10
     python benchmarks/pipeline_exact.py --sizes 8 12 16 --crossing --time-limit 60
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns --time-limit 60
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns \
+        --token-stages 2 10 --time-limit 200
 """
 
 from __future__ import annotations
@@ -84,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counts", action="store_true", help="also Model N where it applies")
     parser.add_argument("--windows", type=int, nargs="*", help="window sizes k of R(s, s + k) instead")
     parser.add_argument("--window-stage", type=int, help="the window's (or token) stage s")
-    parser.add_argument("--crossing", action="store_true", help="the crossing relaxation X(s) instead")
+    parser.add_argument("--crossing", action="store_true", help="the crossing relaxation X(S) instead")
     parser.add_argument("--patterns", action="store_true", help="with --crossing, the pattern schedule first")
     parser.add_argument("--pattern-limit", type=float, default=15.0, help="seconds per pattern")
+    parser.add_argument("--token-stages", type=int, nargs="*", help="with --crossing, X(S)'s stages S")
     args = parser.parse_args(argv)
     if args.windows:
         return windows(args)
@@ -192,9 +196,10 @@ def pattern_schedule(instance: Any, s: int, upper: float, time_limit: float, per
 
 
 def crossings(args: argparse.Namespace) -> int:
-    """The --crossing table: X(s)'s dual bound, best value found, status and CPU time; with
-    --patterns first the pattern schedule, whose makespan (if shorter) is X(s)'s horizon."""
-    print("| instance | incumbent | pattern schedule | bound.py | s | crossing bound | crossing value "
+    """The --crossing table: X(S)'s dual bound, best value found, status and CPU time (S: the
+    --token-stages, else the patterns' stage s); with --patterns first the pattern schedule,
+    whose makespan (if shorter) is X(S)'s horizon."""
+    print("| instance | incumbent | pattern schedule | bound.py | S | crossing bound | crossing value "
           "| status | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, instance in family(tuple(args.sizes or ())):
@@ -210,8 +215,10 @@ def crossings(args: argparse.Namespace) -> int:
                         f"{time.process_time() - started:.0f} CPU s)" if d else f"- ({tried} patterns)")
             best = min(best, value)
         started = time.process_time()
-        found, value, status = crossing.crossing_bound(instance, s, best, args.time_limit)
-        print(f"| {name} | {incumbent(instance)[0]:g} | {found_by} | {lower_bound(instance):g} | {s} | "
+        stages = args.token_stages or [s]
+        found, value, status = crossing.crossing_bound(instance, stages, best, args.time_limit)
+        print(f"| {name} | {incumbent(instance)[0]:g} | {found_by} | {lower_bound(instance):g} | "
+              f"{', '.join(map(str, stages))} | "
               f"{found:.2f} | {'-' if value is None else f'{value:.6g}'} | {status} | "
               f"{time.process_time() - started:.1f} |", flush=True)
     return 0

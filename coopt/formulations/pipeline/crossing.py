@@ -1,5 +1,5 @@
-"""The crossing relaxation (issue 20, fourth round): one stage's memory slots as tokens, and the
-exact crossing of two micro-batches in flight together on the stages after it.
+"""The crossing relaxation (issue 20, fourth round): the memory slots of a few stages as tokens,
+and the exact crossing of two micro-batches in flight together on the stages after each.
 
 Applies where the window relaxation of :mod:`.window` does (keep-only, one chunk per device, a
 cap, makespan) and every duration and the lag are integer multiples of one unit ``q``
@@ -22,8 +22,9 @@ the round trip ``R_s``; for ``delta >= R_s`` both trips ``R_s`` are attainable a
 binds), the Pareto-minimal pairs ``(A, B)`` over the ``sigma`` whose F(s, k) can start at
 ``delta`` (B(s, i) ending by then where ``sigma = s``).
 
-**The relaxation X(s).** Variables ``f_j`` (start of F(s, j), integer in units of q), ``b_j``
-(end of B(s, j)), ``w_j`` (end of W(s, j)), ``C``:
+**The relaxation X(S)** for a set S of token stages: for every s in S, variables ``f_j`` (start
+of F(s, j), integer in units of q), ``b_j`` (end of B(s, j)), ``w_j`` (end of W(s, j)), rows
+(X1)-(X6); (X7) links two consecutive tokens; one ``C``:
 
 * (X1) ``b_j >= f_j + R_s`` (the chain F(s..K-1, j), B(K-1..s, j) with its lags),
   ``w_j >= b_j + T_W``;
@@ -43,33 +44,39 @@ binds), the Pareto-minimal pairs ``(A, B)`` over the ``sigma`` whose F(s, k) can
   start after ``w_i`` by (X4), with ``a_W = 0`` the range ``k < i + n_s`` is a choice: any subset
   of these rows is still a relaxation); for ``k < i`` the lanes and chains order them, and F(s, k)
   against B(s, i) is the pair table's ``sigma = s`` or not;
+* (X7) for consecutive tokens ``s < t`` of S, the chains between them (superscripts name the
+  token): ``f^t_j >= f^s_j + sum_{s <= k < t} (T_F(k) + c)``,
+  ``b^s_j >= b^t_j + sum_{s <= k < t} (T_B(k) + c)``;
 * ``C <= H``, H the makespan of a schedule the checker accepts.
 
 **Validity.** The values of ``sigma*`` (``C = OPT <= H``) meet every row: (X1)-(X2) are its
 chains and lanes, (X3) holds because r and q bound every FIFO schedule, (X4) is the cap on stage
-s at F(s, j)'s start (the argument of :mod:`.bound`), (X6) is its device s, and (X5) because the
-restriction of
+s at F(s, j)'s start (the argument of :mod:`.bound`), (X6) is its device s, (X7) its data flow,
+and (X5) because the restriction of
 ``sigma*`` to two micro-batches' F and B passes on stages s..K-1 is a FIFO schedule of the pair
-problem (grid offsets, so ``delta`` is in the table or at least ``R_s``). So the optimum of X(s),
+problem (grid offsets, so ``delta`` is in the table or at least ``R_s``). So the optimum of X(S),
 and every dual bound HiGHS proves for it after any time limit, is at most OPT. Nothing here
 enters the checker: it only bounds.
 
 **What it measured** (docs/pipeline.md, "The crossing relaxation"): on the generator's size 16
-seed 0 HiGHS proves X(2)'s optimum, 667, in about 41 CPU s with the horizon 692 (the route's
-bound there is 662), but a schedule of 682 exists: pair crossings with stage 2's cap and device
-cannot certify it, and the solve would take most of the route's 60 s, so X(s) is benchmarked
+seed 0 HiGHS proves the optimum of X({2}), 667, in about 41 CPU s with the horizon 692 (the
+route's bound there is 662), and of X({2, 10}), 669, in about 2 CPU minutes with the horizon
+682; but a schedule of 682 exists. Pair crossings on a few token stages cannot certify it, and
+the solves take the route's 60 s or more, so X(S) is benchmarked
 (``python benchmarks/pipeline_exact.py --crossing``), not part of Model P's cut.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import pyomo.environ as pyo
 
 from coopt.formulations.pipeline.bound import _room, releases, tails
 from coopt.formulations.pipeline.counts import time_unit
-from coopt.formulations.pipeline.model import Instance
+from coopt.formulations.pipeline.model import Instance, PassKey
 from coopt.formulations.pipeline.window import applies as window_applies
 from coopt.problem import SolveOptions
 
@@ -78,7 +85,7 @@ Trips = tuple[int, int]
 
 
 def applies(instance: Instance) -> bool:
-    """X(s) is valid: the window relaxation's conditions and durations on a common grid."""
+    """X(S) is valid: the window relaxation's conditions and durations on a common grid."""
     return window_applies(instance) and time_unit(instance) is not None
 
 
@@ -144,43 +151,60 @@ def crossing_table(instance: Instance, s: int) -> dict[int, list[Trips]]:
     return table
 
 
-def build_crossing(instance: Instance, s: int, upper: float) -> pyo.ConcreteModel:
-    """X(s) of the module docstring in units of q, ``C <= upper`` (seconds)."""
+def build_crossing(instance: Instance, stages: Sequence[int], upper: float) -> pyo.ConcreteModel:
+    """X(S) of the module docstring for the token stages ``stages``, in units of q, ``C <= upper``
+    (seconds)."""
+    q = time_unit(instance)
+    # the checker's tolerance on the schedule that gave ``upper``, up to the next grid point: an
+    # integer horizon keeps every big-M integer (HiGHS 1.16 with seed 0 claimed 62 as optimal on
+    # seed 16 of the tests' Model N family with H = 63.000063, where 61 is feasible)
+    H = float(math.ceil(upper / q * (1 + 1e-6)))
+    model = pyo.ConcreteModel(name="pipeline-crossing")
+    model.objective_unit = q
+    model.C = pyo.Var(bounds=(0, H))
+    model.cons = pyo.ConstraintList()
+    release, tail = releases(instance), tails(instance)
+    stages = sorted(set(stages))
+    ends = {s: _token(model, instance, s, H, release, tail) for s in stages}
+    for s, t in zip(stages, stages[1:], strict=False):  # (X7) the chains between two tokens
+        ahead = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(s, t)) / q
+        back = sum(instance.t_b(k) + instance.lag(k + 1, k) for k in range(s, t)) / q
+        for j in range(instance.microbatches):
+            model.cons.add(ends[t][0][j] >= ends[s][0][j] + ahead)
+            model.cons.add(ends[s][1][j] >= ends[t][1][j] + back)
+    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    return model
+
+
+def _token(model: pyo.ConcreteModel, instance: Instance, s: int, H: float,
+           release: dict[PassKey, float], tail: dict[PassKey, float]) -> tuple[Any, Any]:
+    """Rows (X1)-(X6) of token stage s on ``model`` (components named after s); returns its
+    (F(s, j) starts, B(s, j) ends)."""
     q = time_unit(instance)
     m = instance.microbatches
     R = round(round_trip(instance, s) / q)
     T_F, T_B, T_W = (round(instance.duration((x, s, 0)) / q) if x in instance.kinds else 0
                      for x in ("F", "B", "W"))
-    release, tail = releases(instance), tails(instance)
-    # the checker's tolerance on the schedule that gave ``upper``, up to the next grid point: an
-    # integer horizon keeps every big-M integer (HiGHS 1.16 with seed 0 claimed 62 as optimal on
-    # seed 16 of the tests' Model N family with H = 63.000063, where 61 is feasible)
-    H = float(math.ceil(upper / q * (1 + 1e-6)))
     J = range(m)
-
-    model = pyo.ConcreteModel(name="pipeline-crossing")
-    model.objective_unit = q
     first = {j: math.ceil(release[("F", s, j)] / q - 1e-9) for j in J}  # on the grid
-    model.f = pyo.Var(J, domain=pyo.Integers, bounds=lambda _, j: (first[j], H))
-    model.b = pyo.Var(J, bounds=(0, H))
-    model.w = pyo.Var(J, bounds=(0, H))
-    model.C = pyo.Var(bounds=(0, H))
-    model.cons = pyo.ConstraintList()
-    add = model.cons.add
+    f = _new(model, f"f{s}", pyo.Var(J, domain=pyo.Integers, bounds=lambda _, j: (first[j], H)))
+    b = _new(model, f"b{s}", pyo.Var(J, bounds=(0, H)))
+    w = _new(model, f"w{s}", pyo.Var(J, bounds=(0, H)))
+    C, add = model.C, model.cons.add
     split = instance.split_backward
     for j in J:  # (X1) - (X3)
-        add(model.b[j] >= model.f[j] + R)
-        add(model.w[j] >= model.b[j] + T_W)
-        add(model.b[j] - T_B >= release[("B", s, j)] / q)
-        add(model.f[j] + tail[("F", s, j)] / q <= model.C)
-        add(model.b[j] - T_B + tail[("B", s, j)] / q <= model.C)
+        add(b[j] >= f[j] + R)
+        add(w[j] >= b[j] + T_W)
+        add(b[j] - T_B >= release[("B", s, j)] / q)
+        add(f[j] + tail[("F", s, j)] / q <= C)
+        add(b[j] - T_B + tail[("B", s, j)] / q <= C)
         if split:
-            add(model.w[j] - T_W >= release[("W", s, j)] / q)
-            add(model.w[j] - T_W + tail[("W", s, j)] / q <= model.C)
+            add(w[j] - T_W >= release[("W", s, j)] / q)
+            add(w[j] - T_W + tail[("W", s, j)] / q <= C)
         if j:
-            add(model.f[j] >= model.f[j - 1] + T_F)
-            add(model.b[j] >= model.b[j - 1] + T_B)
-            add(model.w[j] >= model.w[j - 1] + T_W)
+            add(f[j] >= f[j - 1] + T_F)
+            add(b[j] >= b[j - 1] + T_B)
+            add(w[j] >= w[j - 1] + T_W)
 
     # (X4) the memory rule of stage s: one (x, y) that fits, as in bound._memory_rule
     room, a, a_w = instance.cap_room(s), instance.a(s), instance.a_w(s)
@@ -189,56 +213,58 @@ def build_crossing(instance: Instance, s: int, upper: float) -> pyo.ConcreteMode
     while (x + 1) * a <= room and x < m:
         options.append((x, m if a_w == 0 else x + math.floor((room - (x + 1) * a) / a_w)))
         x += 1
-    model.o = pyo.Var(J, range(len(options)), domain=pyo.Binary)
+    o = _new(model, f"o{s}", pyo.Var(J, range(len(options)), domain=pyo.Binary))
     for j in J:
-        add(sum(model.o[j, n] for n in range(len(options))) == 1)
+        add(sum(o[j, n] for n in range(len(options))) == 1)
         for n, (x, y) in enumerate(options):
             if j - x - 1 >= 0:
-                add(model.f[j] >= model.b[j - x - 1] - H * (1 - model.o[j, n]))
+                add(f[j] >= b[j - x - 1] - H * (1 - o[j, n]))
             if a_w and j - y - 1 >= 0:
-                add(model.f[j] >= model.w[j - y - 1] - H * (1 - model.o[j, n]))
+                add(f[j] >= w[j - y - 1] - H * (1 - o[j, n]))
 
     # (X6) W(s, i) and the later forwards and backwards on device s, one at a time
     if split:
         reach = max(y for _, y in options) if a_w else _room(instance, s) - 1
         later = [(i, k, kind) for i in J for k in range(i + 1, min(m, i + reach + 1)) for kind in "FB"]
-        model.v = pyo.Var(later, domain=pyo.Binary)  # 1: W(s, i) runs first
+        v = _new(model, f"v{s}", pyo.Var(later, domain=pyo.Binary))  # 1: W(s, i) runs first
         for i, k, kind in later:
-            begin, end = (model.f[k], model.f[k] + T_F) if kind == "F" else (model.b[k] - T_B, model.b[k])
-            add(begin >= model.w[i] - H * (1 - model.v[i, k, kind]))
-            add(model.w[i] - T_W >= end - H * model.v[i, k, kind])
+            begin, end = (f[k], f[k] + T_F) if kind == "F" else (b[k] - T_B, b[k])
+            add(begin >= w[i] - H * (1 - v[i, k, kind]))
+            add(w[i] - T_W >= end - H * v[i, k, kind])
 
     # (X5) the pairs in flight together
     table = crossing_table(instance, s)
     pairs = [(i, i + g) for i in J for g in range(1, _room(instance, s)) if i + g < m]
     keys = [(i, k, d, n) for i, k in pairs for d, points in table.items() for n in range(len(points))]
-    model.y = pyo.Var(keys, domain=pyo.Binary)
-    model.apart = pyo.Var(pairs, domain=pyo.Binary)
+    y = _new(model, f"y{s}", pyo.Var(keys, domain=pyo.Binary))
+    apart = _new(model, f"apart{s}", pyo.Var(pairs, domain=pyo.Binary))
     by_pair: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for i, k, d, n in keys:
         by_pair.setdefault((i, k), []).append((d, n))
     for i, k in pairs:
         chosen = by_pair.get((i, k), [])
-        y = model.y
-        add(sum(y[i, k, d, n] for d, n in chosen) + model.apart[i, k] == 1)
+        add(sum(y[i, k, d, n] for d, n in chosen) + apart[i, k] == 1)
         offset = sum(d * y[i, k, d, n] for d, n in chosen)
-        add(model.f[k] - model.f[i] >= offset + R * model.apart[i, k])
-        add(model.f[k] - model.f[i] <= offset + H * model.apart[i, k])
-        add(model.b[i] - model.f[i] >= sum(table[d][n][0] * y[i, k, d, n] for d, n in chosen)
-            + R * model.apart[i, k])
-        add(model.b[k] - model.f[k] >= sum(table[d][n][1] * y[i, k, d, n] for d, n in chosen)
-            + R * model.apart[i, k])
-    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
-    return model
+        add(f[k] - f[i] >= offset + R * apart[i, k])
+        add(f[k] - f[i] <= offset + H * apart[i, k])
+        add(b[i] - f[i] >= sum(table[d][n][0] * y[i, k, d, n] for d, n in chosen) + R * apart[i, k])
+        add(b[k] - f[k] >= sum(table[d][n][1] * y[i, k, d, n] for d, n in chosen) + R * apart[i, k])
+    return f, b
 
 
-def crossing_bound(instance: Instance, s: int, upper: float, time_limit: float = 60.0
+def _new(model: pyo.ConcreteModel, name: str, component: Any) -> Any:
+    model.add_component(name, component)
+    return component
+
+
+def crossing_bound(instance: Instance, stages: Sequence[int], upper: float, time_limit: float = 60.0
                    ) -> tuple[float, float | None, str]:
-    """(HiGHS' dual bound on X(s) in seconds, capped at ``upper``; the relaxation's best value
-    found; status): a valid lower bound on the optimum (module docstring) after any time limit."""
+    """(HiGHS' dual bound on X(S) for the token stages ``stages`` in seconds, capped at ``upper``;
+    the relaxation's best value found; status): a valid lower bound on the optimum (module
+    docstring) after any time limit."""
     from coopt.solvers.highs import solve_model
 
-    model = build_crossing(instance, s, upper)
+    model = build_crossing(instance, stages, upper)
     result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
     if result.status == "infeasible":
         return upper, None, result.status  # only the tolerance on ``upper``'s schedule can do this
