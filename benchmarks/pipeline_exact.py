@@ -11,23 +11,33 @@ bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Is
 ``--sizes 8 12 16`` (the generator, seeds 0-2). ``--windows 0 1 2 3`` prints, instead of the
 solves, the dual bound of the window relaxation R(s, s + k) of
 :mod:`coopt.formulations.pipeline.window` for each k, s the stage with the largest memory fill
-(``--window-stage`` overrides it), each given ``--time-limit`` seconds.
+(``--window-stage`` overrides it), each given ``--time-limit`` seconds. ``--crossing`` prints
+instead the dual bound of the crossing relaxation X(S) of
+:mod:`coopt.formulations.pipeline.crossing` on the same stage (or ``--token-stages``); with
+``--patterns``, first a schedule from Model P with stage s's entries fixed to a repeating pattern
+the crossing table admits (:func:`pattern_schedule`), whose makespan, where shorter, is then
+X(S)'s horizon.
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
     python benchmarks/pipeline_exact.py --sizes 8 12 16 --windows 0 1 2 3 --time-limit 10
+    python benchmarks/pipeline_exact.py --sizes 8 12 16 --crossing --time-limit 60
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns --time-limit 60
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns \
+        --token-stages 2 10 --time-limit 200
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM, counts, window
+from coopt.formulations.pipeline import PROBLEM, counts, crossing, window
 from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import _fill, lower_bound
-from coopt.formulations.pipeline.milp import incumbent
+from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
+from coopt.formulations.pipeline.milp import build, extract, incumbent
 from coopt.formulations.pipeline.model import GB
 from coopt.formulations.pipeline.timeindexed import build_time_indexed
 from coopt.instance import load
@@ -76,10 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", help="generator sizes instead of the default rows")
     parser.add_argument("--counts", action="store_true", help="also Model N where it applies")
     parser.add_argument("--windows", type=int, nargs="*", help="window sizes k of R(s, s + k) instead")
-    parser.add_argument("--window-stage", type=int, help="the window's first stage s")
+    parser.add_argument("--window-stage", type=int, help="the window's (or token) stage s")
+    parser.add_argument("--crossing", action="store_true", help="the crossing relaxation X(S) instead")
+    parser.add_argument("--patterns", action="store_true", help="with --crossing, the pattern schedule first")
+    parser.add_argument("--pattern-limit", type=float, default=15.0, help="seconds per pattern")
+    parser.add_argument("--token-stages", type=int, nargs="*", help="with --crossing, X(S)'s stages S")
     args = parser.parse_args(argv)
     if args.windows:
         return windows(args)
+    if args.crossing:
+        return crossings(args)
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
     print("| instance | model | status | optimum | bound | first bound | dual bound (bound.py) | nodes "
           "| build s | hand-off s | solve s |")
@@ -119,6 +135,95 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _stage(instance: Any, args: argparse.Namespace) -> int:
+    """The window's first stage or the token stage: ``--window-stage``, else the largest fill."""
+    fill = {s: _fill(instance, s) or 0.0 for s in range(instance.virtual_stages)}
+    return args.window_stage if args.window_stage is not None else max(fill, key=fill.__getitem__)
+
+
+def periodic_patterns(instance: Any, s: int, period: int) -> Iterator[tuple[int, ...]]:
+    """Entry offsets (d_0, ..., d_{n-1}) of stage s (units of q, n = n_s micro-batches in flight,
+    summing to ``period``; O(period^(n-1)) of them, so for n <= 3) that the crossing table admits
+    as a repeating pattern: some trips tau_j in [R_s, period - T_W] (F(s, j + n) waits for
+    W(s, j)) dominate a Pareto pair of the table for every two micro-batches fewer than n apart.
+    A necessary condition only."""
+    q = counts.time_unit(instance)
+    n = min(_room(instance, s), instance.microbatches)
+    R = round(crossing.round_trip(instance, s) / q)
+    last = period - round(instance.t_w(s) / q)
+    table = crossing.crossing_table(instance, s)
+
+    def fits(d: int, first: int, second: int) -> bool:
+        return d >= R or any(first >= a and second >= b for a, b in table.get(d, []))
+
+    for cut in itertools.combinations(range(1, period), n - 1):
+        d = tuple(b - a for a, b in zip((0, *cut), (*cut, period), strict=True))
+        for tau in itertools.product(range(R, last + 1), repeat=n):
+            if all(fits(sum(d[(j + h) % n] for h in range(g)), tau[j], tau[(j + g) % n])
+                   for j in range(n) for g in range(1, n)):
+                yield d
+                break
+
+
+def pattern_schedule(instance: Any, s: int, upper: float, time_limit: float, periods: int = 3
+                     ) -> tuple[float, tuple[int, ...] | None, int]:
+    """The primal side of the crossing relaxation: Model P (horizon ``upper``) with the starts of
+    F(s, j) fixed to the release of F(s, 0) plus a repeating pattern of :func:`periodic_patterns`,
+    periods from the shortest admitted one on (``periods`` of them), each pattern solved for at
+    most ``time_limit`` s; the first schedule the checker accepts ends the search. Returns (its
+    makespan or ``upper``, the pattern, patterns tried)."""
+    q = counts.time_unit(instance)
+    model = build(instance, upper=upper)
+    model.warm_start = False  # the incumbent's starts are not the pattern's
+    u = model.objective_unit
+    first = releases(instance)[("F", s, 0)]
+    low = round((crossing.round_trip(instance, s) + instance.t_w(s)) / q)
+    tried = 0
+    for period in range(low, low + periods):
+        for d in periodic_patterns(instance, s, period):
+            tried += 1
+            f = first
+            for j in range(instance.microbatches):
+                model.S[("F", s, j)].setlb(f / u)
+                model.S[("F", s, j)].setub(f / u)
+                f += d[j % len(d)] * q
+            result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
+            if result.objective is not None:
+                solution = extract(model, instance)
+                assert not pm.check(instance, solution), "a pattern schedule is rejected"
+                return pm.objective(instance, solution), d, tried
+    return upper, None, tried
+
+
+def crossings(args: argparse.Namespace) -> int:
+    """The --crossing table: X(S)'s dual bound, best value found, status and CPU time (S: the
+    --token-stages, else the patterns' stage s); with --patterns first the pattern schedule,
+    whose makespan (if shorter) is X(S)'s horizon."""
+    print("| instance | incumbent | pattern schedule | bound.py | S | crossing bound | crossing value "
+          "| status | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, instance in family(tuple(args.sizes or ())):
+        if args.only not in name or not crossing.applies(instance):
+            continue
+        best, _ = incumbent(instance)
+        s = _stage(instance, args)
+        found_by = "-"
+        if args.patterns and _room(instance, s) <= 3:
+            started = time.process_time()
+            value, d, tried = pattern_schedule(instance, s, best, args.pattern_limit)
+            found_by = (f"{value:g} ({','.join(map(str, d))}; {tried} patterns, "
+                        f"{time.process_time() - started:.0f} CPU s)" if d else f"- ({tried} patterns)")
+            best = min(best, value)
+        started = time.process_time()
+        stages = args.token_stages or [s]
+        found, value, status = crossing.crossing_bound(instance, stages, best, args.time_limit)
+        print(f"| {name} | {incumbent(instance)[0]:g} | {found_by} | {lower_bound(instance):g} | "
+              f"{', '.join(map(str, stages))} | "
+              f"{found:.2f} | {'-' if value is None else f'{value:.6g}'} | {status} | "
+              f"{time.process_time() - started:.1f} |", flush=True)
+    return 0
+
+
 def windows(args: argparse.Namespace) -> int:
     """The --windows table: R(s, s + k)'s dual bound, best value found, status and CPU time."""
     print("| instance | incumbent | bound.py | s | k | window bound | window value | status | CPU s |")
@@ -128,8 +233,7 @@ def windows(args: argparse.Namespace) -> int:
             continue
         best, _ = incumbent(instance)
         bound = lower_bound(instance)
-        fill = {s: _fill(instance, s) or 0.0 for s in range(instance.virtual_stages)}
-        s = args.window_stage if args.window_stage is not None else max(fill, key=fill.__getitem__)
+        s = _stage(instance, args)
         for k in args.windows:
             e = min(s + k, instance.virtual_stages - 1)
             started = time.process_time()

@@ -5,7 +5,8 @@ The data model, event simulator and checker live in :mod:`.model`, the exact MIL
 Model N for keep-only integer instances in :mod:`.counts` (benchmarked beside Model P, not
 registered), the oracle (enumeration of every
 order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`,
-the window relaxation (part of Model P's cut) in :mod:`.window`,
+the window relaxation (part of Model P's cut) in :mod:`.window`, the crossing relaxation
+(benchmarked, not in the cut) in :mod:`.crossing`,
 the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
 :mod:`coopt.analysis.bounds.pipeline`.
 """
