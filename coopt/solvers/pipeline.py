@@ -1841,6 +1841,9 @@ SEARCH_EXCHANGE_SHARE = 0.15
 SEARCH_HISTORY = 20
 #: Wall-clock guard (s): the search stops with its best schedule so far (only on huge instances).
 SEARCH_WALL_S = 20.0
+#: Kind ranks (F, B, W) of the recompute warm-up start (:func:`_warmup_orders`, 1F1B's windows):
+#: among the passes a device may start at once, forwards first.
+SEARCH_WARMUP_RANK = (0, 1, 2)
 
 
 def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -1850,8 +1853,11 @@ def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 def local_search(instance: Instance, seed: int = 0) -> Solution:
     """Ours (issue 19): a late-acceptance local search (Burke and Bykov's LAHC) on per-device
-    orders and modes, started from the best of the cheap schedules in ``SEARCH_STARTS`` and
-    evaluated incrementally by :class:`Evaluator`. Seeded random moves: shift one pass of a device
+    orders and modes, started from the best of the cheap schedules in ``SEARCH_STARTS`` or, where
+    it is strictly better, the recompute warm-up (:func:`_warmup_orders` with 1F1B's windows and
+    ranks ``SEARCH_WARMUP_RANK``: 1F1B's in-flight counts at any cap, the micro-batches the cap
+    cannot keep recomputed), and evaluated incrementally by :class:`Evaluator`. A start that
+    meets the dual bound is returned at once. Seeded random moves: shift one pass of a device
     up to ``SEARCH_REACH`` places (past passes of other items, so a micro-batch may overtake
     another, which FIFO schedules never do); where items have another mode, exchange two
     micro-batches on one stage or from a stage on (:func:`_exchange`, share
@@ -1875,7 +1881,7 @@ def local_search(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: never worse than the best start (it is returned when the search does not beat
     it) nor, with per-layer recompute, than ``chronos_recomp``; feasible or NoSolution. Running
-    time: the starts' (ZB-H2's list schedule, O(n (v + log p))) plus at most
+    time: the starts' (ZB-H2's and the warm-up's list schedules, O(n (v + log p)) each) plus at most
     ``SEARCH_MAX_MOVES`` moves, each O(the suffixes it re-times + one device's order) = O(n) at
     worst. With the generator's n = 6 p^2 passes (m = 2p) that is O(p^2 log p) for the start and
     O(p^2) per move: the time grows at least as p^2, the size of the input (fitted exponents in
@@ -1916,6 +1922,14 @@ def _order_search(instance: Instance, seed: int) -> Solution:
         return start
     if not all(ev.fits_on(d) for d in range(instance.stages)):
         return start  # copies placed by the start's own rule (slot train) that ours would not fit
+    K = instance.virtual_stages
+    warmup = _warmup_orders(ev, lambda k: K - k, SEARCH_WARMUP_RANK)
+    if warmup is not None:
+        warm = Evaluator(instance, *warmup, belady=True)
+        if _better(warm.value(), ev.value()):
+            ev = warm
+            if warm.value()[0] <= target * (1 + 1e-9):
+                return _finish(instance, _fits(instance, warm.timed(), "local_search"))
     best_value, best = _lahc(instance, ev, random.Random(seed), _budget(len(ev.keys)), deadline, target)
     if not _better(best_value, (start["objective"], math.inf)):
         return start
@@ -2002,6 +2016,142 @@ def _restart(instance: Instance, ev: Evaluator, state: tuple[list[list[int]], li
     orders = {d: [ev.keys[i] for i in o] for d, o in enumerate(state[0])}
     modes = {(i // m, i % m): _MODES[md] for i, md in enumerate(state[1]) if md}
     return Evaluator(instance, orders, modes)
+
+
+def _warmup_orders(
+    ev: Evaluator, window: Callable[[int], int], rank: tuple[int, ...]
+) -> tuple[Orders, dict[Item, str]] | None:
+    """A list schedule that buys a deeper warm-up with recompute: FIFO lanes, and each device,
+    when it has a ready lane head it may start, starts the one of earliest start, then of least
+    ``rank[kind]`` (0 F, 1 B, 2 W). A forward of virtual stage k is admitted while fewer than
+    ``window(k)`` micro-batches are in flight there and its activation fits the cap; where the
+    kept activation does not fit, it is admitted *recomputed* (its checkpoint only), and, where
+    even that does not fit, the kept items in flight on its stage whose backward comes last
+    (FIFO: the newest) turn to recompute until it does (their forwards hold less from their
+    start on, so the levels before stay within the cap). A forward is admitted only where the
+    micro-batches then in flight on its stage can still finish in lane order with nothing else
+    started (each recomputed backward re-materialises ``a - a_c`` on top of what the earlier ones
+    left, the pending W passes released first), so the warm-up never starves its backwards. A
+    backward starts where its re-materialised bytes fit. ``ev`` supplies the compiled instance
+    (:class:`Evaluator`'s arrays); its orders are not read.
+
+    With 1F1B's windows (K - k) this is 1F1B's warm-up at any cap: the in-flight micro-batches a
+    cap of two kept activations cannot hold become recomputed ones, which is the optimum (16)
+    of ``0-p3m4-recompute`` (a third micro-batch in flight on device 0 paid for by two
+    recomputes) where every keep-first schedule stops at 17.
+
+    The orders and the recompute set, or None where a device is left with nothing it may
+    start (a memory deadlock). Each device keeps its choice in a heap and only the dispatching
+    device and the devices of the pass's data-flow successors choose again (as
+    :func:`_list_schedule`): O(n (v + log p)) for n passes, v chunks per device. Deterministic.
+    """
+    instance = ev.instance
+    m, p, K = instance.microbatches, instance.stages, instance.virtual_stages
+    kinds = len(instance.kinds)
+    alloc, release, limit, length = ev.alloc, ev.release, ev.limit, ev.length
+    pred, lag, f_id, b_id, dev = ev.pred, ev.pred_lag, ev.f_id, ev.b_id, ev.device
+    recompute = instance.allow_recompute
+    lanes = [[(kd, k) for k in instance.stages_on(d) for kd in range(kinds)] for d in range(p)]
+    head = [[0] * K for _ in range(kinds)]  # next micro-batch of each (kind, stage) lane
+    end = [-1.0] * len(ev.keys)
+    free = [0.0] * p
+    level = [0.0] * p
+    pending_w = [0.0] * p  # a_W held by items between their B and W
+    mode = [0] * len(ev.mode)
+
+    def admit_forward(d: int, k: int, j: int) -> tuple[int, list[int]] | None:
+        """(mode, the in-flight items that turn to recompute) of F(k, j) on device d, or None."""
+        hb = head[1][k]
+        if j - hb >= window(k):
+            return None
+        i = f_id[k * m + j]
+        level_after, md, turned = level[d] + alloc[i][0], 0, []
+        if level_after > limit[d]:
+            if not recompute:
+                return None
+            md, level_after = 1, level[d] + alloc[i][1]
+            for jj in range(j - 1, hb - 1, -1):
+                if level_after <= limit[d]:
+                    break
+                it = k * m + jj
+                if not mode[it]:
+                    turned.append(it)
+                    level_after -= alloc[f_id[it]][0] - alloc[f_id[it]][1]
+            if level_after > limit[d]:
+                return None
+        left = level_after - pending_w[d]
+        for jj in range(hb, j + 1):
+            it = k * m + jj
+            recomputed = md if jj == j else mode[it] or it in turned
+            if recomputed:
+                if left + alloc[b_id[it]][1] > limit[d]:
+                    return None
+                left -= alloc[f_id[it]][1]
+            else:
+                left -= alloc[f_id[it]][0]
+        return md, turned
+
+    def choice(d: int) -> tuple | None:
+        best = None
+        for kd, k in lanes[d]:
+            j = head[kd][k]
+            if j >= m:
+                continue
+            i = (kd * K + k) * m + j
+            r = pred[i]
+            if r >= 0 and end[r] < 0:
+                continue
+            t = free[d] if r < 0 else max(free[d], end[r] + lag[i])
+            if best is not None and (t, rank[kd]) >= best[:2]:
+                continue
+            if kd == 0:
+                got = admit_forward(d, k, j)
+                if got is None:
+                    continue
+                md, turned = got
+            else:
+                md, turned = mode[k * m + j], []
+                if level[d] + alloc[i][md] > limit[d]:
+                    continue
+            best = (t, rank[kd], i, md, turned)
+        return best
+
+    version = [0] * p
+    heap: list[tuple] = []
+
+    def rechoose(d: int) -> None:
+        version[d] += 1
+        got = choice(d)
+        if got is not None:
+            heapq.heappush(heap, (got[0], got[1], d, version[d], got[2], got[3], got[4]))
+
+    for d in range(p):
+        rechoose(d)
+    orders: Orders = {d: [] for d in range(p)}
+    for _ in range(len(ev.keys)):
+        while heap and heap[0][3] != version[heap[0][2]]:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        t, _, d, _, i, md, turned = heapq.heappop(heap)
+        kd, k, j = ev.kind[i], ev.keys[i][1], ev.keys[i][2]
+        it = k * m + j
+        end[i] = free[d] = t + length[i][md]
+        head[kd][k] += 1
+        orders[d].append(ev.keys[i])
+        for h in turned:
+            mode[h] = 1
+            level[d] -= alloc[f_id[h]][0] - alloc[f_id[h]][1]
+        level[d] += alloc[i][md] - release[i][md]
+        if kd == 0:
+            mode[it] = md
+        elif kd == 1:
+            pending_w[d] += alloc[f_id[it]][0] - release[i][md]
+        else:
+            pending_w[d] -= release[i][md]
+        for e in {dev[s] for s in ev.succs[i]} | {d}:
+            rechoose(e)
+    return orders, {(it // m, it % m): RECOMPUTE for it, md in enumerate(mode) if md}
 
 
 # --------------------------------------------------------------------------------------------
