@@ -120,7 +120,9 @@ class RegionPlanner:
         return np.stack([sends, receives], axis=1)
 
     def throughput(self, x: np.ndarray) -> float:
-        return float(self.roots(x).min())
+        """The worst case over the matrices of ``x`` (symmetric), by way of the row cache: the same
+        roots as :meth:`roots`, row by row, and the rows stay cached for :meth:`improve`."""
+        return min(self.cached_lows(list(enumerate(self._state(x)[0]))))
 
     def port_bound(self) -> float:
         busiest = np.maximum(self.demand.sum(axis=2), self.demand.sum(axis=1)).max(axis=1)
@@ -174,11 +176,9 @@ class RegionPlanner:
         cache = self._cache
         missing = list({key for key in keys if key not in cache})
         if missing:
-            servers = [server for server, _ in missing]
-            caps = np.broadcast_to(np.array([row for _, row in missing], dtype=float),
-                                   (2, len(self.demand), len(missing), self.servers))
-            sides = np.stack([self.demand[:, servers], self._receives[:, servers]])  # (2, T, K, R)
-            roots = prefix_roots(sides, caps, self.b_eps).min(axis=0).T  # (K, T)
+            caps = np.array([row for _, row in missing], dtype=float)  # (K, R)
+            sides = self._sides[:, :, [server for server, _ in missing]]  # (2, T, K, R)
+            roots = prefix_roots(sides, np.broadcast_to(caps, sides.shape), self.b_eps).min(axis=0).T  # K, T
             low = self._low
             for key, found, smallest in zip(missing, roots.tolist(), roots.min(axis=1).tolist(), strict=True):
                 cache[key] = tuple(found)
