@@ -107,6 +107,8 @@ class RegionPlanner:
         self.rate_per_unit = nic_rate / self.unit  # theta in model units -> 1/s
         self._receives = np.ascontiguousarray(np.swapaxes(self.demand, 1, 2))  # row i: column i
         self._cache: dict[tuple[int, tuple[int, ...]], tuple[float, ...]] = {}  # :meth:`cached_roots`
+        upper = np.triu_indices(self.servers, 1)
+        self._upper = upper, list(zip(*(u.tolist() for u in upper), strict=True))  # :meth:`fill`'s pairs
         self._sides = np.stack([self.demand, self._receives])  # (2, T, R, R): send, receive
         self._none = np.full((2, len(self.demand), self.servers, 1), -np.inf)  # :meth:`_sinking`
         self._low: dict[tuple[int, tuple[int, ...]], float] = {}  # the smallest of each
@@ -138,9 +140,9 @@ class RegionPlanner:
         ends removes any."""
         servers = self.servers
         x = np.zeros((servers, servers), dtype=int) if start is None else start.copy()
-        free = self.alpha - x.sum(axis=1)
+        free = (self.alpha - x.sum(axis=1)).tolist()
         want = target * self.demand
-        upper = np.triu_indices(servers, 1)
+        upper, pairs = self._upper
         while True:
             spill = np.maximum(want - x, 0.0)
             short_out = np.maximum(spill.sum(axis=2) - self.b_eps, 0.0)[:, :, None]
@@ -148,11 +150,11 @@ class RegionPlanner:
             relief = np.minimum(spill, 1.0)
             gain = (np.minimum(short_out, relief) + np.minimum(short_in, relief)).sum(axis=0)
             gain = (gain + gain.T)[upper]
-            gain[(free[upper[0]] == 0) | (free[upper[1]] == 0)] = 0.0
-            order = np.argsort(-gain, kind="stable")
-            placed = np.zeros(servers, dtype=bool)
-            for k in order[: int((gain > 1e-12).sum())]:
-                i, j = int(upper[0][k]), int(upper[1][k])
+            full = np.array(free) == 0
+            gain[full[upper[0]] | full[upper[1]]] = 0.0
+            order = np.argsort(-gain, kind="stable")[: int((gain > 1e-12).sum())].tolist()
+            placed = [False] * servers
+            for i, j in map(pairs.__getitem__, order):
                 if placed[i] or placed[j]:
                     continue
                 x[i, j] += 1
@@ -160,7 +162,7 @@ class RegionPlanner:
                 free[i] -= 1
                 free[j] -= 1
                 placed[i] = placed[j] = True
-            if not placed.any():
+            if not any(placed):
                 return x
 
     # -- local search -----------------------------------------------------------------------
