@@ -466,9 +466,11 @@ def fill_and_swap(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: feasible; at least the better of its two fills. Running time per region of ``R``
     servers and ``T`` matrices: ``O(alpha R^3 T)`` per fill; each improving move screens the
-    ``O(alpha R)`` trades of the bottleneck in ``O(T)`` each (two terms of its spill change) and
-    evaluates at most ``O(alpha R^2)`` moves in ``O(R)`` each, plus ``O(T R log R)`` per circuit
-    row not seen before (rows are cached; issue 19). Source: ours (issue 15)."""
+    ``O(alpha R)`` trades of the bottleneck in ``O(T)`` each (two terms of its spill change),
+    leaves out the moves that sink a touched server below the current level (one ``O(T R^3)``
+    numpy pass) and evaluates at most ``O(alpha R^2)`` moves in ``O(R)`` each, plus
+    ``O(T R log R)`` per circuit row not seen before (rows are cached; issue 19). Source: ours
+    (issue 15)."""
     f = instance.fabric
     circuits = []
     for region in range(instance.regions):
