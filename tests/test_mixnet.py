@@ -5,6 +5,7 @@ LP >= MILP >= each heuristic >= electrical-only on the shipped files."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -314,11 +315,20 @@ def random_circuits(rng, servers: int, alpha: int) -> np.ndarray:
     return x
 
 
+def moved_by(x: np.ndarray, move) -> np.ndarray:
+    moved = x.copy()
+    for i, j, step in move:
+        moved[i, j] += step
+        moved[j, i] += step
+    return moved
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_incremental_move_values_equal_the_checkers_recomputation(seed):
-    """Every move the search lists, and random pair changes besides, valued by the cached rows
-    (:meth:`RegionPlanner._evaluate`) as the checker's :func:`model.worst_case` values the moved
-    circuits, and rejected exactly when they break a port budget."""
+    """Every move the search lists keeps the port budgets and carries the moved rows of exactly
+    the servers it touches; it and random pair changes besides, valued by the cached rows
+    (:meth:`RegionPlanner._evaluate`, and the one-number-per-row shortcut of ``improve``), are
+    valued as the checker's :func:`model.worst_case` values the moved circuits."""
     rng = np.random.default_rng(seed)
     instance = model.generate(seed, 1)
     planner = planner_of(instance)
@@ -330,28 +340,66 @@ def test_the_incremental_move_values_equal_the_checkers_recomputation(seed):
         current, ranked = planner._current(rows)
         per_server = [min(r) for r in current]
         theta = min(per_server)
-        moves = planner._moves(rows, free, per_server.index(theta), theta, list(range(len(planner.demand))))
-        for _ in range(20):  # random changes of 1 to 3 pairs, some breaking a budget
+        listed = planner._neighbourhood(rows, free, per_server.index(theta), theta,
+                                        list(range(len(planner.demand))))
+        for move, keys in listed:
+            moved = moved_by(x, move)
+            assert (moved >= 0).all() and (moved.sum(axis=1) <= alpha).all()
+            touched = list(dict.fromkeys(a for i, j, _ in move for a in (i, j)))
+            assert keys == [(a, tuple(moved[a].tolist())) for a in touched]
+        for _ in range(20):  # random changes of 1 to 3 pairs that keep the budgets
             pairs = [tuple(rng.choice(servers, 2, replace=False)) for _ in range(int(rng.integers(1, 4)))]
-            moves.append(tuple((int(i), int(j), int(rng.choice([-1, 1]))) for i, j in dict.fromkeys(pairs)))
-        for move, touched, roots in planner._candidates(rows, free, moves):
-            moved = x.copy()
-            for i, j, step in move:
-                moved[i, j] += step
-                moved[j, i] += step
+            move = tuple((int(i), int(j), int(rng.choice([-1, 1]))) for i, j in dict.fromkeys(pairs))
+            moved = moved_by(x, move)
+            if (moved >= 0).all() and (moved.sum(axis=1) <= alpha).all():
+                touched = list(dict.fromkeys(a for i, j, _ in move for a in (i, j)))
+                listed.append((move, [(a, tuple(moved[a].tolist())) for a in touched]))
+        order = sorted(range(servers), key=per_server.__getitem__)[:5]
+        for (move, touched, roots), (_, keys) in zip(planner._candidates(listed), listed, strict=True):
+            moved = moved_by(x, move)
             thetas = planner._evaluate(touched, roots, ranked, current)
             full = planner.roots(moved).min(axis=(1, 2))
             assert thetas == pytest.approx(full.tolist(), rel=1e-12)
             assert min(thetas) * planner.rate_per_unit == pytest.approx(model.worst_case(instance, [moved]), rel=1e-9)
+            lows = planner.cached_lows(keys)
+            shortcut = min(lows + [per_server[s] for s in order if s not in touched][:1])
+            assert shortcut == min(thetas)
             checked += 1
-        for move in moves:
-            moved = x.copy()
-            for i, j, step in move:
-                moved[i, j] += step
-                moved[j, i] += step
-            broken = (moved < 0).any() or (moved.sum(axis=1) > alpha).any()
-            assert (planner._touched(rows, free, move) is None) == broken
     assert checked > 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_floor_leaves_out_only_moves_below_it(seed):
+    """With a floor, :meth:`RegionPlanner._neighbourhood` lists the moves of the full list in
+    their order, leaving out only moves whose worst case (recomputed on the moved circuits) is
+    below the floor, and keeping every move all of whose touched servers stay at or above it
+    (so the search loses no move it could take); at the search's floor and at higher ones."""
+    rng = np.random.default_rng(200 + seed)
+    instance = model.generate(seed, 1)
+    planner = planner_of(instance)
+    which = list(range(len(planner.demand)))
+    dropped = 0
+    for _ in range(6):
+        x = random_circuits(rng, planner.servers, planner.alpha)
+        rows, free = planner._state(x)
+        per_server = [min(r) for r in planner._current(rows)[0]]
+        theta = min(per_server)
+        b = per_server.index(theta)
+        full = planner._neighbourhood(rows, free, b, theta, which)
+        levels = sorted(set(per_server))
+        for floor in {theta * (1 - 1e-12), *levels[1:3]}:
+            kept = planner._neighbourhood(rows, free, b, theta, which, floor)
+            assert kept == [item for item in full if item in kept]
+            for move, keys in full:
+                lows = planner.cached_lows(keys)
+                if (move, keys) not in kept:
+                    dropped += 1
+                    assert model.worst_case(instance, [moved_by(x, move)]) < floor * planner.rate_per_unit
+                elif len(move) != 3 or len(keys) != 3:  # (not the re-point onto u: two circuits to u)
+                    assert min(lows[1:], default=math.inf) >= floor * (1 - 1e-6), move
+                if min(lows[1:], default=math.inf) >= floor:
+                    assert (move, keys) in kept
+    assert dropped > 0
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -22,6 +22,9 @@ from coopt.formulations.mixnet.model import Instance, no_circuits, prefix_roots,
 from coopt.problem import ExactOutcome, Solution, SolveOptions
 from coopt.solvers.highs import solve_model
 
+#: A local-search move: pair changes ``(i, j, +1 add / -1 remove)``.
+Move = tuple[tuple[int, int, int], ...]
+
 #: The authors' damping: after the c-th circuit of a pair its remaining demand is divided by 100 c.
 DAMPING = 100.0
 
@@ -104,6 +107,11 @@ class RegionPlanner:
         self.rate_per_unit = nic_rate / self.unit  # theta in model units -> 1/s
         self._receives = np.ascontiguousarray(np.swapaxes(self.demand, 1, 2))  # row i: column i
         self._cache: dict[tuple[int, tuple[int, ...]], tuple[float, ...]] = {}  # :meth:`cached_roots`
+        upper = np.triu_indices(self.servers, 1)
+        self._upper = upper, list(zip(*(u.tolist() for u in upper), strict=True))  # :meth:`fill`'s pairs
+        self._sides = np.stack([self.demand, self._receives])  # (2, T, R, R): send, receive
+        self._none = np.full((2, len(self.demand), self.servers, 1), -np.inf)  # :meth:`_sinking`
+        self._low: dict[tuple[int, tuple[int, ...]], float] = {}  # the smallest of each
 
     # -- evaluation -------------------------------------------------------------------------
     def roots(self, x: np.ndarray) -> np.ndarray:
@@ -114,7 +122,9 @@ class RegionPlanner:
         return np.stack([sends, receives], axis=1)
 
     def throughput(self, x: np.ndarray) -> float:
-        return float(self.roots(x).min())
+        """The worst case over the matrices of ``x`` (symmetric), by way of the row cache: the same
+        roots as :meth:`roots`, row by row, and the rows stay cached for :meth:`improve`."""
+        return min(self.cached_lows(list(enumerate(self._state(x)[0]))))
 
     def port_bound(self) -> float:
         busiest = np.maximum(self.demand.sum(axis=2), self.demand.sum(axis=1)).max(axis=1)
@@ -130,9 +140,9 @@ class RegionPlanner:
         ends removes any."""
         servers = self.servers
         x = np.zeros((servers, servers), dtype=int) if start is None else start.copy()
-        free = self.alpha - x.sum(axis=1)
+        free = (self.alpha - x.sum(axis=1)).tolist()
         want = target * self.demand
-        upper = np.triu_indices(servers, 1)
+        upper, pairs = self._upper
         while True:
             spill = np.maximum(want - x, 0.0)
             short_out = np.maximum(spill.sum(axis=2) - self.b_eps, 0.0)[:, :, None]
@@ -140,11 +150,11 @@ class RegionPlanner:
             relief = np.minimum(spill, 1.0)
             gain = (np.minimum(short_out, relief) + np.minimum(short_in, relief)).sum(axis=0)
             gain = (gain + gain.T)[upper]
-            gain[(free[upper[0]] == 0) | (free[upper[1]] == 0)] = 0.0
-            order = np.argsort(-gain, kind="stable")
-            placed = np.zeros(servers, dtype=bool)
-            for k in order[: int((gain > 1e-12).sum())]:
-                i, j = int(upper[0][k]), int(upper[1][k])
+            full = np.array(free) == 0
+            gain[full[upper[0]] | full[upper[1]]] = 0.0
+            order = np.argsort(-gain, kind="stable")[: int((gain > 1e-12).sum())].tolist()
+            placed = [False] * servers
+            for i, j in map(pairs.__getitem__, order):
                 if placed[i] or placed[j]:
                     continue
                 x[i, j] += 1
@@ -152,7 +162,7 @@ class RegionPlanner:
                 free[i] -= 1
                 free[j] -= 1
                 placed[i] = placed[j] = True
-            if not placed.any():
+            if not any(placed):
                 return x
 
     # -- local search -----------------------------------------------------------------------
@@ -162,22 +172,35 @@ class RegionPlanner:
     # computes the rows it has not seen in one batch (the per-call overhead of numpy on a region's
     # small arrays, not the arithmetic, was the cost in the profile of issue 19). Rows are tuples.
 
+    def _compute(self, keys: list[tuple[int, tuple[int, ...]]]) -> None:
+        """Cache the roots (and their smallest) of the keys not cached yet, in one
+        :func:`model.prefix_roots` call."""
+        cache = self._cache
+        missing = list({key for key in keys if key not in cache})
+        if missing:
+            caps = np.array([row for _, row in missing], dtype=float)  # (K, R)
+            sides = self._sides[:, :, [server for server, _ in missing]]  # (2, T, K, R)
+            roots = prefix_roots(sides, np.broadcast_to(caps, sides.shape), self.b_eps).min(axis=0).T  # K, T
+            low = self._low
+            for key, found, smallest in zip(missing, roots.tolist(), roots.min(axis=1).tolist(), strict=True):
+                cache[key] = tuple(found)
+                low[key] = smallest
+
     def cached_roots(self, keys: list[tuple[int, tuple[int, ...]]]) -> list[tuple[float, ...]]:
         """Per ``(server, row)`` key, every matrix's smallest root (send or receive side) of
         ``server`` when its circuits are ``row``; the keys not cached yet go to one
         :func:`model.prefix_roots` call. ``O(T R log R)`` per new key, ``O(R)`` (its hash) per
         cached one."""
+        self._compute(keys)
         cache = self._cache
-        missing = list({key for key in keys if key not in cache})
-        if missing:
-            servers = [server for server, _ in missing]
-            caps = np.broadcast_to(np.array([row for _, row in missing], dtype=float),
-                                   (2, len(self.demand), len(missing), self.servers))
-            sides = np.stack([self.demand[:, servers], self._receives[:, servers]])  # (2, T, K, R)
-            roots = prefix_roots(sides, caps, self.b_eps).min(axis=0).T.tolist()  # (K, T)
-            for key, found in zip(missing, roots, strict=True):
-                cache[key] = tuple(found)
         return [cache[key] for key in keys]
+
+    def cached_lows(self, keys: list[tuple[int, tuple[int, ...]]]) -> list[float]:
+        """Per key, the smallest of :meth:`cached_roots` (the server's worst case over the
+        matrices), from the same cache."""
+        self._compute(keys)
+        low = self._low
+        return [low[key] for key in keys]
 
     def lifting_trades(self, rows: list[tuple[int, ...]], free: list[int], b: int, theta: float,
                        which: list[int]) -> list[tuple[int, int]]:
@@ -202,59 +225,106 @@ class RegionPlanner:
                 if u != b and u != m]
         return kept
 
-    def _moves(self, rows: list[tuple[int, ...]], free: list[int], b: int, theta: float,
-               which: list[int]) -> list[tuple[tuple[int, int, int], ...]]:
-        """Candidate moves around the bottleneck server ``b`` that keep every port budget, each a
-        tuple of pair changes (i, j, +1 add / -1 remove). Server ``b`` trades partner ``m`` for
-        ``u`` (or, with a free port, just gains ``u``); only the trades that lift ``b``'s own
-        smallest root on the matrices ``which`` above ``theta`` are expanded (screened on
-        ``b``'s spill at that level, two terms of which a trade changes), into: re-point (u has a
-        free port: remove b-m, add b-u, and re-attach m to a server with a free port, or not),
-        swap (remove b-m and u-w, add b-u and m-w), steal (b has a free port: remove u-w, add
-        b-u, and re-attach w, or not) and add (both free: add b-u). Listed by type, then trade,
-        then the third server."""
-        servers = range(self.servers)
-        kept = self.lifting_trades(rows, free, b, theta, which)
-        moves: list[tuple[tuple[int, int, int], ...]] = []
-        for m, u in kept:  # b trades m for u (or just gains u), u having a free port
-            if free[u] > 0:
-                moves.append(((b, m, -1), (b, u, 1)) if m >= 0 else ((b, u, 1),))
-        for m, u in kept:  # ... and m re-attaches to a server v with a free port
-            if m >= 0 and free[u] > 0:
-                moves += [((b, m, -1), (b, u, 1), (m, v, 1)) for v in servers
-                          if free[v] > 0 and v != b and v != m and (v != u or free[u] > 1)]
-        for m, u in kept:  # u drops w and m takes it (a swap)
-            if m >= 0:
-                moves += [((b, m, -1), (b, u, 1), (u, w, -1), (m, w, 1)) for w in servers
-                          if rows[u][w] > 0 and w != b and w != m]
-        for m, u in kept:  # b used a free port: u drops w, and w stays free ...
-            if m < 0:
-                moves += [((b, u, 1), (u, w, -1)) for w in servers if rows[u][w] > 0 and w != b]
-        for m, u in kept:  # ... or w re-attaches to a server v with a free port
-            if m < 0:
-                moves += [((b, u, 1), (u, w, -1), (w, v, 1)) for w in servers if rows[u][w] > 0 and w != b
-                          for v in servers if free[v] > 0 and v != b and v != u and v != w]
-        return moves
+    def _sinking(self, rows: list[tuple[int, ...]], floor: float) -> bytes:
+        """At ``(a (R + 1) + x) (R + 1) + y``, nonzero where server ``a``'s row with one circuit
+        fewer to ``x`` and one more to ``y`` (index ``R``: none) has its root on some side of some
+        matrix certainly below ``floor``.
 
-    @staticmethod
-    def _touched(rows: list[tuple[int, ...]], free: list[int],
-                 move: tuple[tuple[int, int, int], ...]) -> list[tuple[int, tuple[int, ...]]] | None:
-        """The ``(server, new row)`` of every server a move touches; None if it breaks a port
-        budget (a negative count, or more than ``alpha`` circuits)."""
-        changed: dict[int, list[int]] = {}
-        ports: dict[int, int] = {}
-        for i, j, step in move:
-            for a, c in ((i, j), (j, i)):
-                row = changed.get(a)
-                if row is None:
-                    row = changed[a] = list(rows[a])
+        A side's spill ``f(theta) = sum_j (theta d_j - c_j)^+`` rises with theta and the root is
+        where it reaches ``b_E``, so the root is below a level iff the spill there exceeds
+        ``b_E``. At ``floor (1 - 1e-9)`` (far more than rounding below ``floor``) the spill of the
+        changed row is the current one plus what the lost circuit carried there minus what the
+        added one carries (``f`` is a sum over the entries), for every ``a, x, y`` at once.
+        ``O(T R^3)`` in one numpy pass."""
+        level = floor * (1 - 1e-9)
+        excess = level * self._sides - np.array(rows, dtype=float)  # (2, T, R, R)
+        excess = np.concatenate([excess, self._none], axis=-1)  # y or x = R: -inf, no change
+        spill = np.maximum(excess, 0.0)
+        gain = spill - np.maximum(excess - 1.0, 0.0)  # one more circuit to y
+        loss = np.maximum(excess + 1.0, 0.0) - spill  # one fewer to x
+        after = spill.sum(axis=-1)[..., None, None] + loss[..., :, None] - gain[..., None, :]
+        return (after > self.b_eps).any(axis=(0, 1)).tobytes()
+
+    def _neighbourhood(self, rows: list[tuple[int, ...]], free: list[int], b: int, theta: float,
+                       which: list[int], floor: float | None = None
+                       ) -> list[tuple[Move, list[tuple[int, tuple[int, ...]]]]]:
+        """Candidate moves around the bottleneck server ``b``, each a tuple of pair changes
+        (i, j, +1 add / -1 remove) with the ``(server, new row)`` of every server it touches (in
+        the order they first appear in the move). Server ``b`` trades partner ``m`` for ``u`` (or,
+        with a free port, just gains ``u``); only the trades that lift ``b``'s own smallest root on
+        the matrices ``which`` above ``theta`` are expanded (:meth:`lifting_trades`), into:
+        re-point (u has a free port: remove b-m, add b-u, and re-attach m to a server v with a
+        free port, or not), swap (remove b-m and u-w, add b-u and m-w), steal (b has a free port:
+        remove u-w, add b-u, and re-attach w to v, or not) and add (both free: add b-u). Listed
+        by type, then trade, then the third server.
+
+        With a ``floor``, the moves that leave a touched server other than ``b`` certainly below
+        it on some matrix (:meth:`_sinking`) are left out before their rows are built: a move's
+        worst case is at most every touched server's, so each of them is worse than ``floor``.
+        (In the profile of issue 19, 160 of 525 moves at ``floor = theta (1 - 1e-12)`` were kept.)
+
+        Every move keeps every port budget, by construction: a removal takes a circuit that is
+        there (b-m with ``x_bm > 0``, u-w with ``x_uw > 0``, w not b or m), and a server's count
+        grows only where it has a free port (u in a re-point or an add, v, b when ``m = -1``, and
+        u twice only with two free ports); every other touched server loses one circuit and gains
+        one."""
+        kept = self.lifting_trades(rows, free, b, theta, which)
+        n = self.servers
+        servers = range(n)
+        spare = [v for v in servers if free[v] > 0 and v != b]
+        links = {u: [w for w in servers if rows[u][w] > 0 and w != b] for _, u in kept}
+        sink = bytes(n * (n + 1) ** 2) if floor is None or not kept else self._sinking(rows, floor)
+        k = n + 1  # sink[(a k + x) k + y]: a's row less x and plus y is certainly below the floor
+
+        def changed(a: int, *steps: tuple[int, int]) -> tuple[int, tuple[int, ...]]:
+            row = list(rows[a])
+            for c, step in steps:
                 row[c] += step
-                if row[c] < 0:
-                    return None
-                ports[a] = ports.get(a, 0) + step
-        if any(ports[a] > free[a] for a in changed):
-            return None
-        return [(a, tuple(row)) for a, row in changed.items()]
+            return a, tuple(row)
+
+        trades = [(m, u, changed(b, (m, -1), (u, 1)) if m >= 0 else changed(b, (u, 1))) for m, u in kept]
+        found: list[tuple[Move, list[tuple[int, tuple[int, ...]]]]] = []
+        for m, u, kb in trades:  # b trades m for u (or just gains u), u having a free port
+            if free[u] > 0 and not sink[(u * k + n) * k + b]:
+                if m < 0:
+                    found.append((((b, u, 1),), [kb, changed(u, (b, 1))]))
+                elif not sink[(m * k + b) * k + n]:
+                    found.append((((b, m, -1), (b, u, 1)), [kb, changed(m, (b, -1)), changed(u, (b, 1))]))
+        for m, u, kb in trades:  # ... and m re-attaches to a server v with a free port
+            if m >= 0 and free[u] > 0:
+                ku = changed(u, (b, 1))
+                for v in spare:
+                    if v == m or sink[(m * k + b) * k + v]:
+                        continue
+                    if v != u:
+                        if not (sink[(u * k + n) * k + b] or sink[(v * k + n) * k + m]):
+                            found.append((((b, m, -1), (b, u, 1), (m, v, 1)),
+                                          [kb, changed(m, (b, -1), (v, 1)), ku, changed(v, (m, 1))]))
+                    elif free[u] > 1:
+                        found.append((((b, m, -1), (b, u, 1), (m, u, 1)),
+                                      [kb, changed(m, (b, -1), (u, 1)), changed(u, (b, 1), (m, 1))]))
+        for m, u, kb in trades:  # u drops w and m takes it (a swap)
+            if m >= 0:
+                found += [(((b, m, -1), (b, u, 1), (u, w, -1), (m, w, 1)),
+                           [kb, changed(m, (b, -1), (w, 1)), changed(u, (b, 1), (w, -1)),
+                            changed(w, (u, -1), (m, 1))]) for w in links[u]
+                          if w != m and not (sink[(m * k + b) * k + w] or sink[(u * k + w) * k + b]
+                                             or sink[(w * k + u) * k + m])]
+        for m, u, kb in trades:  # b used a free port: u drops w, and w stays free ...
+            if m < 0:
+                found += [(((b, u, 1), (u, w, -1)), [kb, changed(u, (b, 1), (w, -1)), changed(w, (u, -1))])
+                          for w in links[u] if not (sink[(u * k + w) * k + b] or sink[(w * k + u) * k + n])]
+        for m, u, kb in trades:  # ... or w re-attaches to a server v with a free port
+            if m < 0:
+                for w in links[u]:
+                    if sink[(u * k + w) * k + b]:
+                        continue
+                    ku = changed(u, (b, 1), (w, -1))
+                    found += [(((b, u, 1), (u, w, -1), (w, v, 1)),
+                               [kb, ku, changed(w, (u, -1), (v, 1)), changed(v, (w, 1))])
+                              for v in spare if v != u and v != w
+                              and not (sink[(w * k + u) * k + v] or sink[(v * k + n) * k + w])]
+        return found
 
     @staticmethod
     def _evaluate(touched: list[int], roots: list[tuple[float, ...]], ranked: list[list[int]],
@@ -287,14 +357,12 @@ class RegionPlanner:
         rows = [tuple(r) for r in np.asarray(x, dtype=int).tolist()]
         return rows, [self.alpha - sum(r) for r in rows]
 
-    def _candidates(self, rows: list[tuple[int, ...]], free: list[int],
-                    moves: list[tuple[tuple[int, int, int], ...]]
-                    ) -> list[tuple[tuple[tuple[int, int, int], ...], list[int], list[tuple[float, ...]]]]:
-        """The moves that keep the port budgets, each with its touched servers and their new
-        roots (computed in one batch)."""
-        found = [(move, keys) for move in moves if (keys := self._touched(rows, free, move)) is not None]
-        roots = iter(self.cached_roots([key for _, keys in found for key in keys]))
-        return [(move, [a for a, _ in keys], [next(roots) for _ in keys]) for move, keys in found]
+    def _candidates(self, listed: list[tuple[Move, list[tuple[int, tuple[int, ...]]]]]
+                    ) -> list[tuple[Move, list[int], list[tuple[float, ...]]]]:
+        """The moves of :meth:`_neighbourhood`, each with its touched servers and their new roots
+        (computed in one batch)."""
+        roots = iter(self.cached_roots([key for _, keys in listed for key in keys]))
+        return [(move, [a for a, _ in keys], [next(roots) for _ in keys]) for move, keys in listed]
 
     def _current(self, rows: list[tuple[int, ...]]) -> tuple[list[tuple[float, ...]], list[list[int]]]:
         """Every server's roots and, per matrix, the servers by increasing root (ties: lower
@@ -305,26 +373,39 @@ class RegionPlanner:
         return current, ranked
 
     def improve(self, x: np.ndarray) -> np.ndarray:
-        """Best-improvement local search over :meth:`_moves` around the worst-case bottleneck: a
-        move is taken when it raises the worst-case throughput, or keeps it and lowers the number
-        of servers at it (so that ties among bottlenecks are worked off one by one)."""
+        """Best-improvement local search over :meth:`_neighbourhood` around the worst-case
+        bottleneck: a move is taken when it raises the worst-case throughput, or keeps it and
+        lowers the number of servers at it (so that ties among bottlenecks are worked off one by
+        one), the first listed among the best.
+
+        A move's worst case is the smallest of its touched servers' new worst cases
+        (:meth:`cached_lows`) and the smallest untouched server's: the minimum over the matrices
+        of :meth:`_evaluate`, taken in the other order, so only one number per row is needed."""
         rows, free = self._state(x)
         which = list(range(len(self.demand)))
         for _ in range(self.MAX_MOVES):
-            current, ranked = self._current(rows)
-            per_server = [min(roots) for roots in current]
+            per_server = self.cached_lows(list(enumerate(rows)))
             theta = min(per_server)
             b = per_server.index(theta)
             levels = sorted(per_server)
             tied = bisect.bisect_right(levels, theta * (1 + 1e-9))
+            order = sorted(range(self.servers), key=per_server.__getitem__)[:5]  # stable: ties by index
+            rise, floor = theta * (1 + 1e-9), theta * (1 - 1e-12)
+            listed = self._neighbourhood(rows, free, b, theta, which, floor)
+            lows = iter(self.cached_lows([key for _, keys in listed for key in keys]))
             best, best_key = None, -math.inf
-            moves = self._moves(rows, free, b, theta, which)
-            for move, touched, roots in self._candidates(rows, free, moves):
-                theta_new = min(self._evaluate(touched, roots, ranked, current))
+            for move, keys in listed:
+                found = [next(lows) for _ in keys]
+                touched = [a for a, _ in keys]
+                theta_new = min(found)
+                for s in order:
+                    if s not in touched:
+                        theta_new = min(theta_new, per_server[s])
+                        break
                 limit = theta_new * (1 + 1e-9)
-                ties = (bisect.bisect_right(levels, limit) + sum(min(r) <= limit for r in roots)
+                ties = (bisect.bisect_right(levels, limit) + sum(low <= limit for low in found)
                         - sum(per_server[a] <= limit for a in touched))
-                if not (theta_new > theta * (1 + 1e-9) or (theta_new >= theta * (1 - 1e-12) and ties < tied)):
+                if not (theta_new > rise or (theta_new >= floor and ties < tied)):
                     continue
                 key = theta_new - 1e-12 * ties
                 if key > best_key:
@@ -350,9 +431,9 @@ class RegionPlanner:
             moves = []
             for b in sorted(set(bottlenecks)):  # one move set per server that is some matrix's bottleneck
                 which = [t for t in matrices if bottlenecks[t] == b]
-                moves += self._moves(rows, free, b, min(thetas[t] for t in which), which)
+                moves += self._neighbourhood(rows, free, b, min(thetas[t] for t in which), which)
             best, best_total = None, total * (1 - 1e-12)
-            for move, touched, roots in self._candidates(rows, free, moves):
+            for move, touched, roots in self._candidates(moves):
                 after = self._evaluate(touched, roots, ranked, current)
                 moved = sum(w / theta for w, theta in zip(weights, after, strict=True))
                 if moved < best_total:
@@ -385,9 +466,11 @@ def fill_and_swap(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: feasible; at least the better of its two fills. Running time per region of ``R``
     servers and ``T`` matrices: ``O(alpha R^3 T)`` per fill; each improving move screens the
-    ``O(alpha R)`` trades of the bottleneck in ``O(T)`` each (two terms of its spill change) and
-    evaluates at most ``O(alpha R^2)`` moves in ``O(R)`` each, plus ``O(T R log R)`` per circuit
-    row not seen before (rows are cached; issue 19). Source: ours (issue 15)."""
+    ``O(alpha R)`` trades of the bottleneck in ``O(T)`` each (two terms of its spill change),
+    leaves out the moves that sink a touched server below the current level (one ``O(T R^3)``
+    numpy pass) and evaluates at most ``O(alpha R^2)`` moves in ``O(R)`` each, plus
+    ``O(T R log R)`` per circuit row not seen before (rows are cached; issue 19). Source: ours
+    (issue 15)."""
     f = instance.fabric
     circuits = []
     for region in range(instance.regions):
