@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
+import operator
 import random
 from collections.abc import Callable, Iterator
 
@@ -412,6 +414,13 @@ class Decoder:
         for v, devices in enumerate(tab.compatible):
             for p in devices:
                 self.tasks_of[p] |= 1 << v
+        #: the device moves of ``v`` when it runs on ``p`` and its exchanges with each task, the
+        #: move tuples of :func:`_moves` (devices ascending); exchanges only up to EXCHANGE_ALL
+        self.device_moves = [[[("device", v, q) for q in sorted(devices) if q != p]
+                              for p in range(tab.devices)] for v, devices in enumerate(tab.compatible)]
+        self.universal = [len(devices) == tab.devices for devices in tab.compatible]
+        self.exchange_moves = ([[("exchange", v, w) for w in range(tab.n)] for v in range(tab.n)]
+                               if tab.n <= EXCHANGE_ALL else [])
 
     def load(self, assignment: list[int], order: list[int]) -> tuple[float, float]:
         """Make (assignment, order) the current state and return its value: its semi-active
@@ -518,8 +527,8 @@ class Decoder:
         on its device or -1): each task of the path starts exactly when its device predecessor
         ends or when the input from the previous path task arrives."""
         tab, assignment, start, finish = self.tab, self.assignment, self.start, self.finish
-        previous = self.previous
-        v = max(range(tab.n), key=lambda k: (finish[k], -k))
+        previous, latency, inverse, data = self.previous, self.latency, self.inverse, tab.data
+        v = finish.index(self.value[0])  # the last task to end, the lowest index on ties
         path = []
         while v >= 0:
             path.append(v)
@@ -527,8 +536,14 @@ class Decoder:
             if u >= 0 and finish[u] == start[v]:
                 v = u
                 continue
-            v = next((w for w, e in tab.preds[v]
-                      if finish[w] + tab.comm(e, assignment[w], assignment[v]) == start[v]), -1)
+            p, begin = assignment[v], start[v]
+            for w, e in tab.preds[v]:  # the input that arrives last (Tables.comm's arithmetic)
+                q = assignment[w]
+                if (finish[w] if q == p else finish[w] + (latency[q][p] + data[e] * inverse[q][p])) == begin:
+                    v = w
+                    break
+            else:
+                v = -1
         return path, previous
 
 
@@ -539,40 +554,15 @@ EXCHANGE_ALL = 32
 EXCHANGE_NEAR = 2
 
 
-class Neighbourhood:
-    """A list of moves built on demand: groups ``(kind, subject, choices)`` that stand for the
-    moves ``(kind, subject, c)`` for each ``c`` of ``choices``, a list or a bit set (ascending),
-    with their running counts; a move is made only when :meth:`__getitem__` asks for it (a
-    first-improvement scan usually stops after a small part of the list)."""
-
-    def __init__(self) -> None:
-        self.ends: list[int] = []
-        self.groups: list[list] = []
-
-    def add(self, kind: str, subject: int | tuple[int, ...], choices: int | list[int]) -> None:
-        count = choices.bit_count() if isinstance(choices, int) else len(choices)
-        if count:
-            self.ends.append((self.ends[-1] if self.ends else 0) + count)
-            self.groups.append([kind, subject, choices])
-
-    def __len__(self) -> int:
-        return self.ends[-1] if self.ends else 0
-
-    def __getitem__(self, index: int) -> tuple:
-        g = bisect.bisect_right(self.ends, index)
-        group = self.groups[g]
-        choices = group[2]
-        if isinstance(choices, int):  # expand a bit set once
-            members = []
-            while choices:
-                low = choices & -choices
-                members.append(low.bit_length() - 1)
-                choices ^= low
-            choices = group[2] = members
-        return group[0], group[1], choices[index - (self.ends[g - 1] if g else 0)]
+def _members(bits: int) -> Iterator[int]:
+    """The elements of a bit set, ascending."""
+    while bits:
+        low = bits & -bits
+        yield low.bit_length() - 1
+        bits ^= low
 
 
-def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
+def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
     """The neighbourhood of the current state: moves that touch its critical path.
 
     ``("device", v, p)`` puts critical task ``v`` on device ``p``; ``("position", v, j)`` moves
@@ -582,11 +572,16 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
     between them); ``("exchange", v, w)`` swaps the devices of ``v`` and a task ``w`` of another
     device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does or within
     ``EXCHANGE_NEAR`` positions of those on its device. Moves come per critical task (device,
-    position, exchange; devices and partners ascending), then the chains of 2, then of 3."""
+    position, exchange; devices and partners ascending), then the chains of 2, then of 3.
+
+    The device and exchange moves are the decoder's tuples, made once per instance
+    (:class:`Decoder`), so a neighbourhood is mostly list extensions: it is built for every
+    accepted move, and a first-improvement scan usually looks at a small part of it."""
     assignment, order, position = decoder.assignment, decoder.order, decoder.position
     path, previous = decoder.critical_path()
     following, on_device = decoder.following, decoder.on_device
     devices_of, tasks_of = decoder.devices_of, decoder.tasks_of
+    device_moves, exchange_moves = decoder.device_moves, decoder.exchange_moves
     everyone = tab.n <= EXCHANGE_ALL
     if not everyone:
         start, finish = decoder.start, decoder.finish
@@ -595,28 +590,40 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             on[assignment[w]].append(w)
         starts_on = [[start[w] for w in tasks] for tasks in on]
     at = position.__getitem__
-    moves = Neighbourhood()
+    universal = decoder.universal
+    partners_of: dict[int, list[int]] = {}  # per device p: the exchange partners of a universal task on p
+    moves: list[tuple] = []
+    add = moves.append
     for v in path:
         p = assignment[v]
-        moves.add("device", v, devices_of[v] & ~(1 << p))
+        moves += device_moves[v][p]
         last_pred = max(map(at, decoder.pred_tasks[v]), default=-1)
-        first_succ = min(map(at, decoder.succ_tasks[v]), default=len(order))
-        shifts = []
-        if last_pred + 1 < position[v]:
-            shifts.append(last_pred + 1)
+        i = position[v]
+        if last_pred + 1 < i:
+            add(("position", v, last_pred + 1))
         u = previous[v]
         if u >= 0 and last_pred < position[u]:
-            shifts.append(position[u])
+            add(("position", v, position[u]))
         w = following[v]
-        if w >= 0 and first_succ > position[w]:
-            shifts.append(position[w] + 1)
-        moves.add("position", v, shifts)
+        if w >= 0 and min(map(at, decoder.succ_tasks[v]), default=len(order)) > position[w]:
+            add(("position", v, position[w] + 1))
         if everyone:
-            partners = 0
-            for q in tab.compatible[v]:
-                if q != p:
-                    partners |= on_device[q]
-            moves.add("exchange", v, partners & tasks_of[p])
+            if universal[v]:  # every task off p that can run on p
+                if p not in partners_of:
+                    partners_of[p] = [*_members(tasks_of[p] & ~on_device[p])]
+                members = partners_of[p]
+            else:
+                partners = 0
+                for q in tab.compatible[v]:
+                    if q != p:
+                        partners |= on_device[q]
+                members = [*_members(partners & tasks_of[p])]
+            if members:
+                exchanges = operator.itemgetter(*members)(exchange_moves[v])
+                if len(members) == 1:
+                    add(exchanges)
+                else:
+                    moves += exchanges
             continue
         near: set[int] = set()
         for q in tab.compatible[v]:
@@ -626,7 +633,7 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             first = bisect.bisect_right(starts_on[q], start[v]) - 1
             last = bisect.bisect_left(starts_on[q], finish[v])
             near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
-        moves.add("exchange", v, [w for w in sorted(near) if devices_of[w] >> p & 1])
+        moves += [("exchange", v, w) for w in sorted(near) if devices_of[w] >> p & 1]
     for length in (2, 3):
         for i in range(len(path) - length + 1):
             chain = path[i:i + length]
@@ -635,7 +642,9 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             shared = devices_of[chain[0]]
             for v in chain[1:]:
                 shared &= devices_of[v]
-            moves.add("chain", tuple(chain), shared)
+            if shared:
+                subject = tuple(chain)
+                moves += [("chain", subject, q) for q in _members(shared)]
     return moves
 
 
@@ -682,20 +691,23 @@ def _descend(tab: Tables, decoder: Decoder, rng: random.Random, budget: int) -> 
     """First-improvement descent of the decoder's current state over :func:`_moves` (in a seeded
     random order) until no move improves or ``budget`` trials are spent; returns the trials."""
     spent = 0
+    attempt = decoder.attempt
     while spent < budget:
         moves = _moves(tab, decoder)
-        for index in _random_order(len(moves), rng):
-            if spent >= budget:
-                return spent
+        current = decoder.value
+        cutoff = current[0]
+        scanned = 0
+        for index in itertools.islice(_random_order(len(moves), rng), budget - spent):
+            scanned += 1
             move = moves[index]
-            spent += 1
-            value = decoder.attempt(move, decoder.value[0])
-            if value is not None and value < decoder.value:
+            value = attempt(move, cutoff)
+            if value is not None and value < current:
                 assignment, order, _ = _apply(decoder, move)
                 decoder.load(assignment, order)
                 break
         else:
-            return spent
+            return spent + scanned
+        spent += scanned
     return spent
 
 
