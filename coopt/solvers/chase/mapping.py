@@ -420,6 +420,8 @@ class Decoder:
                               for p in range(tab.devices)] for v, devices in enumerate(tab.compatible)]
         #: the local optima scanned so far (:func:`_descend`), with the size of their neighbourhoods
         self.optima: dict[tuple[int, ...], int] = {}
+        #: the members of the bit sets of exchange partners met so far (:func:`_moves`)
+        self.member_lists: dict[int, list[int]] = {}
         self.universal = [len(devices) == tab.devices for devices in tab.compatible]
         self.exchange_moves = ([[("exchange", v, w) for w in range(tab.n)] for v in range(tab.n)]
                                if tab.n <= EXCHANGE_ALL else [])
@@ -594,7 +596,7 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
         starts_on = [[start[w] for w in tasks] for tasks in on]
     at = position.__getitem__
     universal = decoder.universal
-    partners_of: dict[int, list[int]] = {}  # per device p: the exchange partners of a universal task on p
+    member_lists = decoder.member_lists
     moves: list[tuple] = []
     add = moves.append
     for v in path:
@@ -612,15 +614,16 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
             add(("position", v, position[w] + 1))
         if everyone:
             if universal[v]:  # every task off p that can run on p
-                if p not in partners_of:
-                    partners_of[p] = [*_members(tasks_of[p] & ~on_device[p])]
-                members = partners_of[p]
+                partners = tasks_of[p] & ~on_device[p]
             else:
                 partners = 0
                 for q in tab.compatible[v]:
                     if q != p:
                         partners |= on_device[q]
-                members = [*_members(partners & tasks_of[p])]
+                partners &= tasks_of[p]
+            members = member_lists.get(partners)
+            if members is None:
+                members = member_lists[partners] = [*_members(partners)]
             if members:
                 exchanges = operator.itemgetter(*members)(exchange_moves[v])
                 if len(members) == 1:
