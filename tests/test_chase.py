@@ -475,3 +475,30 @@ def test_the_local_searchs_suffix_decode_equals_the_full_decode_and_the_checker(
             checked += 1
         assignment = [rng.choice(tab.compatible[v]) for v in range(tab.n)]
     assert checked > 10
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_local_optimum_met_again_ends_the_descent_as_its_scan_would(seed):
+    """:func:`mapping._descend` skips the scan of a local optimum it has scanned before: it must
+    count the trials the scan spends and draw the same random numbers, so the search after it
+    is the one a real rescan gives (the memo's only effect is time). Checked against a decoder
+    whose memo is cleared, at a full budget and at a budget that stops the scan part way."""
+    inst = generate(seed, 1 + seed % 4)
+    tab = inst.tables
+    decoder = mapping.Decoder(tab)
+    decoder.load(*mapping.heft_mapping(tab))
+    mapping._descend(tab, decoder, random.Random(seed), 10**6)  # to a local optimum, recorded
+    state = (list(decoder.assignment), list(decoder.order))
+    assert decoder.optima
+    size = len(mapping._moves(tab, decoder))
+    for budget in (10**6, max(1, size // 2)):
+        outcomes = []
+        for remembered in (True, False):
+            if not remembered:
+                decoder.optima.clear()
+            decoder.load(*state)
+            rng = random.Random(seed + 1)
+            spent = mapping._descend(tab, decoder, rng, budget)
+            outcomes.append((spent, rng.random(), decoder.assignment, decoder.order))
+        assert outcomes[0] == outcomes[1]
+        assert outcomes[0][0] == min(size, budget)

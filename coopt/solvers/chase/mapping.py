@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
+import operator
 import random
 from collections.abc import Callable, Iterator
 
@@ -412,6 +414,17 @@ class Decoder:
         for v, devices in enumerate(tab.compatible):
             for p in devices:
                 self.tasks_of[p] |= 1 << v
+        #: the device moves of ``v`` when it runs on ``p`` and its exchanges with each task, the
+        #: move tuples of :func:`_moves` (devices ascending); exchanges only up to EXCHANGE_ALL
+        self.device_moves = [[[("device", v, q) for q in sorted(devices) if q != p]
+                              for p in range(tab.devices)] for v, devices in enumerate(tab.compatible)]
+        #: the local optima scanned so far (:func:`_descend`), with the size of their neighbourhoods
+        self.optima: dict[tuple[int, ...], int] = {}
+        #: the members of the bit sets of exchange partners met so far (:func:`_moves`)
+        self.member_lists: dict[int, list[int]] = {}
+        self.universal = [len(devices) == tab.devices for devices in tab.compatible]
+        self.exchange_moves = ([[("exchange", v, w) for w in range(tab.n)] for v in range(tab.n)]
+                               if tab.n <= EXCHANGE_ALL else [])
 
     def load(self, assignment: list[int], order: list[int]) -> tuple[float, float]:
         """Make (assignment, order) the current state and return its value: its semi-active
@@ -492,9 +505,13 @@ class Decoder:
         current assignment changed in place for the trial and restored after it."""
         kind, subject, choice = move
         assignment, position = self.assignment, self.position
-        if kind == "position":
-            return self.trial(*_apply(self, move), cutoff)
-        if kind == "device":
+        if kind == "exchange":  # the most frequent kind first
+            mine, theirs = assignment[subject], assignment[choice]
+            assignment[subject], assignment[choice] = theirs, mine
+            i, j = position[subject], position[choice]
+            value = self.trial(assignment, self.order, i if i < j else j, cutoff)
+            assignment[subject], assignment[choice] = mine, theirs
+        elif kind == "device":
             before = assignment[subject]
             assignment[subject] = choice
             value = self.trial(assignment, self.order, position[subject], cutoff)
@@ -503,14 +520,11 @@ class Decoder:
             saved = [assignment[v] for v in subject]
             for v in subject:
                 assignment[v] = choice
-            value = self.trial(assignment, self.order, min(position[v] for v in subject), cutoff)
+            value = self.trial(assignment, self.order, min(map(position.__getitem__, subject)), cutoff)
             for v, p in zip(subject, saved, strict=True):
                 assignment[v] = p
         else:
-            w = choice
-            assignment[subject], assignment[w] = assignment[w], assignment[subject]
-            value = self.trial(assignment, self.order, min(position[subject], position[w]), cutoff)
-            assignment[subject], assignment[w] = assignment[w], assignment[subject]
+            return self.trial(*_apply(self, move), cutoff)
         return value
 
     def critical_path(self) -> tuple[list[int], list[int]]:
@@ -518,8 +532,8 @@ class Decoder:
         on its device or -1): each task of the path starts exactly when its device predecessor
         ends or when the input from the previous path task arrives."""
         tab, assignment, start, finish = self.tab, self.assignment, self.start, self.finish
-        previous = self.previous
-        v = max(range(tab.n), key=lambda k: (finish[k], -k))
+        previous, latency, inverse, data = self.previous, self.latency, self.inverse, tab.data
+        v = finish.index(self.value[0])  # the last task to end, the lowest index on ties
         path = []
         while v >= 0:
             path.append(v)
@@ -527,8 +541,14 @@ class Decoder:
             if u >= 0 and finish[u] == start[v]:
                 v = u
                 continue
-            v = next((w for w, e in tab.preds[v]
-                      if finish[w] + tab.comm(e, assignment[w], assignment[v]) == start[v]), -1)
+            p, begin = assignment[v], start[v]
+            for w, e in tab.preds[v]:  # the input that arrives last (Tables.comm's arithmetic)
+                q = assignment[w]
+                if (finish[w] if q == p else finish[w] + (latency[q][p] + data[e] * inverse[q][p])) == begin:
+                    v = w
+                    break
+            else:
+                v = -1
         return path, previous
 
 
@@ -539,40 +559,15 @@ EXCHANGE_ALL = 32
 EXCHANGE_NEAR = 2
 
 
-class Neighbourhood:
-    """A list of moves built on demand: groups ``(kind, subject, choices)`` that stand for the
-    moves ``(kind, subject, c)`` for each ``c`` of ``choices``, a list or a bit set (ascending),
-    with their running counts; a move is made only when :meth:`__getitem__` asks for it (a
-    first-improvement scan usually stops after a small part of the list)."""
-
-    def __init__(self) -> None:
-        self.ends: list[int] = []
-        self.groups: list[list] = []
-
-    def add(self, kind: str, subject: int | tuple[int, ...], choices: int | list[int]) -> None:
-        count = choices.bit_count() if isinstance(choices, int) else len(choices)
-        if count:
-            self.ends.append((self.ends[-1] if self.ends else 0) + count)
-            self.groups.append([kind, subject, choices])
-
-    def __len__(self) -> int:
-        return self.ends[-1] if self.ends else 0
-
-    def __getitem__(self, index: int) -> tuple:
-        g = bisect.bisect_right(self.ends, index)
-        group = self.groups[g]
-        choices = group[2]
-        if isinstance(choices, int):  # expand a bit set once
-            members = []
-            while choices:
-                low = choices & -choices
-                members.append(low.bit_length() - 1)
-                choices ^= low
-            choices = group[2] = members
-        return group[0], group[1], choices[index - (self.ends[g - 1] if g else 0)]
+def _members(bits: int) -> Iterator[int]:
+    """The elements of a bit set, ascending."""
+    while bits:
+        low = bits & -bits
+        yield low.bit_length() - 1
+        bits ^= low
 
 
-def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
+def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
     """The neighbourhood of the current state: moves that touch its critical path.
 
     ``("device", v, p)`` puts critical task ``v`` on device ``p``; ``("position", v, j)`` moves
@@ -582,11 +577,16 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
     between them); ``("exchange", v, w)`` swaps the devices of ``v`` and a task ``w`` of another
     device: any (``n <= EXCHANGE_ALL``), else one that runs while ``v`` does or within
     ``EXCHANGE_NEAR`` positions of those on its device. Moves come per critical task (device,
-    position, exchange; devices and partners ascending), then the chains of 2, then of 3."""
+    position, exchange; devices and partners ascending), then the chains of 2, then of 3.
+
+    The device and exchange moves are the decoder's tuples, made once per instance
+    (:class:`Decoder`), so a neighbourhood is mostly list extensions: it is built for every
+    accepted move, and a first-improvement scan usually looks at a small part of it."""
     assignment, order, position = decoder.assignment, decoder.order, decoder.position
     path, previous = decoder.critical_path()
     following, on_device = decoder.following, decoder.on_device
     devices_of, tasks_of = decoder.devices_of, decoder.tasks_of
+    device_moves, exchange_moves = decoder.device_moves, decoder.exchange_moves
     everyone = tab.n <= EXCHANGE_ALL
     if not everyone:
         start, finish = decoder.start, decoder.finish
@@ -595,28 +595,41 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             on[assignment[w]].append(w)
         starts_on = [[start[w] for w in tasks] for tasks in on]
     at = position.__getitem__
-    moves = Neighbourhood()
+    universal = decoder.universal
+    member_lists = decoder.member_lists
+    moves: list[tuple] = []
+    add = moves.append
     for v in path:
         p = assignment[v]
-        moves.add("device", v, devices_of[v] & ~(1 << p))
+        moves += device_moves[v][p]
         last_pred = max(map(at, decoder.pred_tasks[v]), default=-1)
-        first_succ = min(map(at, decoder.succ_tasks[v]), default=len(order))
-        shifts = []
-        if last_pred + 1 < position[v]:
-            shifts.append(last_pred + 1)
+        i = position[v]
+        if last_pred + 1 < i:
+            add(("position", v, last_pred + 1))
         u = previous[v]
         if u >= 0 and last_pred < position[u]:
-            shifts.append(position[u])
+            add(("position", v, position[u]))
         w = following[v]
-        if w >= 0 and first_succ > position[w]:
-            shifts.append(position[w] + 1)
-        moves.add("position", v, shifts)
+        if w >= 0 and min(map(at, decoder.succ_tasks[v]), default=len(order)) > position[w]:
+            add(("position", v, position[w] + 1))
         if everyone:
-            partners = 0
-            for q in tab.compatible[v]:
-                if q != p:
-                    partners |= on_device[q]
-            moves.add("exchange", v, partners & tasks_of[p])
+            if universal[v]:  # every task off p that can run on p
+                partners = tasks_of[p] & ~on_device[p]
+            else:
+                partners = 0
+                for q in tab.compatible[v]:
+                    if q != p:
+                        partners |= on_device[q]
+                partners &= tasks_of[p]
+            members = member_lists.get(partners)
+            if members is None:
+                members = member_lists[partners] = [*_members(partners)]
+            if members:
+                exchanges = operator.itemgetter(*members)(exchange_moves[v])
+                if len(members) == 1:
+                    add(exchanges)
+                else:
+                    moves += exchanges
             continue
         near: set[int] = set()
         for q in tab.compatible[v]:
@@ -626,16 +639,21 @@ def _moves(tab: Tables, decoder: Decoder) -> Neighbourhood:
             first = bisect.bisect_right(starts_on[q], start[v]) - 1
             last = bisect.bisect_left(starts_on[q], finish[v])
             near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
-        moves.add("exchange", v, [w for w in sorted(near) if devices_of[w] >> p & 1])
-    for length in (2, 3):
-        for i in range(len(path) - length + 1):
-            chain = path[i:i + length]
-            if len({assignment[v] for v in chain}) == 1:
-                continue
-            shared = devices_of[chain[0]]
-            for v in chain[1:]:
-                shared &= devices_of[v]
-            moves.add("chain", tuple(chain), shared)
+        moves += [("exchange", v, w) for w in sorted(near) if devices_of[w] >> p & 1]
+    held = [assignment[v] for v in path]
+    runs = [devices_of[v] for v in path]
+    for i in range(len(path) - 1):  # chains of 2
+        if held[i] != held[i + 1]:
+            shared = runs[i] & runs[i + 1]
+            if shared:
+                subject = (path[i], path[i + 1])
+                moves += [("chain", subject, q) for q in _members(shared)]
+    for i in range(len(path) - 2):  # chains of 3
+        if not held[i] == held[i + 1] == held[i + 2]:
+            shared = runs[i] & runs[i + 1] & runs[i + 2]
+            if shared:
+                subject = (path[i], path[i + 1], path[i + 2])
+                moves += [("chain", subject, q) for q in _members(shared)]
     return moves
 
 
@@ -680,22 +698,39 @@ def _random_order(count: int, rng: random.Random) -> Iterator[int]:
 
 def _descend(tab: Tables, decoder: Decoder, rng: random.Random, budget: int) -> int:
     """First-improvement descent of the decoder's current state over :func:`_moves` (in a seeded
-    random order) until no move improves or ``budget`` trials are spent; returns the trials."""
+    random order) until no move improves or ``budget`` trials are spent; returns the trials.
+
+    A state whose whole neighbourhood was scanned without an improving move (a local optimum
+    in ``decoder.optima``, with its neighbourhood's size) is not scanned again: a scan's outcome
+    is the state's alone, so the descent ends there as the scan would, counting the trials the
+    scan would spend and drawing the same random numbers (the scan's order), and the search
+    goes on exactly as before (kicks and starts return to their local optima often: 3-16 % of
+    the trials on the bench's slowest tasks)."""
     spent = 0
+    attempt, optima = decoder.attempt, decoder.optima
     while spent < budget:
+        key = (*decoder.assignment, *decoder.order)
+        count = optima.get(key)
+        if count is not None:
+            _random_order(count, rng)
+            return spent + min(count, budget - spent)
         moves = _moves(tab, decoder)
-        for index in _random_order(len(moves), rng):
-            if spent >= budget:
-                return spent
+        current = decoder.value
+        cutoff = current[0]
+        scanned = 0
+        for index in itertools.islice(_random_order(len(moves), rng), budget - spent):
+            scanned += 1
             move = moves[index]
-            spent += 1
-            value = decoder.attempt(move, decoder.value[0])
-            if value is not None and value < decoder.value:
+            value = attempt(move, cutoff)
+            if value is not None and value < current:
                 assignment, order, _ = _apply(decoder, move)
                 decoder.load(assignment, order)
                 break
         else:
-            return spent
+            if scanned == len(moves):
+                optima[key] = scanned
+            return spent + scanned
+        spent += scanned
     return spent
 
 
