@@ -29,7 +29,6 @@ X(S)'s horizon.
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +38,7 @@ from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
 from coopt.formulations.pipeline.milp import build, extract, incumbent
 from coopt.formulations.pipeline.model import GB
+from coopt.formulations.pipeline.pattern import periodic_patterns
 from coopt.formulations.pipeline.timeindexed import build_time_indexed
 from coopt.instance import load
 from coopt.problem import SolveOptions
@@ -141,34 +141,11 @@ def _stage(instance: Any, args: argparse.Namespace) -> int:
     return args.window_stage if args.window_stage is not None else max(fill, key=fill.__getitem__)
 
 
-def periodic_patterns(instance: Any, s: int, period: int) -> Iterator[tuple[int, ...]]:
-    """Entry offsets (d_0, ..., d_{n-1}) of stage s (units of q, n = n_s micro-batches in flight,
-    summing to ``period``; O(period^(n-1)) of them, so for n <= 3) that the crossing table admits
-    as a repeating pattern: some trips tau_j in [R_s, period - T_W] (F(s, j + n) waits for
-    W(s, j)) dominate a Pareto pair of the table for every two micro-batches fewer than n apart.
-    A necessary condition only."""
-    q = counts.time_unit(instance)
-    n = min(_room(instance, s), instance.microbatches)
-    R = round(crossing.round_trip(instance, s) / q)
-    last = period - round(instance.t_w(s) / q)
-    table = crossing.crossing_table(instance, s)
-
-    def fits(d: int, first: int, second: int) -> bool:
-        return d >= R or any(first >= a and second >= b for a, b in table.get(d, []))
-
-    for cut in itertools.combinations(range(1, period), n - 1):
-        d = tuple(b - a for a, b in zip((0, *cut), (*cut, period), strict=True))
-        for tau in itertools.product(range(R, last + 1), repeat=n):
-            if all(fits(sum(d[(j + h) % n] for h in range(g)), tau[j], tau[(j + g) % n])
-                   for j in range(n) for g in range(1, n)):
-                yield d
-                break
-
-
 def pattern_schedule(instance: Any, s: int, upper: float, time_limit: float, periods: int = 3
                      ) -> tuple[float, tuple[int, ...] | None, int]:
     """The primal side of the crossing relaxation: Model P (horizon ``upper``) with the starts of
-    F(s, j) fixed to the release of F(s, 0) plus a repeating pattern of :func:`periodic_patterns`,
+    F(s, j) fixed to the release of F(s, 0) plus a repeating pattern of
+    :func:`~coopt.formulations.pipeline.pattern.periodic_patterns`,
     periods from the shortest admitted one on (``periods`` of them), each pattern solved for at
     most ``time_limit`` s; the first schedule the checker accepts ends the search. Returns (its
     makespan or ``upper``, the pattern, patterns tried)."""

@@ -6,7 +6,8 @@ Model N for keep-only integer instances in :mod:`.counts` (benchmarked beside Mo
 registered), the oracle (enumeration of every
 order, or Model T where copies are continuous) in :mod:`.brute`, the dual bound in :mod:`.bound`,
 the window relaxation (part of Model P's cut) in :mod:`.window`, the crossing relaxation
-(benchmarked, not in the cut) in :mod:`.crossing`,
+(benchmarked, not in the cut) in :mod:`.crossing`, the pattern schedules (part of Model P's warm
+start) in :mod:`.pattern`,
 the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
 :mod:`coopt.analysis.bounds.pipeline`.
 """

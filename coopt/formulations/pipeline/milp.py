@@ -223,10 +223,14 @@ def first_lane_relabel(instance: Instance, solution: Solution) -> Solution:
 def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     """The best heuristic schedule that the checker accepts, with its objective, or the serial
     bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
-    the others); ``local_search`` is taken, it is the one that searches beyond them. The schedule
+    the others); ``local_search`` is taken, it is the one that searches beyond them; then, where
+    the best of them is above the dual bound, the pattern schedules of :mod:`.pattern` (issue 20,
+    fifth round). The schedule
     is relabelled into the form Model P admits: FIFO on keep-only instances (:func:`fifo_relabel`),
     else the F(0, j) chain (:func:`first_lane_relabel`); a relabelling the checker rejects is not
     used."""
+    from coopt.formulations.pipeline.bound import lower_bound
+    from coopt.formulations.pipeline.pattern import pattern_incumbent
     from coopt.solvers.pipeline import COMBINED, HEURISTICS
 
     best: tuple[float, Solution | None] = (serial_bound(instance), None)
@@ -239,6 +243,10 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
             continue
         if solution["objective"] < best[0] and not check(instance, solution):
             best = (solution["objective"], solution)
+    if best[0] > lower_bound(instance) + 1e-9:
+        value, solution = pattern_incumbent(instance, best[0])  # checked, FIFO by construction
+        if solution is not None:
+            best = (value, solution)
     if best[1] is not None:
         relabel = fifo_relabel if fifo_is_lossless(instance) else first_lane_relabel
         relabelled = relabel(instance, best[1])
