@@ -284,6 +284,35 @@ def zb_h1(instance: Instance, seed: int = 0) -> Solution:
 Priority = Callable[[PassKey, dict[PassKey, float]], tuple]
 
 
+class _Choices:
+    """Each device's next dispatch of a list schedule, in a heap. ``choose(d)`` gives device d's
+    (sort key, payload) or None; a device chooses again (:meth:`refresh`) only when its own state
+    or one of its lane heads' predecessors changed, and an entry whose device has chosen since is
+    stale. :meth:`pop` gives the (sort key, device, payload) of least (sort key, device)."""
+
+    def __init__(self, devices: int, choose: Callable[[int], tuple | None]):
+        self.choose = choose
+        self.version = [0] * devices
+        self.heap: list[tuple] = []
+        for d in range(devices):
+            self.refresh(d)
+
+    def refresh(self, d: int) -> None:
+        self.version[d] += 1
+        got = self.choose(d)
+        if got is not None:
+            heapq.heappush(self.heap, (got[0], d, self.version[d], got[1]))
+
+    def pop(self) -> tuple | None:
+        heap, version = self.heap, self.version
+        while heap and heap[0][2] != version[heap[0][1]]:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        key, d, _, payload = heapq.heappop(heap)
+        return key, d, payload
+
+
 def _list_schedule(
     instance: Instance,
     window: Callable[[int], int],
@@ -300,8 +329,8 @@ def _list_schedule(
 
     A device's choice depends on its own lanes, clock and memory and on its lane heads'
     predecessors only, so after a dispatch only the dispatching device and the devices of the
-    pass's data-flow successors choose again; the others' choices wait in a heap (an entry is
-    stale once its device chose again). O(n (v + log p)) for n passes, v chunks per device
+    pass's data-flow successors choose again; the others' choices wait in a heap
+    (:class:`_Choices`). O(n (v + log p)) for n passes, v chunks per device
     (was O(n p v) when every device chose again at every dispatch). ``priority`` must not change
     for a pass once it is ready (both priorities here read only the start of the same item's
     forward, dispatched before its backward is ready)."""
@@ -352,24 +381,13 @@ def _list_schedule(
         t = min(r for r, _ in cands)
         return t, min((key for r, key in cands if r <= t), key=lambda x: priority(x, start))
 
-    version = [0] * p
-    heap: list[tuple[float, int, int, PassKey]] = []
-
-    def rechoose(d: int) -> None:
-        version[d] += 1
-        got = choice(d)
-        if got is not None:
-            heapq.heappush(heap, (got[0], d, version[d], got[1]))
-
-    for d in range(p):
-        rechoose(d)
+    choices = _Choices(p, choice)
     total = len(nxt) * m
     while len(start) < total:
-        while heap and heap[0][2] != version[heap[0][1]]:
-            heapq.heappop(heap)
-        if not heap:
+        got = choices.pop()
+        if got is None:
             raise NoSolution(f"{name}: no pass can start within the memory cap (deadlock)")
-        t, d, _, key = heapq.heappop(heap)
+        t, d, key = got
         kind, k, j = key
         start[key] = t
         end[key] = t + instance.duration(key)
@@ -385,7 +403,7 @@ def _list_schedule(
             level[d] -= instance.a_w(k)
         nxt[(kind, k)] += 1
         for e in succ_devices[key] | {d}:
-            rechoose(e)
+            choices.refresh(e)
     return _fits(instance, Timed(start=start, modes={}, d2h={}, h2d={}), name)
 
 
@@ -1926,9 +1944,10 @@ def _order_search(instance: Instance, seed: int) -> Solution:
     warmup = _warmup_orders(ev, lambda k: K - k, SEARCH_WARMUP_RANK)
     if warmup is not None:
         warm = Evaluator(instance, *warmup, belady=True)
-        if _better(warm.value(), ev.value()):
+        warm_value = warm.value()
+        if _better(warm_value, ev.value()):
             ev = warm
-            if warm.value()[0] <= target * (1 + 1e-9):
+            if warm_value[0] <= target * (1 + 1e-9):
                 return _finish(instance, _fits(instance, warm.timed(), "local_search"))
     best_value, best = _lahc(instance, ev, random.Random(seed), _budget(len(ev.keys)), deadline, target)
     if not _better(best_value, (start["objective"], math.inf)):
@@ -2041,8 +2060,8 @@ def _warmup_orders(
     recomputes) where every keep-first schedule stops at 17.
 
     The orders and the recompute set, or None where a device is left with nothing it may
-    start (a memory deadlock). Each device keeps its choice in a heap and only the dispatching
-    device and the devices of the pass's data-flow successors choose again (as
+    start (a memory deadlock). Each device keeps its choice in a heap (:class:`_Choices`) and only
+    the dispatching device and the devices of the pass's data-flow successors choose again (as
     :func:`_list_schedule`): O(n (v + log p)) for n passes, v chunks per device. Deterministic.
     """
     instance = ev.instance
@@ -2114,26 +2133,15 @@ def _warmup_orders(
                 if level[d] + alloc[i][md] > limit[d]:
                     continue
             best = (t, rank[kd], i, md, turned)
-        return best
+        return None if best is None else (best[:2], best[2:])
 
-    version = [0] * p
-    heap: list[tuple] = []
-
-    def rechoose(d: int) -> None:
-        version[d] += 1
-        got = choice(d)
-        if got is not None:
-            heapq.heappush(heap, (got[0], got[1], d, version[d], got[2], got[3], got[4]))
-
-    for d in range(p):
-        rechoose(d)
+    choices = _Choices(p, choice)
     orders: Orders = {d: [] for d in range(p)}
     for _ in range(len(ev.keys)):
-        while heap and heap[0][3] != version[heap[0][2]]:
-            heapq.heappop(heap)
-        if not heap:
+        got = choices.pop()
+        if got is None:
             return None
-        t, _, d, _, i, md, turned = heapq.heappop(heap)
+        (t, _), d, (i, md, turned) = got
         kd, k, j = ev.kind[i], ev.keys[i][1], ev.keys[i][2]
         it = k * m + j
         end[i] = free[d] = t + length[i][md]
@@ -2150,7 +2158,7 @@ def _warmup_orders(
         else:
             pending_w[d] -= release[i][md]
         for e in {dev[s] for s in ev.succs[i]} | {d}:
-            rechoose(e)
+            choices.refresh(e)
     return orders, {(it // m, it % m): RECOMPUTE for it, md in enumerate(mode) if md}
 
 
