@@ -24,6 +24,11 @@ X(S)'s horizon.
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns --time-limit 60
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns \
         --token-stages 2 10 --time-limit 200
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 3 21 --time-limit 300
+
+``--fix-entries LO HI`` (issue 20, sixth round, :func:`fixed_middle`): Model P with stage s's
+entries F(s, j), LO <= j < HI, fixed to those of the route's warm start and the others free,
+below ``--upper`` (default: the warm start minus one unit).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM, counts, crossing, window
+from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, window
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
 from coopt.formulations.pipeline.milp import build, extract, incumbent
@@ -91,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patterns", action="store_true", help="with --crossing, the pattern schedule first")
     parser.add_argument("--pattern-limit", type=float, default=15.0, help="seconds per pattern")
     parser.add_argument("--token-stages", type=int, nargs="*", help="with --crossing, X(S)'s stages S")
+    fixed_middle_flags(parser)
     args = parser.parse_args(argv)
+    if args.fix_entries:
+        return fixed_middle(args)
     if args.windows:
         return windows(args)
     if args.crossing:
@@ -218,6 +226,60 @@ def windows(args: argparse.Namespace) -> int:
             print(f"| {name} | {best:g} | {bound:g} | {s} | {e - s} | {found:.2f} | "
                   f"{'-' if value is None else f'{value:.6g}'} | {status} | "
                   f"{time.process_time() - started:.1f} |", flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 20, sixth round (primal): Model P with the token entries of the warm start fixed on a
+# middle stretch and free at the ends
+# --------------------------------------------------------------------------------------------
+
+
+def fixed_middle_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fix-entries", type=int, nargs=2, metavar=("LO", "HI"),
+                        help="Model P with F(s, j) of the warm start fixed for LO <= j < HI instead")
+    parser.add_argument("--upper", type=float,
+                        help="with --fix-entries, the horizon (default: warm start - 1)")
+
+
+def fixed_middle(args: argparse.Namespace) -> int:
+    """The --fix-entries table: Model P (horizon ``--upper``, else the warm start's makespan
+    minus one unit) with the starts of F(s, j), s the pattern stage, fixed for LO <= j < HI to
+    those of the route's warm start (:func:`~coopt.formulations.pipeline.milp.incumbent`, the
+    pattern schedule where one applies), the other entries free. A restriction of Model P: a
+    schedule it finds is a schedule (checked here); "infeasible" says only that no schedule
+    with those entries beats the horizon. Prints status, value, bound, nodes, CPU s and the
+    entries of stage s of the schedule found."""
+    print("| instance | s | fixed j | horizon | status | value | nodes | CPU s | entries of stage s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    lo, hi = args.fix_entries
+    for name, instance in family(tuple(args.sizes or ())):
+        s = pattern.token_stage(instance)
+        if args.only not in name or s is None:
+            continue
+        started = time.process_time()
+        best, start = incumbent(instance)
+        upper = args.upper if args.upper is not None else best - counts.time_unit(instance)
+        model = build(instance, upper=upper)
+        model.warm_start = False  # the warm start is not below the horizon
+        u = model.objective_unit
+        entry = {x["microbatch"]: x["start"] for x in start["passes"] if x["kind"] == "F" and x["stage"] == s}
+        for j in range(lo, min(hi, instance.microbatches)):
+            model.S[("F", s, j)].setlb(entry[j] / u)
+            model.S[("F", s, j)].setub(entry[j] / u)
+        result = solve_model(model, SolveOptions(time_limit=args.time_limit, gap=1e-9, threads=1))
+        found = "-"
+        value = "-"
+        if result.objective is not None:
+            solution = extract(model, instance)
+            assert not pm.check(instance, solution), "a fixed-middle schedule is rejected"
+            value = f"{pm.objective(instance, solution):g}"
+            found = ", ".join(f"{x['start']:g}" for x in sorted(
+                (x for x in solution["passes"] if x["kind"] == "F" and x["stage"] == s),
+                key=lambda x: x["microbatch"]))
+        print(f"| {name} | {s} | {lo}..{hi - 1} | {upper:g} | {result.status} | {value} | "
+              f"{result.nodes if result.nodes is not None else '-'} | {time.process_time() - started:.0f} | "
+              f"{found} |", flush=True)
     return 0
 
 
