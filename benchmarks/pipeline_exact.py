@@ -24,6 +24,13 @@ X(S)'s horizon.
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns --time-limit 60
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --crossing --patterns \
         --token-stages 2 10 --time-limit 200
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 3 21 --then-window 3 \
+        --time-limit 300
+
+``--fix-entries LO HI`` (issue 20, sixth round, :func:`fixed_middle`): Model P with stage s's
+entries F(s, j), LO <= j < HI, fixed to those of the route's warm start and the others free,
+below ``--upper`` (default: the warm start minus one unit); ``--then-window W``: then below the
+schedule found, every entry within W of its entries.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM, counts, crossing, window
+from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, window
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
 from coopt.formulations.pipeline.milp import build, extract, incumbent
@@ -91,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patterns", action="store_true", help="with --crossing, the pattern schedule first")
     parser.add_argument("--pattern-limit", type=float, default=15.0, help="seconds per pattern")
     parser.add_argument("--token-stages", type=int, nargs="*", help="with --crossing, X(S)'s stages S")
+    fixed_middle_flags(parser)
     args = parser.parse_args(argv)
+    if args.fix_entries:
+        return fixed_middle(args)
     if args.windows:
         return windows(args)
     if args.crossing:
@@ -218,6 +228,84 @@ def windows(args: argparse.Namespace) -> int:
             print(f"| {name} | {best:g} | {bound:g} | {s} | {e - s} | {found:.2f} | "
                   f"{'-' if value is None else f'{value:.6g}'} | {status} | "
                   f"{time.process_time() - started:.1f} |", flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 20, sixth round (primal): Model P with the token entries of the warm start fixed on a
+# middle stretch and free at the ends
+# --------------------------------------------------------------------------------------------
+
+
+def fixed_middle_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fix-entries", type=int, nargs=2, metavar=("LO", "HI"),
+                        help="Model P with F(s, j) of the warm start fixed for LO <= j < HI instead")
+    parser.add_argument("--upper", type=float,
+                        help="with --fix-entries, the horizon (default: warm start - 1)")
+    parser.add_argument("--then-window", type=float, metavar="W",
+                        help="with --fix-entries, then every entry within W of the schedule found")
+
+
+def _entries(solution: dict, s: int) -> dict[int, float]:
+    return {x["microbatch"]: x["start"] for x in solution["passes"] if x["kind"] == "F" and x["stage"] == s}
+
+
+def _restricted(instance: Any, s: int, around: dict[int, float], upper: float, fixed: range,
+                window: float | None, time_limit: float) -> tuple[Any, dict | None]:
+    """Model P below ``upper`` with F(s, j) at ``around[j]`` for j in ``fixed`` and, with
+    ``window``, within ``window`` of it for the others; (HiGHS' result, the checked schedule)."""
+    model = build(instance, upper=upper)
+    model.warm_start = False  # the warm start is not below the horizon
+    u = model.objective_unit
+    for j, t in around.items():
+        width = 0.0 if j in fixed else window
+        if width is not None:
+            model.S[("F", s, j)].setlb(max(0.0, t - width) / u)
+            model.S[("F", s, j)].setub((t + width) / u)
+    result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
+    if result.objective is None:
+        return result, None
+    solution = extract(model, instance)
+    assert not pm.check(instance, solution), "a restricted Model P schedule is rejected"
+    return result, solution
+
+
+def fixed_middle(args: argparse.Namespace) -> int:
+    """The --fix-entries table: Model P (horizon ``--upper``, else the warm start's makespan
+    minus one unit) with the starts of F(s, j), s the pattern stage, fixed for LO <= j < HI to
+    those of the route's warm start (:func:`~coopt.formulations.pipeline.milp.incumbent`, the
+    pattern schedule where one applies), the other entries free; with ``--then-window W``, where
+    that finds a schedule, Model P below it with every entry within W of that schedule's. A
+    restriction of Model P: a schedule it finds is a schedule (checked here); "infeasible" says
+    only that no schedule with such entries beats the horizon. Prints status, value, nodes, CPU
+    s and the entries of stage s of the schedule found."""
+    print("| instance | s | entries | horizon | status | value | nodes | CPU s | entries of stage s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    lo, hi = args.fix_entries
+    for name, instance in family(tuple(args.sizes or ())):
+        s = pattern.token_stage(instance)
+        if args.only not in name or s is None:
+            continue
+        q = counts.time_unit(instance)
+        started = time.process_time()
+        best, start = incumbent(instance)
+        upper = args.upper if args.upper is not None else best - q
+        steps = [(f"{lo}..{hi - 1} fixed", range(lo, hi), None)]
+        while steps:
+            label, fixed, window = steps.pop(0)
+            result, solution = _restricted(instance, s, _entries(start, s), upper, fixed, window,
+                                           args.time_limit)
+            value, found = "-", "-"
+            if solution is not None:
+                value = f"{pm.objective(instance, solution):g}"
+                found = ", ".join(f"{t:g}" for _, t in sorted(_entries(solution, s).items()))
+            print(f"| {name} | {s} | {label} | {upper:g} | {result.status} | {value} | "
+                  f"{result.nodes if result.nodes is not None else '-'} | "
+                  f"{time.process_time() - started:.0f} | {found} |", flush=True)
+            if solution is not None and args.then_window is not None and window is None:
+                start, upper = solution, pm.objective(instance, solution) - q
+                steps.append((f"all within {args.then_window:g}", range(0), args.then_window))
+                started = time.process_time()
     return 0
 
 

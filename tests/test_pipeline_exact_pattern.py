@@ -1,6 +1,7 @@
-"""The pattern schedules of :mod:`coopt.formulations.pipeline.pattern` (issue 20, fifth round):
-every one the checker accepts, entries respected, never below the enumerated optimum, and the
-684 schedule of the generator's size 16 seed 0 that Model P now starts from."""
+"""The pattern schedules of :mod:`coopt.formulations.pipeline.pattern` (issue 20, fifth and sixth
+rounds): every one the checker accepts, entries respected, never below the enumerated optimum,
+the crossing orders of the pair table against those of Model P's 682 schedule, and the 682
+schedule of the generator's size 16 seed 0 that Model P now starts from (684 greedily)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import itertools
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, brute, pattern
+from coopt.formulations.pipeline import PROBLEM, brute, crossing, pattern
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import releases
+from coopt.formulations.pipeline.counts import time_unit
 from coopt.formulations.pipeline.milp import incumbent
 from coopt.problem import SolveOptions
 from coopt.run import run
@@ -33,7 +35,29 @@ def test_the_family_gives_the_pattern_search_enough_instances():
     assert len(SMALL) >= 12
 
 
+def _ordered(instance):
+    """Every schedule with the pair table's crossings over the shortest admitted period."""
+    s = pattern.token_stage(instance)
+    first, q = releases(instance)[("F", s, 0)], time_unit(instance)
+    low = round((crossing.round_trip(instance, s) + instance.t_w(s)) / q)
+    for period in range(low, low + pattern.PERIOD_REACH):
+        found = list(pattern.admitted(instance, s, period))
+        for d, tau in found:
+            entries = pattern.pattern_entries(instance, d, first + (low - period) * q, first)
+            yield entries, pattern.entry_schedule(instance, s, entries, pattern.crossing_orders(instance, s, d, tau))
+        if found:
+            return
+
+
 def _never_below(instance, best) -> None:
+    s = pattern.token_stage(instance)
+    for entries, timed in _ordered(instance):
+        if timed is None:
+            continue
+        solution = pm.to_solution(instance, timed)
+        assert not pm.check(instance, solution)
+        assert best is not None and pm.objective(instance, solution) >= best - 1e-9
+        assert all(timed.start[("F", s, j)] >= e - 1e-9 for j, e in enumerate(entries))
     value, solution = pattern.pattern_incumbent(instance, float("inf"))
     if solution is None:
         assert best is None or value == float("inf")  # nothing was claimed
@@ -79,6 +103,54 @@ def test_size_16_seed_0_pattern_6_23_31_gives_684():
     solution = pm.to_solution(instance, timed)
     assert not pm.check(instance, solution)
     assert pm.objective(instance, solution) == 684
+
+
+def test_pair_table_orders_are_those_of_model_p_on_16_16_28():
+    """Model P with F(2, j) fixed to (16, 16, 28) (the fourth round, 682) runs, per stage t >= 2,
+    F(t, k) before B(t, i) exactly for t < sigma with sigma 12, 9, 8, 5 at offsets 16, 28, 32, 44
+    (read off its schedule); the pair table's least-sum orders for the trips (58, 58, 58) are
+    the same."""
+    instance = PROBLEM.generate(0, 16)
+    d, tau = next((d, tau) for d, tau in pattern.admitted(instance, 2, 60) if d == (16, 16, 28))
+    assert tau == (58, 58, 58)
+    order = pattern.crossing_orders(instance, 2, d, tau)
+    assert {k: order[k] for k in [(0, 1), (1, 2), (2, 3), (0, 2), (1, 3), (2, 4)]} == {
+        (0, 1): 12, (1, 2): 12, (2, 3): 9, (0, 2): 8, (1, 3): 5, (2, 4): 5}
+    assert order[(30, 31)] == 12 and (0, 3) not in order and len(order) == 31 + 30
+
+
+def test_size_16_seed_0_ordered_16_16_28_gives_682():
+    """The list schedule with those orders and entries anchored at 3 (F(2, 3) may enter at its
+    earliest, 4 + 57 + 2 = 63): Model P's 682, where the greedy crossings give 706."""
+    instance = PROBLEM.generate(0, 16)
+    d, tau = (16, 16, 28), (58, 58, 58)
+    entries = pattern.pattern_entries(instance, d, 3.0, 4.0)
+    assert entries[:5] == [4.0, 19.0, 35.0, 63.0, 79.0]
+    timed = pattern.entry_schedule(instance, 2, entries, pattern.crossing_orders(instance, 2, d, tau))
+    solution = pm.to_solution(instance, timed)
+    assert not pm.check(instance, solution)
+    assert pm.objective(instance, solution) == 682
+    greedy = pm.to_solution(instance, pattern.entry_schedule(instance, 2, entries))
+    assert pm.objective(instance, greedy) > 700
+
+
+def test_size_16_seed_0_pattern_incumbent_is_682():
+    instance = PROBLEM.generate(0, 16)
+    value, solution = pattern.pattern_incumbent(instance, 692.0)
+    assert solution is not None and not pm.check(instance, solution)
+    assert value == pm.objective(instance, solution) == 682
+
+
+def test_a_schedule_that_falls_behind_its_entries_is_given_up():
+    """``late``: the greedy schedule of (16, 16, 28) enters stage 2 late; with ``late`` below its
+    largest lateness it is given up, at that lateness it is the same schedule."""
+    instance = PROBLEM.generate(0, 16)
+    entries = _entries(instance, 2, (16, 16, 28))
+    timed = pattern.entry_schedule(instance, 2, entries)
+    behind = max(timed.start[("F", 2, j)] - e for j, e in enumerate(entries))
+    assert behind > 0
+    assert pattern.entry_schedule(instance, 2, entries, late=behind - 0.5) is None
+    assert pattern.entry_schedule(instance, 2, entries, late=behind).start == timed.start
 
 
 def test_model_p_starts_from_the_pattern_schedule_on_size_12():

@@ -225,7 +225,7 @@ def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
     the others); ``local_search`` is taken, it is the one that searches beyond them; then, where
     the best of them is above the dual bound, the pattern schedules of :mod:`.pattern` (issue 20,
-    fifth round). The schedule
+    fifth and sixth rounds: greedy crossings and the pair table's). The schedule
     is relabelled into the form Model P admits: FIFO on keep-only instances (:func:`fifo_relabel`),
     else the F(0, j) chain (:func:`first_lane_relabel`); a relabelling the checker rejects is not
     used."""
