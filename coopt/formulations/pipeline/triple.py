@@ -48,9 +48,11 @@ the table.
 **Validity.** ``sigma*``'s values meet every row with ``C = OPT <= H``: (T1) are its chains and
 lanes (W follows B on device s), (T2) holds because r and q bound every FIFO schedule, (T3) is its
 cap on stage s (the argument of :mod:`.bound`), (T4) the triple table's argument. So the optimum
-of T(s) is at most OPT. It drops X(S)'s (X6) (W against later passes on device s) and keeps (X1)
-- (X5) ((X5)'s pairs are projections of (T4)'s triples), so it is at least as strong as X({s})
-without (X6) wherever n_s <= 3.
+of T(s) is at most OPT. Against X({s}) of :mod:`.crossing`: (X1)-(X3) are kept, (X4) is relaxed
+to (T3), (X6) (W against later passes on device s) is dropped, and (X5) is implied where
+``n_s = 3`` (a pair of consecutive micro-batches, or of two apart, is a projection of a triple,
+and the pair table ignores the caps and the third micro-batch); neither relaxation contains the
+other in general.
 
 **The dynamic program** (:func:`dp_solve`) solves T(s) exactly (token stages with ``n_s >= 3``).
 Micro-batches are added in order; a state after j is keyed by ``(f_{j-1}, f_j)`` and holds a
