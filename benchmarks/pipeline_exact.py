@@ -16,7 +16,10 @@ instead the dual bound of the crossing relaxation X(S) of
 :mod:`coopt.formulations.pipeline.crossing` on the same stage (or ``--token-stages``); with
 ``--patterns``, first a schedule from Model P with stage s's entries fixed to a repeating pattern
 the crossing table admits (:func:`pattern_schedule`), whose makespan, where shorter, is then
-X(S)'s horizon.
+X(S)'s horizon. ``--triple`` prints instead the optimum of the triple relaxation T(s) of
+:mod:`coopt.formulations.pipeline.triple` (its dynamic program) on every token stage (a cap of at
+least three micro-batches), the incumbent as its horizon, and with ``--realize`` Model P with
+F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if those entries admit one.
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
     python benchmarks/pipeline_exact.py --sizes 8 12 16 --windows 0 1 2 3 --time-limit 10
@@ -26,6 +29,7 @@ X(S)'s horizon.
         --token-stages 2 10 --time-limit 200
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 3 21 --then-window 3 \
         --time-limit 300
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --triple --window-stage 2 --realize
 
 ``--fix-entries LO HI`` (issue 20, sixth round, :func:`fixed_middle`): Model P with stage s's
 entries F(s, j), LO <= j < HI, fixed to those of the route's warm start and the others free,
@@ -40,7 +44,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, window
+from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, triple, window
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
 from coopt.formulations.pipeline.milp import build, extract, incumbent
@@ -99,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pattern-limit", type=float, default=15.0, help="seconds per pattern")
     parser.add_argument("--token-stages", type=int, nargs="*", help="with --crossing, X(S)'s stages S")
     fixed_middle_flags(parser)
+    parser.add_argument("--triple", action="store_true", help="the triple relaxation T(s) instead")
+    parser.add_argument("--realize", action="store_true", help="with --triple, Model P at the DP's entries")
     args = parser.parse_args(argv)
     if args.fix_entries:
         return fixed_middle(args)
@@ -106,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         return windows(args)
     if args.crossing:
         return crossings(args)
+    if args.triple:
+        return triples(args)
     options = SolveOptions(time_limit=args.time_limit, gap=1e-6, threads=1)
     print("| instance | model | status | optimum | bound | first bound | dual bound (bound.py) | nodes "
           "| build s | hand-off s | solve s |")
@@ -208,6 +216,39 @@ def crossings(args: argparse.Namespace) -> int:
               f"{', '.join(map(str, stages))} | "
               f"{found:.2f} | {'-' if value is None else f'{value:.6g}'} | {status} | "
               f"{time.process_time() - started:.1f} |", flush=True)
+    return 0
+
+
+def triples(args: argparse.Namespace) -> int:
+    """The --triple table: T(s)'s optimum (the DP), its CPU time, and with --realize Model P's
+    schedule with F(s, j) fixed to the DP's entries."""
+    print("| instance | incumbent | bound.py | s | T(s) | CPU s | Model P at the DP's entries |")
+    print("|---|---|---|---|---|---|---|")
+    for name, instance in family(tuple(args.sizes or ())):
+        if args.only not in name or not triple.applies(instance):
+            continue
+        best, _ = incumbent(instance)
+        stages = [args.window_stage] if args.window_stage is not None else triple.token_stages(instance)
+        for s in stages:
+            started = time.process_time()
+            found, entries = triple.dp_solve(instance, s, best)
+            spent = time.process_time() - started
+            realized = "-"
+            if args.realize and entries:
+                model = build(instance, upper=best)
+                model.warm_start = False  # the incumbent's starts are not the DP's
+                u = model.objective_unit
+                for j, f in enumerate(entries):
+                    model.S[("F", s, j)].setlb(f / u)
+                    model.S[("F", s, j)].setub(f / u)
+                result = solve_model(model, SolveOptions(time_limit=args.time_limit, gap=1e-9, threads=1))
+                realized = result.status
+                if result.objective is not None:
+                    solution = extract(model, instance)
+                    assert not pm.check(instance, solution), "a schedule at the DP's entries is rejected"
+                    realized = f"{result.status} {pm.objective(instance, solution):g}"
+            print(f"| {name} | {best:g} | {lower_bound(instance):g} | {s} | {found:g} | {spent:.1f} | "
+                  f"{realized} |", flush=True)
     return 0
 
 

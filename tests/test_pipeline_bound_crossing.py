@@ -23,6 +23,22 @@ from coopt.solvers.highs import solve_model
 from tests.test_pipeline_bound_release import OPTIONS, SHAPES, keep_only
 
 
+def longest_starts(instance, edges, start: dict) -> dict | None:
+    """Earliest starts by Bellman-Ford on the longest paths: ``edges`` are (before, after, delay
+    after before's end), ``start`` the fixed lower bounds; None on a positive cycle."""
+    nodes = {x for edge in edges for x in edge[:2]}
+    start = dict(start)
+    for _ in range(len(nodes) + 1):
+        changed = False
+        for a, b, delay in edges:
+            ready = start.get(a, 0.0) + instance.duration((a[0], a[1], 0)) + delay
+            if ready > start.get(b, 0.0) + 1e-12:
+                start[b], changed = ready, True
+        if not changed:
+            return start
+    return None
+
+
 def _pairs_by_enumeration(instance, s: int, delta: float) -> set[tuple[float, float]]:
     """Every (trip of i, trip of k) of two micro-batches entering stage s at 0 and delta, F and B
     passes only, for every per-device choice of F(t, k) before or after B(t, i) (2^(K-s) orders,
@@ -44,17 +60,8 @@ def _pairs_by_enumeration(instance, s: int, delta: float) -> set[tuple[float, fl
             edges.append((*pair, 0.0))
         for j in ("i", "k"):
             edges.append((("F", K - 1, j), ("B", K - 1, j), 0.0))
-        start = {("F", s, "i"): 0.0, ("F", s, "k"): delta}
-        nodes = {(x, t, j) for x in "FB" for t in stages for j in "ik"}
-        for _ in range(len(nodes) + 1):  # Bellman-Ford on the longest paths
-            changed = False
-            for a, b, lag in edges:
-                ready = start.get(a, 0.0) + instance.duration((a[0], a[1], 0)) + lag
-                if ready > start.get(b, 0.0) + 1e-12:
-                    start[b], changed = ready, True
-            if not changed:
-                break
-        else:
+        start = longest_starts(instance, edges, {("F", s, "i"): 0.0, ("F", s, "k"): delta})
+        if start is None:
             continue  # a cycle: these orders deadlock
         if start[("F", s, "k")] > delta + 1e-9:
             continue  # F(s, k) pushed past delta
