@@ -9,7 +9,7 @@ import pytest
 
 from coopt.formulations.pipeline import PROBLEM, brute, counts, milp
 from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import lower_bound, memory_rule_applies, releases
+from coopt.formulations.pipeline.bound import lower_bound, memory_rule_applies, releases, tails
 from coopt.formulations.pipeline.milp import fifo_relabel, incumbent
 from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution, SolveOptions
@@ -54,6 +54,21 @@ def test_a_weight_gradient_held_until_w_by_hand():
     release = releases(instance)
     assert [release[("F", 0, j)] for j in range(4)] == [0.0, 5.0, 10.0, 15.0]
     assert lower_bound(instance) == pytest.approx(20.0)
+
+
+def test_a_stage_that_holds_no_forward_gives_infinite_tails_not_an_error():
+    """Stage 1's cap (1 GB) is below one activation (2 GB): no schedule exists. The tails of its
+    backwards are infinite, like the release times of its forwards, and the bound is inf; before,
+    ``tails`` read a forward's tail it had not computed yet (KeyError)."""
+    instance = pm.Instance(
+        stages=2, microbatches=3, forward_s=(1.0, 1.0), backward_s=(1.0, 1.0), weight_s=(1.0, 1.0),
+        activation_bytes=(2 * GB,) * 2, weight_grad_bytes=(GB,) * 2, memory_cap_bytes=(4 * GB, GB),
+    )
+    tail = tails(instance)
+    assert all(tail[("B", 1, j)] == float("inf") for j in range(3))
+    assert tail[("B", 0, 2)] < float("inf")  # stage 0 holds two: its last backward is finite
+    assert releases(instance)[("F", 1, 0)] == float("inf")
+    assert lower_bound(instance) == float("inf")
 
 
 @pytest.mark.parametrize("seed", range(40))

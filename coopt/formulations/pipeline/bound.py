@@ -190,7 +190,7 @@ def _tail_rules(instance: Instance, k: int, j: int, kind: str, tail: dict[PassKe
     if kind == "B":
         # just before b_j the micro-batches after j whose F started hold a each
         n = math.floor(room / a)
-        return f_tail(j + n)
+        return f_tail(j + n) if n else math.inf  # no forward fits: no schedule, as in _memory_rule
     if not a_w:
         return 0.0
     best = math.inf
