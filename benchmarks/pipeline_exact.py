@@ -29,12 +29,17 @@ F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if thos
         --token-stages 2 10 --time-limit 200
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 3 21 --then-window 3 \
         --time-limit 300
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 6 21 --shift \
+        --sweep-patterns --upper 677 --time-limit 40
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --triple --window-stage 2 --realize
 
 ``--fix-entries LO HI`` (issue 20, sixth round, :func:`fixed_middle`): Model P with stage s's
 entries F(s, j), LO <= j < HI, fixed to those of the route's warm start and the others free,
 below ``--upper`` (default: the warm start minus one unit); ``--then-window W``: then below the
-schedule found, every entry within W of its entries.
+schedule found, every entry within W of its entries. Seventh round: ``--shift`` fixes only the
+offsets between those entries (the stretch moves freely), and ``--sweep-patterns`` puts each
+admitted pattern of the shortest admitted period (:func:`periodic_patterns`) on them in turn,
+one build for all, one row per pattern.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ import argparse
 import time
 from collections.abc import Iterator
 from typing import Any
+
+import pyomo.environ as pyo
 
 from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, triple, window
 from coopt.formulations.pipeline import model as pm
@@ -285,6 +292,10 @@ def fixed_middle_flags(parser: argparse.ArgumentParser) -> None:
                         help="with --fix-entries, the horizon (default: warm start - 1)")
     parser.add_argument("--then-window", type=float, metavar="W",
                         help="with --fix-entries, then every entry within W of the schedule found")
+    parser.add_argument("--shift", action="store_true",
+                        help="with --fix-entries, the fixed entries keep their offsets but shift together")
+    parser.add_argument("--sweep-patterns", action="store_true",
+                        help="with --fix-entries and --shift, the offsets of every admitted pattern instead")
 
 
 def _entries(solution: dict, s: int) -> dict[int, float]:
@@ -292,17 +303,23 @@ def _entries(solution: dict, s: int) -> dict[int, float]:
 
 
 def _restricted(instance: Any, s: int, around: dict[int, float], upper: float, fixed: range,
-                window: float | None, time_limit: float) -> tuple[Any, dict | None]:
-    """Model P below ``upper`` with F(s, j) at ``around[j]`` for j in ``fixed`` and, with
-    ``window``, within ``window`` of it for the others; (HiGHS' result, the checked schedule)."""
+                window: float | None, time_limit: float, shift: bool = False) -> tuple[Any, dict | None]:
+    """Model P below ``upper`` with F(s, j) at ``around[j]`` for j in ``fixed`` (with ``shift``,
+    F(s, j) - F(s, fixed[0]) = around[j] - around[fixed[0]] instead: the offsets fixed, the
+    stretch free to move) and, with ``window``, within ``window`` of it for the others; (HiGHS'
+    result, the checked schedule)."""
     model = build(instance, upper=upper)
     model.warm_start = False  # the warm start is not below the horizon
     u = model.objective_unit
     for j, t in around.items():
-        width = 0.0 if j in fixed else window
+        width = (None if shift else 0.0) if j in fixed else window
         if width is not None:
             model.S[("F", s, j)].setlb(max(0.0, t - width) / u)
             model.S[("F", s, j)].setub((t + width) / u)
+    if shift and len(fixed) > 1:
+        first = ("F", s, fixed[0])
+        model.offsets = pyo.Constraint(fixed[1:], rule=lambda mdl, j: mdl.S[("F", s, j)] - mdl.S[first]
+                                       == (around[j] - around[fixed[0]]) / u)
     result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
     if result.objective is None:
         return result, None
@@ -311,13 +328,55 @@ def _restricted(instance: Any, s: int, around: dict[int, float], upper: float, f
     return result, solution
 
 
+def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit: float
+                   ) -> Iterator[tuple[tuple[int, ...], Any, dict | None]]:
+    """Model P below ``upper`` with F(s, j), j in ``fixed``, at the offsets of each pattern of
+    :func:`~coopt.formulations.pipeline.pattern.periodic_patterns` (the shortest admitted period),
+    d_0 between F(s, fixed[0]) and the next, shifted freely, the other entries free: one build,
+    the offsets as mutable parameters; (pattern, HiGHS' result, the checked schedule) per pattern."""
+    q = counts.time_unit(instance)
+    low = round((crossing.round_trip(instance, s) + instance.t_w(s)) / q)
+    found = next(found for found in ([*periodic_patterns(instance, s, period)]
+                                     for period in range(low, low + pattern.PERIOD_REACH)) if found)
+    model = build(instance, upper=upper)
+    model.warm_start = False  # the warm start is not below the horizon
+    u = model.objective_unit
+    first = ("F", s, fixed[0])
+    model.offset = pyo.Param(fixed[1:], mutable=True, initialize=0.0)
+    model.offsets = pyo.Constraint(fixed[1:], rule=lambda mdl, j: mdl.S[("F", s, j)] - mdl.S[first]
+                                   == mdl.offset[j])
+    for d in found:
+        for h, j in enumerate(fixed[1:]):
+            model.offset[j] = sum(d[g % len(d)] for g in range(h + 1)) * q / u
+        result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
+        solution = None
+        if result.objective is not None:
+            solution = extract(model, instance)
+            assert not pm.check(instance, solution), "a restricted Model P schedule is rejected"
+        yield d, result, solution
+
+
+def _row(name: str, instance: Any, s: int, label: str, upper: float, result: Any, solution: dict | None,
+         started: float) -> None:
+    """One row of the --fix-entries table."""
+    value, found = "-", "-"
+    if solution is not None:
+        value = f"{pm.objective(instance, solution):g}"
+        found = ", ".join(f"{t:g}" for _, t in sorted(_entries(solution, s).items()))
+    print(f"| {name} | {s} | {label} | {upper:g} | {result.status} | {value} | "
+          f"{result.nodes if result.nodes is not None else '-'} | "
+          f"{time.process_time() - started:.0f} | {found} |", flush=True)
+
+
 def fixed_middle(args: argparse.Namespace) -> int:
     """The --fix-entries table: Model P (horizon ``--upper``, else the warm start's makespan
     minus one unit) with the starts of F(s, j), s the pattern stage, fixed for LO <= j < HI to
     those of the route's warm start (:func:`~coopt.formulations.pipeline.milp.incumbent`, the
-    pattern schedule where one applies), the other entries free; with ``--then-window W``, where
-    that finds a schedule, Model P below it with every entry within W of that schedule's. A
-    restriction of Model P: a schedule it finds is a schedule (checked here); "infeasible" says
+    pattern schedule where one applies), the other entries free; with ``--shift`` only their
+    offsets are fixed (the stretch may move), with ``--sweep-patterns`` too the offsets of each
+    admitted pattern instead of the warm start's (one row per pattern); with ``--then-window W``,
+    where that finds a schedule, Model P below it with every entry within W of that schedule's.
+    A restriction of Model P: a schedule it finds is a schedule (checked here); "infeasible" says
     only that no schedule with such entries beats the horizon. Prints status, value, nodes, CPU
     s and the entries of stage s of the schedule found."""
     print("| instance | s | entries | horizon | status | value | nodes | CPU s | entries of stage s |")
@@ -331,18 +390,19 @@ def fixed_middle(args: argparse.Namespace) -> int:
         started = time.process_time()
         best, start = incumbent(instance)
         upper = args.upper if args.upper is not None else best - q
-        steps = [(f"{lo}..{hi - 1} fixed", range(lo, hi), None)]
+
+        if args.sweep_patterns:
+            for d, result, solution in _pattern_sweep(instance, s, range(lo, hi), upper, args.time_limit):
+                _row(name, instance, s, f"{lo}..{hi - 1} on ({', '.join(map(str, d))}), shifted", upper,
+                     result, solution, started)
+                started = time.process_time()
+            continue
+        steps = [(f"{lo}..{hi - 1} {'offsets' if args.shift else 'fixed'}", range(lo, hi), None)]
         while steps:
             label, fixed, window = steps.pop(0)
             result, solution = _restricted(instance, s, _entries(start, s), upper, fixed, window,
-                                           args.time_limit)
-            value, found = "-", "-"
-            if solution is not None:
-                value = f"{pm.objective(instance, solution):g}"
-                found = ", ".join(f"{t:g}" for _, t in sorted(_entries(solution, s).items()))
-            print(f"| {name} | {s} | {label} | {upper:g} | {result.status} | {value} | "
-                  f"{result.nodes if result.nodes is not None else '-'} | "
-                  f"{time.process_time() - started:.0f} | {found} |", flush=True)
+                                           args.time_limit, args.shift and window is None)
+            _row(name, instance, s, label, upper, result, solution, started)
             if solution is not None and args.then_window is not None and window is None:
                 start, upper = solution, pm.objective(instance, solution) - q
                 steps.append((f"all within {args.then_window:g}", range(0), args.then_window))

@@ -5,7 +5,9 @@ schedule of the generator's size 16 seed 0 that Model P now starts from (684 gre
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +161,59 @@ def test_model_p_starts_from_the_pattern_schedule_on_size_12():
     value, solution = incumbent(instance)
     assert solution is not None and not pm.check(instance, solution)
     assert value == 568
+
+
+def _benchmark():
+    """benchmarks/pipeline_exact.py as a module (its --fix-entries restrictions of Model P)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "pipeline_exact.py"
+    spec = importlib.util.spec_from_file_location("pipeline_exact", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stage_entries(solution, s):
+    return {x["microbatch"]: x["start"] for x in solution["passes"] if x["kind"] == "F" and x["stage"] == s}
+
+
+def test_shifted_entries_keep_their_offsets_and_never_beat_the_optimum():
+    """--fix-entries LO HI --shift (seventh round): the stretch keeps the optimum's offsets at a free
+    shift; at the proven optimum's horizon it finds a schedule of that value with those offsets,
+    one unit below it none (a restriction of Model P, so nothing below a proven optimum)."""
+    bench = _benchmark()
+    instance = PROBLEM.generate(0, 4)
+    s, q = pattern.token_stage(instance), time_unit(instance)
+    report = run(PROBLEM, instance, "exact", SolveOptions(time_limit=60, gap=1e-9, threads=1))
+    assert report.status == "optimal" and s == 0
+    around = _stage_entries(report.solution, s)
+    fixed = range(2, 6)
+    _, solution = bench._restricted(instance, s, around, report.objective, fixed, None, 60, shift=True)
+    assert solution is not None and not pm.check(instance, solution)
+    assert pm.objective(instance, solution) == pytest.approx(report.objective)
+    found = _stage_entries(solution, s)
+    assert all(found[j] - found[2] == pytest.approx(around[j] - around[2]) for j in fixed)
+    result, below = bench._restricted(instance, s, around, report.objective - q, fixed, None, 60, shift=True)
+    assert below is None and result.objective is None
+
+
+def test_pattern_sweep_schedules_follow_their_pattern_and_never_beat_the_optimum():
+    """--sweep-patterns: every admitted pattern of the shortest period on F(s, 2..4), shifted
+    freely ((7, 11) and (11, 7) at period 18 here); each schedule found is accepted by the
+    checker, follows its pattern's offsets and is never below Model P's proven optimum, which one
+    of them reaches."""
+    bench = _benchmark()
+    instance = PROBLEM.generate(0, 4)
+    s, q = pattern.token_stage(instance), time_unit(instance)
+    report = run(PROBLEM, instance, "exact", SolveOptions(time_limit=60, gap=1e-9, threads=1))
+    assert report.status == "optimal"
+    rows = list(bench._pattern_sweep(instance, s, range(2, 5), report.objective + 10 * q, 60))
+    assert [d for d, _, _ in rows] == [(7, 11), (11, 7)]
+    assert any(solution is not None and pm.objective(instance, solution) == pytest.approx(report.objective)
+               for _, _, solution in rows)
+    for d, _, solution in rows:
+        if solution is None:
+            continue
+        assert not pm.check(instance, solution)
+        assert pm.objective(instance, solution) >= report.objective - 1e-9
+        found = _stage_entries(solution, s)
+        assert [round((found[j + 1] - found[j]) / q) for j in range(2, 4)] == list(d)
