@@ -19,7 +19,8 @@ the crossing table admits (:func:`pattern_schedule`), whose makespan, where shor
 X(S)'s horizon. ``--triple`` prints instead the optimum of the triple relaxation T(s) of
 :mod:`coopt.formulations.pipeline.triple` (its dynamic program) on every token stage (a cap of at
 least three micro-batches), the incumbent as its horizon, and with ``--realize`` Model P with
-F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if those entries admit one.
+F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if those entries admit one;
+with ``--agree``, of T_sigma(s) (consecutive triples agree on their shared pair's crossing).
 
     python benchmarks/pipeline_exact.py [--time-limit 60] [--only SUBSTRING]
     python benchmarks/pipeline_exact.py --sizes 8 12 16 --windows 0 1 2 3 --time-limit 10
@@ -32,6 +33,7 @@ F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if thos
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --fix-entries 6 21 --shift \
         --sweep-patterns --upper 677 --time-limit 40
     python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --triple --window-stage 2 --realize
+    python benchmarks/pipeline_exact.py --sizes 16 --only "seed 0" --triple --window-stage 2 --agree
 
 ``--fix-entries LO HI`` (issue 20, sixth round, :func:`fixed_middle`): Model P with stage s's
 entries F(s, j), LO <= j < HI, fixed to those of the route's warm start and the others free,
@@ -112,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     fixed_middle_flags(parser)
     parser.add_argument("--triple", action="store_true", help="the triple relaxation T(s) instead")
     parser.add_argument("--realize", action="store_true", help="with --triple, Model P at the DP's entries")
+    parser.add_argument("--agree", action="store_true",
+                        help="with --triple, T_sigma(s): consecutive triples agree on their shared crossing")
     args = parser.parse_args(argv)
     if args.fix_entries:
         return fixed_middle(args)
@@ -238,7 +242,7 @@ def triples(args: argparse.Namespace) -> int:
         stages = [args.window_stage] if args.window_stage is not None else triple.token_stages(instance)
         for s in stages:
             started = time.process_time()
-            found, entries = triple.dp_solve(instance, s, best)
+            found, entries = triple.dp_solve(instance, s, best, agree=args.agree)
             spent = time.process_time() - started
             realized = "-"
             if args.realize and entries:

@@ -27,11 +27,16 @@ def _triples_by_enumeration(instance, s: int, d1: int, d2: int) -> set[tuple[int
     q), F and B passes only, for every choice per stage and pair x < y of F(t, y) before or after
     B(t, x), and where it is after, of W(t, x) ended before F(t, y) or not; a choice whose cap
     level at a forward start exceeds the cap is dropped; timed as early as the orders allow."""
+    return {trips for _, trips in _orders_by_enumeration(instance, s, d1, d2)}
+
+
+def _orders_by_enumeration(instance, s: int, d1: int, d2: int):
+    """The choices of :func:`_triples_by_enumeration` that admit the offsets, each as (its
+    orders: (t, x, y) -> F(t, y) before B(t, x), the trips)."""
     q = time_unit(instance)
     K = instance.virtual_stages
     stages = list(range(s, K))
     slots = [(t, x, y) for t in stages for x, y in ((0, 1), (0, 2), (1, 2))]
-    found = set()
     for order in itertools.product((True, False), repeat=len(slots)):
         first = dict(zip(slots, order, strict=True))  # F(t, y) before B(t, x)
         after = [slot for slot in slots if not first[slot]]
@@ -70,8 +75,7 @@ def _triples_by_enumeration(instance, s: int, d1: int, d2: int) -> set[tuple[int
                 continue  # a cycle: these orders deadlock
             if any(start[("F", s, j)] > offsets[j] + 1e-9 for j in range(3)):
                 continue
-            found.add(tuple(round((start[("B", s, j)] + instance.t_b(s) - offsets[j]) / q) for j in range(3)))
-    return found
+            yield first, tuple(round((start[("B", s, j)] + instance.t_b(s) - offsets[j]) / q) for j in range(3))
 
 
 def _pareto(points: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -132,7 +136,8 @@ def _with_cap_three(instance: pm.Instance, stage: int) -> pm.Instance:
 @pytest.mark.parametrize("seed", range(12))
 def test_dp_bound_never_above_the_enumerated_optimum(seed):
     """p = 2 and m = 3, or p = 1 and m = 4-5, fused backward (the enumeration covers every
-    per-device order, with overtaking), one stage capped at three micro-batches."""
+    per-device order, with overtaking), one stage capped at three micro-batches; T(s) <=
+    T_sigma(s) <= the optimum."""
     rng = random.Random(300 + seed)
     p, m = ((2, 3), (1, 4), (1, 5))[seed % 3]
     instance = _with_cap_three(keep_only(300 + seed, p, m, split=False), rng.randrange(p))
@@ -145,6 +150,8 @@ def test_dp_bound_never_above_the_enumerated_optimum(seed):
     assert token_stages(instance)
     for s in token_stages(instance):
         assert dp_bound(instance, s, upper) <= best + 1e-9, s
+        # T_sigma(s) (seventh round) only removes solutions of T(s)
+        assert dp_bound(instance, s, upper) - 1e-9 <= dp_bound(instance, s, upper, agree=True) <= best + 1e-9, s
 
 
 #: Instances of the Model N family of test_pipeline_bound_release (p 2-4, m 4-8), one stage at cap 3a.
@@ -170,10 +177,50 @@ def test_dp_bound_never_above_model_n(seed):
 
 @pytest.mark.parametrize(("size", "seed"), [(3, 0), (3, 1), (3, 2), (4, 0), (4, 1), (4, 2)])
 def test_dp_bound_never_above_model_p_on_the_generator(size, seed):
-    """Model P's proven optima on the generator (sizes 3-4) bound T(s) on every token stage."""
+    """Model P's proven optima on the generator (sizes 3-4) bound T(s) and T_sigma(s) on every
+    token stage."""
     instance = PROBLEM.generate(seed, size)
     result = solve_model(milp.build(instance), OPTIONS)
     assert result.status == "optimal"
     upper, _ = incumbent(instance)
     for s in token_stages(instance):
         assert dp_bound(instance, s, upper) <= result.objective * (1 + 1e-9) + 1e-9, s
+        assert dp_bound(instance, s, upper, agree=True) <= result.objective * (1 + 1e-9) + 1e-9, s
+
+
+# --- T_sigma(s): consecutive triples agree on their shared pair's crossing order (seventh round)
+
+
+def _sigma(first: dict, s: int, K: int, x: int, y: int) -> int:
+    """The crossing stage of pair (x, y) in an enumerated choice, relative to s: the number of
+    stages where F(t, y) runs before B(t, x), asserted to be a prefix."""
+    runs = [first[(t, x, y)] for t in range(s, K)]
+    sigma = sum(runs)
+    assert runs == [True] * sigma + [False] * (len(runs) - sigma), "a choice that is not a prefix"
+    return sigma
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ordered_table_equals_the_enumeration_grouped_by_the_shared_orders(seed):
+    """Per (sigma_ik, sigma_kl), the table's Pareto trips are those of the enumeration's choices
+    with those crossings (every choice the enumeration admits is a prefix, asserted)."""
+    instance = keep_only(200 + seed, 3, 3, split=True)
+    if seed >= 6:
+        instance = _held_until_w(instance)
+    rng = random.Random(seed)
+    q = time_unit(instance)
+    s, K = 1, instance.virtual_stages
+    table = TripleTable(instance, s, by_order=True)
+    R = round(round_trip(instance, s) / q)
+    for d1, d2 in {(rng.randint(1, R), rng.randint(1, R)) for _ in range(4)} | {(1, 1)}:
+        groups: dict[tuple[int, int], set] = {}
+        for first, trips in _orders_by_enumeration(instance, s, d1, d2):
+            groups.setdefault((_sigma(first, s, K, 0, 1), _sigma(first, s, K, 1, 2)), set()).add(trips)
+        expected = {key: _pareto(found) for key, found in groups.items()}
+        got: dict[tuple[int, int], list] = {}
+        for ik in range(K - s + 1):
+            for trips, kl in table.ordered(d1, d2, ik):
+                got.setdefault((ik, kl), []).append(trips)
+        assert {key: sorted(v) for key, v in got.items()} == expected, (d1, d2)
+        assert sorted(trips for trips, _ in table.ordered(d1, d2, None)) == sorted(
+            p for v in expected.values() for p in v)

@@ -70,10 +70,29 @@ the other can: the program keeps the Pareto-minimal states per key, and the leas
 is the optimum of T(s) below H (H when none is, which only the tolerance of H's schedule can
 cause). Parent links give the entries ``f_j`` of an optimal solution.
 
+**Consecutive triples that agree: T_sigma(s)** (seventh round, ``agree=True``). In ``sigma*`` the
+pair (j-1, j) crosses once: its order on every stage t, F(t, j) before B(t, j-1) or not, is one
+prefix ``s..sigma_{j-1,j} - 1``, which the triple (j-2, j-1, j) reads as its ``sigma_kl`` and
+the triple (j-1, j, j+1) as its ``sigma_ik``. (T4) becomes (T4'): there are crossings
+``sigma_{j-1,j}`` such that each triple's trips dominate a point of the table among its choices
+with ``sigma_ik = sigma_{j-2,j-1}`` and ``sigma_kl = sigma_{j-1,j}``. The table keeps, per
+(d1, d2) and per (sigma_ik, sigma_kl), the Pareto-minimal trips of the choices with those two
+crossings (:meth:`TripleTable.ordered`; the choices are the ones above, so each group is exact
+for the same reason, and a choice's trips are its longest path). Validity: the restriction of
+``sigma*`` to a triple uses one choice of the table, with the crossings of ``sigma*``'s pairs,
+so its trips dominate a point of that group, and the shared pair's crossing is one number in
+both triples. A point of a group is a point of the table, so T_sigma(s) only removes solutions of
+T(s): ``T(s) <= T_sigma(s) <= OPT``. The program's key becomes ``(f_{j-1}, f_j,
+sigma_{j-1,j})`` (None before the first triple); adding j reads the group of the key's crossing
+and keys the new state by the point's ``sigma_kl``. States with different crossings are never
+compared (their continuations differ), so the Pareto argument above holds per key unchanged.
+
 **What it measured** (docs/pipeline.md, "The triple relaxation"): on the generator's size 16
-seed 0, stage 2, T(2) = **670** (X({2}) 667, X({2, 10}) 669) in about 3 CPU minutes under load,
-so it is benchmarked (``python benchmarks/pipeline_exact.py --triple``), not part of Model P's
-cut: it neither reaches the incumbent 682 nor fits the route's 60 s.
+seed 0, stage 2, T(2) = **670** (X({2}) 667, X({2, 10}) 669) in about 2 CPU minutes under load
+(about 3 before the seventh round's speed-ups), so it is benchmarked (``python
+benchmarks/pipeline_exact.py --triple``), not part of Model P's cut: it neither reaches the
+incumbent 682 nor fits the route's 60 s. T_sigma(s) equals T(s) wherever it finished (m = 8 and
+12 of that instance, size 8 seed 1) at 2-3 times its cost.
 """
 
 from __future__ import annotations
@@ -90,8 +109,11 @@ from coopt.formulations.pipeline.model import Instance
 
 #: Trips (of i, k, l) in units of q.
 Trips3 = tuple[int, int, int]
+#: Per sigma_ik (None: any), the (trips, sigma_kl) Pareto-minimal per (sigma_ik, sigma_kl).
+Ordered = dict[int | None, list[tuple[Trips3, int]]]
 
 _BIG = 1 << 40  # an "infeasible" time, far above every horizon
+_BATCH = 48  # (d1, d2) offsets per batch of the table's longest paths
 
 
 def applies(instance: Instance) -> bool:
@@ -102,7 +124,7 @@ def applies(instance: Instance) -> bool:
 class TripleTable:
     """The triple table of token stage ``s`` (module docstring), computed per (d1, d2) on demand."""
 
-    def __init__(self, instance: Instance, s: int) -> None:
+    def __init__(self, instance: Instance, s: int, by_order: bool = False) -> None:
         q = time_unit(instance)
         assert q is not None
         K = instance.virtual_stages
@@ -120,6 +142,10 @@ class TripleTable:
         sig = np.array(choices, dtype=np.int64).reshape(-1, 3)
         self.sigma = {(0, 1): sig[:, 0], (1, 2): sig[:, 1], (0, 2): sig[:, 2]}
         self.cache: dict[tuple[int, int], list[Trips3]] = {}
+        # with by_order, per (d1, d2) and sigma_ik (None: any), the (trips, sigma_kl) Pareto-minimal
+        # among the choices with that (sigma_ik, sigma_kl)
+        self.by_order = by_order
+        self.orders: dict[tuple[int, int], Ordered] = {}
 
     def _fit(self, t: int, held: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """Earliest start bound of a forward on stage t from its cap: ``held`` lists, per earlier
@@ -142,19 +168,23 @@ class TripleTable:
     def trips(self, d1: int, d2: int) -> list[Trips3]:
         """The Pareto-minimal trips of three micro-batches entering 0, d1, d1 + d2 (memoised)."""
         if (d1, d2) not in self.cache:
-            self.fill(d1, [d2])
+            self.fill([(d1, d2)])
         return self.cache[(d1, d2)]
 
-    def fill(self, d1: int, d2s: list[int]) -> None:
-        """Compute the table at (d1, d2) for every d2 of ``d2s`` not yet known, in one batch."""
-        d2s = [d for d in dict.fromkeys(d2s) if (d1, d) not in self.cache]
-        if not d2s:
-            return
+    def fill(self, pairs: list[tuple[int, int]]) -> None:
+        """Compute the table at every (d1, d2) of ``pairs`` not yet known, in batches of
+        ``_BATCH`` offsets (numpy's per-call cost is paid once per batch, not per offset)."""
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in self.cache]
+        for at in range(0, len(todo), _BATCH):
+            self._fill(todo[at:at + _BATCH])
+
+    def _fill(self, pairs: list[tuple[int, int]]) -> None:
+        """The longest paths of every order choice at every offset of ``pairs``, at once."""
         n, tf, tb = self.n, self.tf, self.tb
         choices = len(self.sigma[(0, 1)])
-        sigma = {key: np.tile(value, len(d2s)) for key, value in self.sigma.items()}
-        offsets = [np.zeros(choices * len(d2s), dtype=np.int64) + d1,
-                   np.repeat(np.array(d2s, dtype=np.int64) + d1, choices)]
+        sigma = {key: np.tile(value, len(pairs)) for key, value in self.sigma.items()}
+        d = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        offsets = [np.repeat(d[:, 0], choices), np.repeat(d[:, 0] + d[:, 1], choices)]
         offsets.insert(0, np.zeros_like(offsets[0]))
         SF = [[offsets[x].copy() for _ in range(n)] for x in range(3)]
         SB = [[np.zeros_like(offsets[0]) for _ in range(n)] for _ in range(3)]
@@ -172,7 +202,8 @@ class TripleTable:
                             first = t < sigma[(e, x)]
                             start = np.where(first, start, np.maximum(start, SB[e][t] + tb[t]))
                             held.append((first, SB[e][t] + tb[t]))
-                        start = np.maximum(start, self._fit(t, held))
+                        if 1 + x * max(1.0, self.mem[t][0]) > self.mem[t][1]:  # else no wait
+                            start = np.maximum(start, self._fit(t, held))
                     if not np.array_equal(start, SF[x][t]):
                         SF[x][t], moved = start, True
             for x in range(3):
@@ -189,22 +220,45 @@ class TripleTable:
                 break
         else:  # pragma: no cover - the graphs are acyclic, so the sweeps settle
             raise RuntimeError("triple table: longest paths did not settle")
-        ok = (SF[1][0] == offsets[1]) & (SF[2][0] == offsets[2])
         points = np.stack([SB[x][0] + tb[0] - offsets[x] for x in range(3)], axis=1)
-        for n_d, d2 in enumerate(d2s):
+        # the forwards start at their offsets, and no cap left a pass without a fitting choice
+        ok = (SF[1][0] == offsets[1]) & (SF[2][0] == offsets[2]) & (points.max(axis=1) < _BIG // 2)
+        for n_d, pair in enumerate(pairs):
             part = slice(n_d * choices, (n_d + 1) * choices)
             good = ok[part]
-            self.cache[(d1, d2)] = _pareto(points[part][good]) if good.any() else []
+            self.cache[pair] = _pareto(points[part][good]) if good.any() else []
+            if self.by_order:
+                self.orders[pair] = _by_order(sigma[(0, 1)][part][good], sigma[(1, 2)][part][good],
+                                              points[part][good])
+
+    def ordered(self, d1: int, d2: int, sigma_ik: int | None) -> list[tuple[Trips3, int]]:
+        """With ``by_order``: the (trips, sigma_kl) of the table at (d1, d2) whose order of the
+        first two is ``sigma_ik`` (None: any), Pareto-minimal per (sigma_ik, sigma_kl)."""
+        if (d1, d2) not in self.cache:
+            self.fill([(d1, d2)])
+        return self.orders[(d1, d2)].get(sigma_ik, [])
+
+
+def _by_order(ik: np.ndarray, kl: np.ndarray, points: np.ndarray) -> Ordered:
+    """Group the trips by (sigma_ik, sigma_kl), Pareto-minimal in each group; keyed by sigma_ik
+    and under None all of them."""
+    found: Ordered = {None: []}
+    for a, b in {(int(u), int(v)) for u, v in zip(ik, kl, strict=True)}:
+        group = [(p, b) for p in _pareto(points[(ik == a) & (kl == b)])]
+        found.setdefault(a, []).extend(group)
+        found[None].extend(group)
+    return found
 
 
 def _pareto(points: np.ndarray) -> list[Trips3]:
-    """The Pareto-minimal rows of an integer array (n, 3)."""
-    unique = np.unique(points, axis=0)
-    keep = []
-    for row in unique:
-        dominated = np.all(unique <= row, axis=1) & np.any(unique < row, axis=1)
-        if not dominated.any():
-            keep.append(tuple(int(v) for v in row))
+    """The Pareto-minimal rows of an integer array (n, 3), in lexicographic order. In that order
+    a row is dominated exactly when an earlier kept row is no larger in the last two entries
+    (an earlier row is no larger in the first; a dominated dominator is itself dominated by a
+    kept one)."""
+    keep: list[Trips3] = []
+    for a, b, c in sorted(set(map(tuple, points.tolist()))):
+        if not any(v <= b and w <= c for _, v, w in keep):
+            keep.append((a, b, c))
     return keep
 
 
@@ -227,15 +281,16 @@ def token_stages(instance: Instance) -> list[int]:
     return sorted(found, key=lambda s: -(_fill(instance, s) or 0.0))
 
 
-def dp_bound(instance: Instance, s: int, upper: float) -> float:
+def dp_bound(instance: Instance, s: int, upper: float, agree: bool = False) -> float:
     """The optimum of T(s) (module docstring) in seconds, capped at ``upper`` (the makespan of a
-    schedule the checker accepts): a lower bound on the optimum."""
-    return dp_solve(instance, s, upper)[0]
+    schedule the checker accepts): a lower bound on the optimum; with ``agree``, of T_sigma(s)
+    (consecutive triples agree on their shared pair's crossing order)."""
+    return dp_solve(instance, s, upper, agree)[0]
 
 
-def dp_solve(instance: Instance, s: int, upper: float) -> tuple[float, list[float]]:
-    """(:func:`dp_bound`, the starts of F(s, j) of an optimal solution of T(s) in seconds; empty
-    when T(s) has none below ``upper``)."""
+def dp_solve(instance: Instance, s: int, upper: float, agree: bool = False) -> tuple[float, list[float]]:
+    """(:func:`dp_bound`, the starts of F(s, j) of an optimal solution of T(s) (or T_sigma(s)) in
+    seconds; empty when it has none below ``upper``)."""
     q = time_unit(instance)
     assert q is not None and applies(instance)
     m = instance.microbatches
@@ -261,7 +316,8 @@ def dp_solve(instance: Instance, s: int, upper: float) -> tuple[float, list[floa
     if s not in token_stages(instance):
         raise ValueError(f"the triple relaxation needs stage {s} to hold three micro-batches")
     assert rule is not None
-    best, entries = _run(m, H, R, (T_F, T_B, T_W), (rF, rB, rW), (qF, qB, qW), rule, TripleTable(instance, s))
+    best, entries = _run(m, H, R, (T_F, T_B, T_W), (rF, rB, rW), (qF, qB, qW), rule,
+                         TripleTable(instance, s, by_order=agree))
     return min(best, H) * q, [f * q for f in entries]
 
 
@@ -279,22 +335,31 @@ def _run(m: int, H: int, R: int, durations: tuple[int, int, int], release: tuple
     NONE = -_BIG
     # a state after j: key (f_{j-1}, f_j); values (C so far, B ends, W ends, (f_j, the state
     # before)), Pareto-minimal in the first three
-    states: dict[tuple[int, int], list[tuple]] = {}
+    # (with the table's by_order, the key also carries sigma of micro-batches j - 1 and j)
+    states: dict[tuple[int, int, int | None], list[tuple]] = {}
     for f in range(rF[0], H - qF[0] + 1):
         b = max(f + R, rB[0])
         if b + qB[0] <= H:
-            states[(NONE, f)] = [(f + qF[0], (NONE,) * (NB - 1) + (b,), (NONE,) * NW, (f, None))]
+            states[(NONE, f, None)] = [((f + qF[0], *(NONE,) * (NB - 1), b, *(NONE,) * NW), (f, None))]
     for j in range(1, m):
-        new: dict[tuple[int, int], list[tuple]] = {}
-        for (fa, fb), values in states.items():
-            window = range(max(rF[j], fb + T_F), H - qF[j] + 1)
-            if j >= 2:
-                table.fill(fb - fa, [f - fb for f in window])
-            for f in window:
-                points = table.trips(fb - fa, f - fb) if j >= 2 else [(0, 0, 0)]
-                for state in values:
-                    c, bs, ws, _ = state
-                    for p in points:
+        new: dict[tuple[int, int, int | None], list[tuple]] = {}
+
+        if j >= 2:  # every table entry this step reads, computed in batches first
+            table.fill([(fb - fa, f - fb) for (fa, fb, _), values in states.items()
+                        for f in range(max(rF[j], fb + T_F, min(_floor(j, v[0], NB, rule, use_w)
+                                                                for v in values)), H - qF[j] + 1)])
+        for (fa, fb, order), values in states.items():
+            for state in values:
+                flat = state[0]
+                c, bs, ws = flat[0], flat[1:NB + 1], flat[NB + 1:]
+                for f in range(max(rF[j], fb + T_F, _floor(j, flat, NB, rule, use_w)), H - qF[j] + 1):
+                    if j < 2:
+                        points: list[tuple[Trips3, int | None]] = [((0, 0, 0), None)]
+                    elif table.by_order:
+                        points = table.ordered(fb - fa, f - fb, order)
+                    else:
+                        points = [(p, None) for p in table.trips(fb - fa, f - fb)]
+                    for p, order_next in points:
                         b = list(bs)  # b_{j-NB}..b_{j-1}
                         if j >= 2:
                             b[-2] = max(b[-2], fa + p[0])
@@ -317,15 +382,15 @@ def _run(m: int, H: int, R: int, durations: tuple[int, int, int], release: tuple
                         cap = min(cap, last)
                         if f < cap:
                             continue
-                        _insert(new.setdefault((fb, f), []), (cc, (*b[1:], b_new), w, (f, state)))
+                        value = ((cc, *b[1:], b_new, *w), (f, state))
+                        _insert(new.setdefault((fb, f, order_next), []), value)
         states = new
         if not states:
             return _BIG, []
     best, last = _BIG, None
     for values in states.values():  # b_{m-2} and b_{m-1} are final
         for state in values:
-            c, bs, ws, _ = state
-            wv = ws[-1]
+            c, bs, wv = state[0][0], state[0][1:NB + 1], state[0][-1]
             for jj, bv in ((m - 2, bs[-2]), (m - 1, bs[-1])):
                 wv = max(bv + T_W, wv + T_W, rW[jj])
                 c = max(c, bv + qB[jj], wv + qW[jj])
@@ -333,18 +398,30 @@ def _run(m: int, H: int, R: int, durations: tuple[int, int, int], release: tuple
                 best, last = c, state
     entries = []
     while last is not None:
-        entries.append(last[3][0])
-        last = last[3][1]
+        entries.append(last[1][0])
+        last = last[1][1]
     return best, entries[::-1]
 
 
+def _floor(j: int, flat: tuple[int, ...], NB: int, rule: tuple[int, int], use_w: bool) -> int:
+    """The least f_j that F(s, j)'s cap in :func:`_run` can accept from a state (C, its NB B
+    ends, its W ends): the cap reads b_{j-x_max} (a point only raises it, x_max >= 2) and
+    w_{j-y-1} or b_{j-x_max-1} (no point moves them; y >= 2, so not the new W end), so every
+    point rejects an f below it."""
+    x_max, y = rule
+    bs, ws = flat[1:NB + 1], flat[NB + 1:]
+    least = bs[-x_max] if j - x_max >= 0 else -_BIG
+    if use_w:
+        return min(least, ws[1 - y] if j - y - 1 >= 0 else -_BIG)
+    return min(least, bs[-x_max - 1] if j - x_max - 1 >= 0 else -_BIG)
+
+
 def _insert(values: list[tuple], value: tuple) -> None:
-    """Add ``value`` (C, B ends, W ends, link) to a list of Pareto-minimal ones in the first three
-    (smaller is better)."""
-    flat = (value[0], *value[1], *value[2])
+    """Add ``value`` ((C, B ends..., W ends...), link) to a list of Pareto-minimal ones in the
+    first (smaller is better)."""
+    flat = value[0]
     for other in values:
-        if all(u <= v for u, v in zip((other[0], *other[1], *other[2]), flat, strict=True)):
+        if all(u <= v for u, v in zip(other[0], flat, strict=True)):
             return
-    values[:] = [o for o in values
-                 if not all(v <= u for u, v in zip((o[0], *o[1], *o[2]), flat, strict=True))]
+    values[:] = [o for o in values if not all(v <= u for u, v in zip(o[0], flat, strict=True))]
     values.append(value)
