@@ -245,18 +245,11 @@ def triples(args: argparse.Namespace) -> int:
             found, entries = triple.dp_solve(instance, s, best, agree=args.agree)
             spent = time.process_time() - started
             realized = "-"
-            if args.realize and entries:
-                model = build(instance, upper=best)
-                model.warm_start = False  # the incumbent's starts are not the DP's
-                u = model.objective_unit
-                for j, f in enumerate(entries):
-                    model.S[("F", s, j)].setlb(f / u)
-                    model.S[("F", s, j)].setub(f / u)
-                result = solve_model(model, SolveOptions(time_limit=args.time_limit, gap=1e-9, threads=1))
+            if args.realize and entries:  # every entry fixed, at the incumbent's horizon
+                result, solution = _restricted(instance, s, dict(enumerate(entries)), best,
+                                               range(len(entries)), None, args.time_limit)
                 realized = result.status
-                if result.objective is not None:
-                    solution = extract(model, instance)
-                    assert not pm.check(instance, solution), "a schedule at the DP's entries is rejected"
+                if solution is not None:
                     realized = f"{result.status} {pm.objective(instance, solution):g}"
             print(f"| {name} | {best:g} | {lower_bound(instance):g} | {s} | {found:g} | {spent:.1f} | "
                   f"{realized} |", flush=True)
