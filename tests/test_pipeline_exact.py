@@ -151,3 +151,20 @@ def test_the_warm_start_with_recompute_or_offload_meets_the_first_lane_chain(see
     assert not check(instance, relabelled)
     assert relabelled["objective"] == pytest.approx(best["objective"])
     assert value <= best["objective"] + 1e-9
+
+
+def test_a_horizon_below_the_warm_start_gets_no_warm_start(caplog):
+    """Model P below its own warm start (the benchmarks' "is there a schedule under H" runs): the
+    warm start is no solution there, so it is not loaded, and no start is set outside its bounds
+    (Pyomo warned once per pass before); with the horizon above it, it is loaded."""
+    from coopt.formulations.pipeline.milp import build
+
+    instance = PROBLEM.generate(0, 4)
+    best, _ = incumbent(instance)
+    with caplog.at_level("WARNING"):
+        below = build(instance, upper=best - 1)
+    assert not getattr(below, "warm_start", False)
+    assert not [r for r in caplog.records if "outside the bounds" in r.getMessage()]
+    assert build(instance, upper=best).warm_start
+    result = solve_model(below, SolveOptions(time_limit=30, gap=1e-9, threads=1))
+    assert result.status == "infeasible" or result.objective < best  # HiGHS decides it alone

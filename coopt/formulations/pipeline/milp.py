@@ -450,7 +450,7 @@ def build(instance: Instance, upper: float | None = None, fifo: bool | None = No
         add(model.C <= -1)  # not even one micro-batch fits a device: infeasible
     else:
         add(model.objective.expr >= floor / u * (1 - 1e-9))
-    if start is not None:
+    if start is not None and best <= M * u:  # a warm start above an ``upper`` below it is no solution
         _warm_start(model, instance, start, u, free_pairs)
         if (instance.objective == "makespan" and fifo_is_lossless(instance)
                 and floor >= best * (1 - 1e-9) and _exactly_feasible(instance, start)):
