@@ -293,6 +293,8 @@ def fixed_middle_flags(parser: argparse.ArgumentParser) -> None:
                         help="with --fix-entries, the fixed entries keep their offsets but shift together")
     parser.add_argument("--sweep-patterns", action="store_true",
                         help="with --fix-entries and --shift, the offsets of every admitted pattern instead")
+    parser.add_argument("--sweep-only", nargs="+", metavar="D0,D1,D2", default=None,
+                        help="with --sweep-patterns, only these admitted patterns (e.g. 6,31,23)")
 
 
 def _entries(solution: dict, s: int) -> dict[int, float]:
@@ -325,12 +327,14 @@ def _restricted(instance: Any, s: int, around: dict[int, float], upper: float, f
     return result, solution
 
 
-def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit: float
+def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit: float,
+                   only: set[tuple[int, ...]] | None = None
                    ) -> Iterator[tuple[tuple[int, ...], Any, dict | None]]:
     """Model P below ``upper`` with F(s, j), j in ``fixed``, at the offsets of each pattern of
     :func:`~coopt.formulations.pipeline.pattern.periodic_patterns` (the shortest admitted period),
     d_0 between F(s, fixed[0]) and the next, shifted freely, the other entries free: one build,
-    the offsets as mutable parameters; (pattern, HiGHS' result, the checked schedule) per pattern."""
+    the offsets as mutable parameters; (pattern, HiGHS' result, the checked schedule) per pattern
+    (with ``only``, per pattern of ``only`` among them)."""
     q = counts.time_unit(instance)
     low = round((crossing.round_trip(instance, s) + instance.t_w(s)) / q)
     found = next(found for found in ([*periodic_patterns(instance, s, period)]
@@ -343,6 +347,8 @@ def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit
     model.offsets = pyo.Constraint(fixed[1:], rule=lambda mdl, j: mdl.S[("F", s, j)] - mdl.S[first]
                                    == mdl.offset[j])
     for d in found:
+        if only is not None and d not in only:
+            continue
         for h, j in enumerate(fixed[1:]):
             model.offset[j] = sum(d[g % len(d)] for g in range(h + 1)) * q / u
         result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
@@ -389,7 +395,10 @@ def fixed_middle(args: argparse.Namespace) -> int:
         upper = args.upper if args.upper is not None else best - q
 
         if args.sweep_patterns:
-            for d, result, solution in _pattern_sweep(instance, s, range(lo, hi), upper, args.time_limit):
+            only = ({tuple(int(x) for x in d.split(",")) for d in args.sweep_only}
+                    if args.sweep_only else None)
+            for d, result, solution in _pattern_sweep(instance, s, range(lo, hi), upper, args.time_limit,
+                                                         only):
                 _row(name, instance, s, f"{lo}..{hi - 1} on ({', '.join(map(str, d))}), shifted", upper,
                      result, solution, started)
                 started = time.process_time()
