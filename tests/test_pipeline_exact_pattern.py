@@ -208,6 +208,9 @@ def test_pattern_sweep_schedules_follow_their_pattern_and_never_beat_the_optimum
     assert report.status == "optimal"
     rows = list(bench._pattern_sweep(instance, s, range(2, 5), report.objective + 10 * q, 60))
     assert [d for d, _, _ in rows] == [(7, 11), (11, 7)]
+    only = list(bench._pattern_sweep(instance, s, range(2, 5), report.objective + 10 * q, 60, {(11, 7)}))
+    assert [d for d, _, _ in only] == [(11, 7)]  # --sweep-only
+    assert only[0][1].status == rows[1][1].status
     assert any(solution is not None and pm.objective(instance, solution) == pytest.approx(report.objective)
                for _, _, solution in rows)
     for d, _, solution in rows:
