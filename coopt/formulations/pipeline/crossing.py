@@ -96,7 +96,7 @@ def round_trip(instance: Instance, s: int) -> float:
     return trip + sum(instance.lag(k, k + 1) + instance.lag(k + 1, k) for k in range(s, K - 1))
 
 
-def _pair(instance: Instance, s: int, delta: float, sigma: int) -> tuple[float, float] | None:
+def pair_trips(instance: Instance, s: int, delta: float, sigma: int) -> tuple[float, float] | None:
     """Earliest (E_B(s, i), E_B(s, k) - delta) with F(s, i) at 0, F(s, k) at delta and F(t, k)
     before B(t, i) exactly on the stages t < sigma; None when F(s, k) cannot start at delta."""
     K = instance.virtual_stages
@@ -143,7 +143,7 @@ def crossing_table(instance: Instance, s: int) -> dict[int, list[Trips]]:
     for d in range(max(1, round(instance.t_f(s) / q)), R):
         found = set()
         for sigma in range(s, instance.virtual_stages + 1):
-            trips = _pair(instance, s, d * q, sigma)
+            trips = pair_trips(instance, s, d * q, sigma)
             if trips is not None:
                 found.add((round(trips[0] / q), round(trips[1] / q)))
         table[d] = sorted(p for p in found if not any(

@@ -46,8 +46,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from coopt.formulations.pipeline.bound import _fill, _room, releases, tails
 from coopt.formulations.pipeline.counts import time_unit
-from coopt.formulations.pipeline.crossing import _pair, crossing_table, round_trip
 from coopt.formulations.pipeline.crossing import applies as crossing_applies
+from coopt.formulations.pipeline.crossing import crossing_table, pair_trips, round_trip
 from coopt.formulations.pipeline.model import Instance, PassKey, Timed, check, to_solution
 from coopt.problem import Solution
 
@@ -133,7 +133,7 @@ def crossing_orders(instance: Instance, s: int, d: Sequence[int], tau: Sequence[
             fitting = []
             for sigma in range(s, K + 1):
                 if (delta, sigma) not in pairs:
-                    pairs[(delta, sigma)] = _pair(instance, s, delta * q, sigma)
+                    pairs[(delta, sigma)] = pair_trips(instance, s, delta * q, sigma)
                 trips = pairs[(delta, sigma)]
                 if (trips is not None and round(trips[0] / q) <= tau[j]
                         and round(trips[1] / q) <= tau[(j + g) % n]):
