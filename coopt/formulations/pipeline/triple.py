@@ -98,6 +98,7 @@ incumbent 682 nor fits the route's 60 s. T_sigma(s) equals T(s) wherever it fini
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -374,13 +375,7 @@ def _run(m: int, H: int, R: int, durations: tuple[int, int, int], release: tuple
                             w = (*ws[1:], wv)  # w_{j-NW-1}..w_{j-2}
                         if cc > H:
                             continue
-                        cap = b[-x_max] if j - x_max >= 0 else NONE  # the options x < x_max
-                        if use_w:  # option x_max, its B end dropped (below its W end's)
-                            last = w[-y] if j - y - 1 >= 0 else NONE
-                        else:
-                            last = b[-x_max - 1] if j - x_max - 1 >= 0 else NONE
-                        cap = min(cap, last)
-                        if f < cap:
+                        if f < _cap(j, b, w, rule, use_w):
                             continue
                         value = ((cc, *b[1:], b_new, *w), (f, state))
                         _insert(new.setdefault((fb, f, order_next), []), value)
@@ -403,17 +398,25 @@ def _run(m: int, H: int, R: int, durations: tuple[int, int, int], release: tuple
     return best, entries[::-1]
 
 
+def _cap(j: int, b: Sequence[int], w: Sequence[int], rule: tuple[int, int], use_w: bool) -> int:
+    """The least f_j that (T3), F(s, j)'s cap as :func:`_run` relaxes it, accepts, given the B ends
+    ``b`` = b_{j-NB}..b_{j-1} and the W ends ``w`` ending at w_{j-2}: the options x < x_max read
+    b_{j-x_max}, option x_max reads w_{j-y-1} (its B end dropped, below its W end's), or
+    b_{j-x_max-1} where W ends are not kept."""
+    x_max, y = rule
+    least = b[-x_max] if j - x_max >= 0 else -_BIG
+    if use_w:
+        return min(least, w[-y] if j - y - 1 >= 0 else -_BIG)
+    return min(least, b[-x_max - 1] if j - x_max - 1 >= 0 else -_BIG)
+
+
 def _floor(j: int, flat: tuple[int, ...], NB: int, rule: tuple[int, int], use_w: bool) -> int:
     """The least f_j that F(s, j)'s cap in :func:`_run` can accept from a state (C, its NB B
-    ends, its W ends): the cap reads b_{j-x_max} (a point only raises it, x_max >= 2) and
-    w_{j-y-1} or b_{j-x_max-1} (no point moves them; y >= 2, so not the new W end), so every
+    ends, its W ends up to w_{j-3}): :func:`_cap` before the table point, which only raises
+    b_{j-x_max} (x_max >= 2) and adds w_{j-2}, which the cap never reads (y >= 2), so every
     point rejects an f below it."""
-    x_max, y = rule
     bs, ws = flat[1:NB + 1], flat[NB + 1:]
-    least = bs[-x_max] if j - x_max >= 0 else -_BIG
-    if use_w:
-        return min(least, ws[1 - y] if j - y - 1 >= 0 else -_BIG)
-    return min(least, bs[-x_max - 1] if j - x_max - 1 >= 0 else -_BIG)
+    return _cap(j, bs, (*ws[1:], -_BIG), rule, use_w)
 
 
 def _insert(values: list[tuple], value: tuple) -> None:
