@@ -308,7 +308,7 @@ def _restricted(instance: Any, s: int, around: dict[int, float], upper: float, f
     stretch free to move) and, with ``window``, within ``window`` of it for the others; (HiGHS'
     result, the checked schedule)."""
     model = build(instance, upper=upper)
-    model.warm_start = False  # the warm start is not below the horizon
+    model.warm_start = False  # its entries are not the restriction's (and build skips it below its value)
     u = model.objective_unit
     for j, t in around.items():
         width = (None if shift else 0.0) if j in fixed else window
@@ -340,7 +340,7 @@ def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit
     found = next(found for found in ([*periodic_patterns(instance, s, period)]
                                      for period in range(low, low + pattern.PERIOD_REACH)) if found)
     model = build(instance, upper=upper)
-    model.warm_start = False  # the warm start is not below the horizon
+    model.warm_start = False  # its entries are not the patterns' (and build skips it below its value)
     u = model.objective_unit
     first = ("F", s, fixed[0])
     model.offset = pyo.Param(fixed[1:], mutable=True, initialize=0.0)
