@@ -22,6 +22,8 @@ Conventions:
 * ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
   bounded-time) methods, one function each, deterministic for a given seed. Where the solver
   module imports the problem module, pass ``HeuristicsOf("coopt.solvers.<name>")``.
+* ``exact_applies`` (optional) says which instances ``exact`` is for; on the others ``exact``
+  runs the MILP, as it does where there is no ``exact``.
 * ``exact`` is named the same way when it lives on the solvers floor:
   ``MethodOf("coopt.solvers.<name>", "<function>")``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
@@ -78,6 +80,12 @@ class ExactOutcome:
     solution: Solution | None
     status: str  # optimal | infeasible | time_limit | feasible
     bound: float | None = None
+    #: build / handoff / solve seconds where the method tells them apart (else all is "solve")
+    times: Mapping[str, float] | None = None
+    #: the engine behind the method, {"name", "version"} (else the report names the method)
+    solver: Mapping[str, str] | None = None
+    #: search nodes (branches) where the engine counts them
+    nodes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,9 @@ class Problem:
     extract: Callable[[Any, Any], Solution] | None = None
     heuristics: Mapping[str, Heuristic] = field(default_factory=dict)
     exact: Callable[[Any, SolveOptions], ExactOutcome] | None = None
+    #: The instances ``exact`` is built for, where it is not every instance: on the others the
+    #: method ``exact`` runs the MILP (``milp`` runs it everywhere).
+    exact_applies: Callable[[Any], bool] | None = None
     sizes: tuple[int, ...] = (1, 2, 3)
     size_doc: str = "scale"
     #: The small shipped file ``coopt showcase`` solves (default: the first ``0-*`` file).
@@ -197,6 +208,10 @@ class Problem:
         if self.build is None:
             exact = ["exact"] if self.exact is not None else []
         return exact + sorted(self.heuristics)
+
+    def runs_exact(self, instance: Any) -> bool:
+        """Method ``exact`` on ``instance`` is the problem's own exact method (else the MILP)."""
+        return self.exact is not None and (self.exact_applies is None or self.exact_applies(instance))
 
     @property
     def exact_methods(self) -> list[str]:

@@ -145,7 +145,7 @@ def run(
     model_size: dict[str, int] = {}
     nodes: int | None = None
     try:
-        if method == "milp" or (method == "exact" and problem.exact is None):
+        if method == "milp" or (method == "exact" and not problem.runs_exact(instance)):
             t0 = time.perf_counter()
             with guard("building the model", seconds=options.time_limit, memory_bytes=options.memory_limit):
                 model = problem.build(instance)
@@ -163,6 +163,11 @@ def run(
             with guard("the exact method", memory_bytes=options.memory_limit):
                 outcome: ExactOutcome = problem.exact(instance, options)
             times["solve"] = time.perf_counter() - t0
+            if outcome.times is not None:
+                times.update({k: float(outcome.times.get(k, 0.0)) for k in ("build", "handoff", "solve")})
+            if outcome.solver is not None:
+                solver = dict(outcome.solver)
+            nodes = outcome.nodes
             solution, status, bound = outcome.solution, outcome.status, outcome.bound
             objective = None if solution is None else float(solution["objective"])
             if bound is None and status == "optimal":
