@@ -1,6 +1,8 @@
 """Pipeline-parallel schedules under activation-memory limits (ChronosPipe, issue 6).
 
-The data model, event simulator and checker live in :mod:`.model`, the exact MILP (Model P) in
+The data model, event simulator and checker live in :mod:`.model`; the ``exact`` method is the
+constraint program Model S (CP-SAT) of :mod:`.cpsat` on keep-only one-chunk instances on a time
+grid and the MILP elsewhere; the MILP (Model P, method ``milp`` everywhere) is in
 :mod:`.milp`, the time-indexed Model T in :mod:`.timeindexed`, the count-based time-indexed
 Model N for keep-only integer instances in :mod:`.counts` (benchmarked beside Model P, not
 registered), the oracle (enumeration of every
@@ -14,7 +16,7 @@ the schedules in :mod:`coopt.solvers.pipeline` and the closed forms in
 
 from __future__ import annotations
 
-from coopt.formulations.pipeline import bound, brute, milp, model
+from coopt.formulations.pipeline import bound, brute, cpsat, milp, model
 from coopt.problem import HeuristicsOf, Oracle, Problem
 
 PROBLEM = Problem(
@@ -30,6 +32,8 @@ PROBLEM = Problem(
     generate=model.generate,
     build=milp.build,
     extract=milp.extract,
+    exact=cpsat.solve,
+    exact_applies=cpsat.applies,
     heuristics=HeuristicsOf("coopt.solvers.pipeline"),
     sizes=(2, 3, 4),
     max_size=model.MAX_SIZE,
