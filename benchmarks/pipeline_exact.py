@@ -1,10 +1,11 @@
-"""The exact family of the pipeline problem: Model P's status, optimum, dual bound, nodes and times.
+"""The exact family of the pipeline problem: Model P's and Model S's status, optimum, bound, nodes, times.
 
 Rows: every shipped ``0-*`` and ``1-*`` instance, the generator at sizes 2, 3, 4 (seeds 0-2, the
 default ``coopt bench`` family), and research instance I1 (p = 4, m = 8, unit times, a = 2 GB,
 a_W = 1, a_c = 0.5, T_R = 1) with recompute at caps 4 / 5 / 6 GB, whose proven optima an independent
 model gives as 33 / 30 / 29 under FIFO (issue 13); then Model T on issue 13's overtaking instance.
-Build, hand-off and solve times are reported
+Each row runs Model P (method ``milp``) and, where it applies, Model S (method ``exact``, CP-SAT;
+its nodes are CP-SAT's branches, its first bound none). Build, hand-off and solve times are reported
 apart (the runner measures them); HiGHS runs on one thread. "first bound" is the first dual bound
 HiGHS reports (its root, or the presolved bound when the root does not finish), "dual bound" the
 bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Issue 20's rows:
@@ -53,7 +54,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, triple, window
+from coopt.formulations.pipeline import PROBLEM, counts, cpsat, crossing, pattern, triple, window
 from coopt.formulations.pipeline import model as pm
 from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
 from coopt.formulations.pipeline.milp import build, extract, incumbent
@@ -132,18 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     for name, instance in family(tuple(args.sizes or ())):
         if args.only not in name:
             continue
-        report = run(PROBLEM, instance, "exact", options)
-        t = report.times
-
         def show(x: float | None) -> str:
             return "-" if x is None else f"{x:.6g}"
 
-        first = next((b for _, _, b in report.trace if b is not None), None)  # HiGHS' first dual bound
         bound = lower_bound(instance)
-        print(f"| {name} | P | {report.status} | {show(report.objective)} | {show(report.bound)} | "
-              f"{show(first)} | {show(bound)} | "
-              f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
-              f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
+        # Model P is method milp everywhere; where Model S applies it is method exact (CP-SAT)
+        for label, method in (("P", "milp"), ("S", "exact")):
+            if method == "exact" and not cpsat.applies(instance):
+                continue
+            report = run(PROBLEM, instance, method, options)
+            t = report.times
+            first = next((b for _, _, b in report.trace if b is not None), None)  # HiGHS' first bound
+            print(f"| {name} | {label} | {report.status} | {show(report.objective)} | {show(report.bound)} | "
+                  f"{show(first)} | {show(bound)} | "
+                  f"{report.nodes if report.nodes is not None else '-'} | {t['build']:.2f} | "
+                  f"{t['handoff']:.2f} | {t['solve']:.2f} |", flush=True)
         if args.counts and counts.applies(instance):
             started = time.perf_counter()
             best, start = incumbent(instance)
