@@ -71,7 +71,9 @@ def stoppable() -> Iterator[None]:
 
 @contextmanager
 def in_highs() -> Iterator[None]:
-    """Mark a HiGHS solve: a Ctrl-C inside it stops HiGHS instead of raising."""
+    """Mark a solve that watches :data:`STOP` (HiGHS through its interrupt callbacks, CP-SAT
+    through the stop poll of :mod:`coopt.formulations.pipeline.cpsat`): a Ctrl-C inside it stops
+    the solver instead of raising."""
     _in_highs.set()
     try:
         yield

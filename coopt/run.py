@@ -13,6 +13,7 @@ HiGHS, ``solve`` HiGHS' own run time (or the method's whole run for a DP or heur
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from dataclasses import dataclass, field
@@ -118,6 +119,14 @@ def finite_or_none(value: float | None) -> float | None:
 OPTIMAL_SLACK = 1e-6
 
 
+def _exact(problem: Problem, instance: Any, options: SolveOptions, watch: Watch | None) -> ExactOutcome:
+    """The problem's own exact method, with ``watch`` where it takes one (live progress)."""
+    method = problem.exact
+    if watch is not None and "watch" in inspect.signature(method).parameters:
+        return method(instance, options, watch=watch)
+    return method(instance, options)
+
+
 def run(
     problem: Problem,
     instance: Any,
@@ -161,7 +170,7 @@ def run(
         elif method == "exact":
             t0 = time.perf_counter()
             with guard("the exact method", memory_bytes=options.memory_limit):
-                outcome: ExactOutcome = problem.exact(instance, options)
+                outcome: ExactOutcome = _exact(problem, instance, options, watch)
             times["solve"] = time.perf_counter() - t0
             if outcome.times is not None:
                 times.update({k: float(outcome.times.get(k, 0.0)) for k in ("build", "handoff", "solve")})

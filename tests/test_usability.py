@@ -68,6 +68,35 @@ def test_sigint_during_a_two_file_solve_exits_130_fast_with_the_finished_rows_an
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
+def test_sigint_during_a_cp_sat_solve_keeps_its_incumbent_and_exits_130_fast(tmp_path):
+    """Pipeline's exact method on keep-only files is CP-SAT (Model S), which runs outside HiGHS'
+    callbacks: the progress line still shows its incumbent, and a Ctrl-C still ends the search
+    with it (status interrupted, checked) instead of waiting out the time limit."""
+    hard = tmp_path / "hard.toml"
+    # size 16 seed 0 takes CP-SAT about 12 s after a 2 s warm start
+    assert coopt("generate", "pipeline", "--size", "16", "--seed", "0", "-o", str(hard)).returncode == 0
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", str(hard), "--method", "exact",
+                             "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in proc.stderr:
+        said.append(line)
+        if re.search(r"incumbent \d", line):
+            break
+    assert proc.poll() is None, "".join(said)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    stderr = "".join(said) + proc.stderr.read()
+    proc.wait(timeout=30)
+    assert time.perf_counter() - sent < 2.0
+    assert proc.returncode == 130, stderr
+    [report] = json.loads(out.read_text())
+    assert report["status"] == "interrupted" and report["solver"]["name"] == "cp-sat", stderr
+    assert report["check"]["feasible"] and report["bound"] <= report["objective"]
+    assert "Traceback" not in stderr
+
+
 # -- output paths -----------------------------------------------------------------------------------
 
 

@@ -679,8 +679,9 @@ def _header(analysis: Analysis) -> list[str]:
         f"- families: {values('family')}; seeds: {values('seed')}; time limit [s]: {values('time_limit')}",
         f"- git revision: {values('git_revision')}; coopt {values('coopt_version')}; "
         f"HiGHS {values('highs_version')}; Python {values('python')}; hosts: {values('host')}",
-        "- one HiGHS thread per task; times are wall seconds: build (Python model), hand-off (to HiGHS), "
-        "solve (HiGHS or the heuristic), total (the whole call including the check)",
+        "- one solver thread per task (HiGHS, or CP-SAT's one worker); times are wall seconds: build (Python "
+        "model), hand-off (to the solver), "
+        "solve (the solver or the heuristic), total (the whole call including the check)",
         "",
     ]
 
@@ -761,7 +762,8 @@ def write_report(rows: Iterable[Row], out: Path) -> Analysis:
         "until the method returns, its final gap after (heuristics, DP exact methods).",
         "- *primal-dual integral*: the integral of |primal - dual| / max(|primal|, |dual|) (1 while "
         "either is unknown) over the same horizon, from HiGHS' trace; MILP rows only, no optimum needed.",
-        "- *B&B nodes*, *largest MILP*: HiGHS' node count and the model it was handed (MILP rows only).",
+        "- *B&B nodes*, *largest MILP*: HiGHS' node count (CP-SAT's branches for a constraint program) and "
+        "the model HiGHS was handed (MILP rows only).",
         "- *performance profiles*: Dolan-More; cases every method ran on; a failure has ratio infinity.",
         "",
     ]

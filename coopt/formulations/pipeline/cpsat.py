@@ -77,7 +77,9 @@ show are not needed; the checker has no counterpart for them, by design.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,8 @@ from coopt.formulations.pipeline.model import (
     to_solution,
 )
 from coopt.problem import ExactOutcome, Solution, SolveOptions
+
+Watch = Callable[[float | None, float | None], None]
 
 #: Slack when a bound in seconds is turned into grid units (the values are sums of grid durations).
 _EPS = 1e-6
@@ -213,9 +217,11 @@ def extract(instance: Instance, built: Built, values: dict[PassKey, int]) -> Sol
     return to_solution(instance, timed)
 
 
-def solve(instance: Instance, options: SolveOptions) -> ExactOutcome:
+def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None) -> ExactOutcome:
     """Model S from the best heuristic (horizon and hint) and the dual bound, solved by CP-SAT on
-    ``options.threads`` workers within what is left of ``options.time_limit``."""
+    ``options.threads`` workers within what is left of ``options.time_limit``. ``watch(primal,
+    dual)`` hears every incumbent and bound (seconds); a Ctrl-C (:data:`coopt.limits.STOP`) ends
+    the search with its incumbent, status ``interrupted``."""
     from ortools.sat.python import cp_model
 
     from coopt.formulations.pipeline.bound import lower_bound
@@ -239,10 +245,13 @@ def solve(instance: Instance, options: SolveOptions) -> ExactOutcome:
     # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
     # larger instance decides (docs/pipeline.md, "Model S")
     params.cp_model_probing_level = 0
+    params.catch_sigint_signal = False  # coopt's handler decides what a Ctrl-C does (_search)
     if options.time_limit is not None:
         params.max_time_in_seconds = max(0.1, options.time_limit - (time.perf_counter() - t0))
+    if watch is not None:
+        watch(value if warm is not None else None, built.floor * built.q)
     t1 = time.perf_counter()
-    status = solver.Solve(built.model)
+    status, stopped = _search(solver, built, watch)
     t_solve = time.perf_counter() - t1
     found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     solution = warm
@@ -259,7 +268,48 @@ def solve(instance: Instance, options: SolveOptions) -> ExactOutcome:
         return _outcome(None, "infeasible", None, t_build, 0.0, t_solve, solver.NumBranches())
     bound = max(built.floor, solver.BestObjectiveBound()) * built.q
     status_name = "feasible" if solution is not None else "time_limit"  # the suite's words
+    status_name = "interrupted" if stopped else status_name
     return _outcome(solution, status_name, bound, t_build, 0.0, t_solve, solver.NumBranches())
+
+
+def _search(solver: Any, built: Built, watch: Watch | None) -> tuple[Any, bool]:
+    """CP-SAT's search on a worker thread while this one waits, so that the Ctrl-C handler of
+    :mod:`coopt.limits` runs (Python handles signals on the main thread only) and ends the search;
+    returns CP-SAT's status and whether it was stopped that way."""
+    from ortools.sat.python import cp_model
+
+    from coopt.limits import STOP, in_highs
+
+    q = built.q
+
+    class Heard(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            watch(self.ObjectiveValue() * q, self.BestObjectiveBound() * q)
+
+        OnSolutionCallback = on_solution_callback  # the name older OR-tools call
+
+    if watch is not None:
+        solver.best_bound_callback = lambda bound: watch(None, bound * q)
+    outcome: list[Any] = []
+
+    def search() -> None:
+        try:
+            outcome.append(solver.Solve(built.model, Heard() if watch is not None else None))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=search, name="cp-sat", daemon=True)
+    stopped = False
+    with in_highs():  # a Ctrl-C now sets STOP instead of raising
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if STOP.is_set() and not stopped:
+                solver.StopSearch()
+                stopped = True
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0], stopped
 
 
 def _outcome(solution: Solution | None, status: str, bound: float | None, build_s: float,
