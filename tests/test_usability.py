@@ -42,26 +42,34 @@ def one_error_line(stderr: str) -> str:
 # -- Ctrl-C ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_sigint_during_a_two_file_solve_exits_130_fast_with_the_finished_rows_and_the_incumbent(tmp_path):
-    hard = tmp_path / "hard.toml"
-    # size 12 is proven in about 20 s since P1 is warm-started; size 16 runs past a minute
-    assert coopt("generate", "topoopt", "--size", "16", "--seed", "1", "-o", str(hard)).returncode == 0
-    out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", SMALL, str(hard), "--json", str(out)],
+def interrupt_at_the_first_incumbent(args: list[str], on: str = "") -> tuple[int, str, float]:
+    """Run ``coopt solve ARGS``, send SIGINT once the progress line (every 5 s) shows an incumbent
+    (on a line that contains ``on``); return the exit status, stderr and seconds from the signal."""
+    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     said = []
-    for line in proc.stderr:  # the progress line (every 5 s) shows HiGHS' first incumbent on the hard file
+    for line in proc.stderr:
         said.append(line)
-        if "on hard.toml" in line and re.search(r"incumbent \d", line):
+        if on in line and re.search(r"incumbent \d", line):
             break
     assert proc.poll() is None, "".join(said)
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
     stderr = "".join(said) + proc.stderr.read()
     proc.wait(timeout=30)
-    assert time.perf_counter() - sent < 2.0
-    assert proc.returncode == 130, stderr
+    return proc.returncode, stderr, time.perf_counter() - sent
+
+
+@pytest.mark.slow
+def test_sigint_during_a_two_file_solve_exits_130_fast_with_the_finished_rows_and_the_incumbent(tmp_path):
+    hard = tmp_path / "hard.toml"
+    # size 12 is proven in about 20 s since P1 is warm-started; size 16 runs past a minute
+    assert coopt("generate", "topoopt", "--size", "16", "--seed", "1", "-o", str(hard)).returncode == 0
+    out = tmp_path / "r.json"
+    code, stderr, seconds = interrupt_at_the_first_incumbent([SMALL, str(hard), "--json", str(out)],
+                                                             on="on hard.toml")
+    assert seconds < 2.0
+    assert code == 130, stderr
     reports = json.loads(out.read_text())
     assert [r["status"] for r in reports] == ["optimal", "interrupted"], stderr
     assert reports[1]["objective"] is not None and reports[1]["check"]["feasible"]
@@ -77,20 +85,9 @@ def test_sigint_during_a_cp_sat_solve_keeps_its_incumbent_and_exits_130_fast(tmp
     # size 16 seed 0 takes CP-SAT about 12 s after a 2 s warm start
     assert coopt("generate", "pipeline", "--size", "16", "--seed", "0", "-o", str(hard)).returncode == 0
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", str(hard), "--method", "exact",
-                             "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    said = []
-    for line in proc.stderr:
-        said.append(line)
-        if re.search(r"incumbent \d", line):
-            break
-    assert proc.poll() is None, "".join(said)
-    proc.send_signal(signal.SIGINT)
-    sent = time.perf_counter()
-    stderr = "".join(said) + proc.stderr.read()
-    proc.wait(timeout=30)
-    assert time.perf_counter() - sent < 2.0
-    assert proc.returncode == 130, stderr
+    code, stderr, seconds = interrupt_at_the_first_incumbent([str(hard), "--method", "exact", "--json", str(out)])
+    assert seconds < 2.0
+    assert code == 130, stderr
     [report] = json.loads(out.read_text())
     assert report["status"] == "interrupted" and report["solver"]["name"] == "cp-sat", stderr
     assert report["check"]["feasible"] and report["bound"] <= report["objective"]
