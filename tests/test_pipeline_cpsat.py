@@ -140,3 +140,29 @@ def test_a_time_limit_returns_the_checked_warm_start_and_a_valid_bound():
     assert lower_bound(instance) - 1e-9 <= report.bound <= report.objective + 1e-9
     assert set(report.times) == {"build", "handoff", "solve", "total"}
     assert report.times["build"] > 0 and report.times["total"] >= report.times["solve"]
+
+
+@pytest.mark.parametrize(("size", "seed"), [(8, 0), (8, 1), (8, 2)])
+def test_no_relaxation_cuts_off_an_optimum_only_model_s_proves(size, seed):
+    """Size 8 seed 1 is one Model P does not prove in 60 s; Model S does in about a second. Its
+    optimum is then the yardstick of every relaxation of the suite: the closed bound, the
+    one-stage windows R(s, s), the crossing relaxation X({s}) (valid after any time limit) and the
+    triple relaxation T(s) on the first token stage, and Model P's own bound after a short run."""
+    from coopt.formulations.pipeline import crossing, milp, triple, window
+    from coopt.solvers.highs import solve_model
+
+    instance = PROBLEM.generate(seed, size)
+    outcome = cpsat.solve(instance, OPTIONS)
+    assert outcome.status == "optimal" and pm.check(instance, outcome.solution) == []
+    best = pm.objective(instance, outcome.solution)
+    upper, _ = milp.incumbent(instance)
+    assert lower_bound(instance) <= best + 1e-9
+    assert window.lower_bound(instance, upper) <= best + 1e-9
+    stages = triple.token_stages(instance)
+    if stages:
+        assert triple.dp_bound(instance, stages[0], upper) <= best + 1e-9
+        assert crossing.crossing_bound(instance, stages[:1], upper, time_limit=5)[0] <= best + 1e-9
+    short = solve_model(milp.build(instance), SolveOptions(gap=1e-9, time_limit=5, threads=1))
+    assert short.bound is not None and short.bound <= best * (1 + 1e-9) + 1e-9
+    if short.status == "optimal":
+        assert close(short.objective, best)
