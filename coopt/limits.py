@@ -1,7 +1,8 @@
 """Stopping a run: the first Ctrl-C, and the memory and time guards around long steps.
 
-The first Ctrl-C (SIGINT) asks the run to stop. Inside a HiGHS solve it only raises :data:`STOP`:
-HiGHS' interrupt callbacks see it and end the solve with its incumbent, which the report keeps
+The first Ctrl-C (SIGINT) asks the run to stop. Inside a solver (:func:`in_solver`: HiGHS, or
+pipeline's CP-SAT) it only raises :data:`STOP`: HiGHS' interrupt callbacks, or CP-SAT's stop poll,
+see it and end the solve with its incumbent, which the report keeps
 (status ``interrupted``); anywhere else (a model being built, a heuristic) it raises
 ``KeyboardInterrupt`` at once. The command then writes what has finished and exits 130. A second
 Ctrl-C is a plain ``KeyboardInterrupt`` wherever it lands.
@@ -28,7 +29,7 @@ STOP = threading.Event()
 #: Set when a HiGHS solve was left running on its thread after a Ctrl-C: the command must then
 #: end with :func:`finish_abandoned` (os._exit), since the interpreter cannot shut down around it.
 ABANDONED = threading.Event()
-_in_highs = threading.Event()
+_in_solver = threading.Event()
 _reason: list[str] = []  # why a guard stopped the step, read by the SIGINT handler
 
 
@@ -43,11 +44,11 @@ class StepLimit(CooptError):
 def _on_sigint(signum, frame) -> None:
     if _reason:
         STOP.set()
-        if not _in_highs.is_set():
+        if not _in_solver.is_set():
             kind, message = _reason[0].split(":", 1)
             raise StepLimit(message, kind)
         return
-    if STOP.is_set() or not _in_highs.is_set():
+    if STOP.is_set() or not _in_solver.is_set():
         STOP.set()
         raise KeyboardInterrupt
     STOP.set()  # HiGHS stops at its next interrupt check and keeps its incumbent
@@ -70,15 +71,15 @@ def stoppable() -> Iterator[None]:
 
 
 @contextmanager
-def in_highs() -> Iterator[None]:
+def in_solver() -> Iterator[None]:
     """Mark a solve that watches :data:`STOP` (HiGHS through its interrupt callbacks, CP-SAT
     through the stop poll of :mod:`coopt.formulations.pipeline.cpsat`): a Ctrl-C inside it stops
     the solver instead of raising."""
-    _in_highs.set()
+    _in_solver.set()
     try:
         yield
     finally:
-        _in_highs.clear()
+        _in_solver.clear()
 
 
 def finish_abandoned(code: int) -> None:

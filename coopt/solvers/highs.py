@@ -45,7 +45,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from coopt.limits import ABANDONED, STOP, in_highs, interrupt_requested
+from coopt.limits import ABANDONED, STOP, in_solver, interrupt_requested
 from coopt.problem import Problem, SolveOptions
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
@@ -346,7 +346,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     _subscribe_stop_and_watch(highs, unit, watch)
     started = time.perf_counter()
     try:
-        with in_highs():
+        with in_solver():
             results = _interruptible(lambda: solver.solve(
                 model,
                 time_limit=options.time_limit,
