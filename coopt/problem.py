@@ -22,10 +22,10 @@ Conventions:
 * ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
   bounded-time) methods, one function each, deterministic for a given seed. Where the solver
   module imports the problem module, pass ``HeuristicsOf("coopt.solvers.<name>")``.
-* ``exact_applies`` (optional) says which instances ``exact`` is for; on the others ``exact``
-  runs the MILP, as it does where there is no ``exact``.
 * ``exact`` is named the same way when it lives on the solvers floor:
   ``MethodOf("coopt.solvers.<name>", "<function>")``.
+* ``exact_applies`` (optional) says which instances ``exact`` is for; on the others ``exact``
+  runs the MILP, as it does where there is no ``exact``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
   ``size_doc``; ``sizes`` is the default family for the benchmark, smallest first.
 * ``schema`` declares the instance fields once (:mod:`coopt.schema`); ``load`` reads through it,
