@@ -20,8 +20,8 @@ from dataclasses import replace
 import numpy as np
 import pyomo.environ as pyo
 
-from coopt.analysis.bounds import get, registry
-from coopt.analysis.bounds.moesd import (
+from coopt.problem import SolveOptions
+from coopt.problems.moesd.closed_forms import (
     A800,
     QWEN2_57B_A14B,
     best_draft_length,
@@ -29,8 +29,9 @@ from coopt.analysis.bounds.moesd import (
     step_time,
     workload_features,
 )
-from coopt.analysis.bounds.netcast import simulate_link
-from coopt.problem import SolveOptions
+from coopt.problems.netcast.closed_forms import simulate_link
+from coopt.registry import closed_form as get
+from coopt.registry import closed_forms as registry
 from coopt.solvers.fit import build_fit_lp, fit_time_model
 from coopt.solvers.highs import solve_model
 

@@ -31,15 +31,14 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from coopt.formulations.chase import PROBLEM
-from coopt.formulations.chase.arch import ARCH_TYPES, ArchInstance, make_types
-from coopt.formulations.chase.model import Instance
-from coopt.formulations.chase.workloads import random_layered, sparse_kernel, transformer_step
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.chase import PROBLEM, explore
+from coopt.problems.chase.arch_model import ARCH_TYPES, ArchInstance, make_types
+from coopt.problems.chase.model import Instance
+from coopt.problems.chase.workloads import random_layered, sparse_kernel, transformer_step
 from coopt.run import run
 from coopt.shipped import shipped, small_shipped
-from coopt.solvers.chase import explore
 
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9, threads=1)
 HEURISTICS = ("heft", "peft", "cpop", "chase_mapper", "local_search")
@@ -113,7 +112,7 @@ def _timed(fn: Callable, *args) -> float:
 
 def mapping_times(quick: bool) -> dict[int, tuple[float, float]]:
     """{tasks: (CHASE mapper seconds, PEFT seconds)}, best of 5, the mappings alone (no simulation)."""
-    from coopt.solvers.chase.mapping import chase_mapping, peft_mapping
+    from coopt.problems.chase.mapping import chase_mapping, peft_mapping
 
     sizes = (50, 200) if quick else (50, 100, 200, 400)
     out = {}
@@ -121,7 +120,7 @@ def mapping_times(quick: bool) -> dict[int, tuple[float, float]]:
           "of 2 GPUs and 2 NPUs)\n")
     print("| tasks | CHASE mapper [ms] | PEFT [ms] | less time than PEFT |")
     print("|---:|---:|---:|---:|")
-    from coopt.formulations.chase.model import GPU, NPU, server_cluster
+    from coopt.problems.chase.model import GPU, NPU, server_cluster
 
     hw = server_cluster(2, [GPU, GPU, NPU, NPU])
     for n in sizes:

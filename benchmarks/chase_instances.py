@@ -39,10 +39,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from coopt.formulations import chase
-from coopt.formulations.chase.arch import ARCH_TYPES, ArchInstance, make_types
-from coopt.formulations.chase.hardware import Device, DeviceType, Hardware, Link
-from coopt.formulations.chase.model import (
+from coopt.instance import to_toml
+from coopt.problems import chase
+from coopt.problems.chase.arch_model import ARCH_TYPES, ArchInstance, make_types
+from coopt.problems.chase.hardware import Device, DeviceType, Hardware, Link
+from coopt.problems.chase.model import (
     GPU,
     NPU,
     Instance,
@@ -50,8 +51,7 @@ from coopt.formulations.chase.model import (
     platform,
     server_cluster,
 )
-from coopt.formulations.chase.workloads import Edge, Task, Workload, sparse_kernel, transformer_step
-from coopt.instance import to_toml
+from coopt.problems.chase.workloads import Edge, Task, Workload, sparse_kernel, transformer_step
 
 HEFT_COMMIT = "591508e7bfdc5d33ba93a0b92518a49b9e05c334"
 DAG_BENCH_COMMIT = "e69984fcf48f3c66bd9571a9d50591b61de42722"
@@ -121,7 +121,7 @@ SERVERS = "two servers of a GPU and an NPU (450 GB/s inside, 50 GB/s NICs throug
 
 def files(heft: Path, bench: Path) -> dict[str, Callable[[], tuple[Instance, str, str]]]:
     """Shipped file name -> (instance, description, source)."""
-    ours = "coopt.formulations.chase.workloads"
+    ours = "coopt.problems.chase.workloads"
     servers = platform("servers")
     cluster8 = server_cluster(2, [GPU] * 4)
     hetero8 = server_cluster(2, [GPU, GPU, NPU, NPU])
@@ -144,7 +144,7 @@ def files(heft: Path, bench: Path) -> dict[str, Callable[[], tuple[Instance, str
     def generated(seed: int, size: int) -> tuple[Instance, str, str]:
         inst = generate(seed, size)
         return (inst, f"seeded layered random DAG: coopt generate chase --seed {seed} --size {size}",
-                f"coopt.formulations.chase.model.generate({seed}, {size}); after the random DAGs of "
+                f"coopt.problems.chase.model.generate({seed}, {size}); after the random DAGs of "
                 "Topcuoglu et al. 2002, section 5.1")
 
     mixed = "a GPU, an older GPU, an NPU and a CPU on one switch (50 GB/s NICs)"

@@ -21,17 +21,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from coopt.formulations.configtuner import model  # noqa: E402
-from coopt.formulations.configtuner.partition import (  # noqa: E402
+from coopt.instance import load  # noqa: E402
+from coopt.problem import SolveOptions  # noqa: E402
+from coopt.problems.configtuner import heuristics as solvers  # noqa: E402
+from coopt.problems.configtuner import model  # noqa: E402
+from coopt.problems.configtuner.partition import (  # noqa: E402
     partition_feasible,
     pipeline_time,
     stage_data,
     uniform_partition,
 )
-from coopt.instance import load  # noqa: E402
-from coopt.problem import SolveOptions  # noqa: E402
 from coopt.shipped import shipped  # noqa: E402
-from coopt.solvers import configtuner as solvers  # noqa: E402
 
 DOC = HERE.parent / "docs" / "configtuner.md"
 BEGIN, END = "<!-- configtuner:begin -->", "<!-- configtuner:end -->"

@@ -32,11 +32,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from coopt.formulations.configtuner import model  # noqa: E402
 from coopt.instance import load  # noqa: E402
 from coopt.problem import SolveOptions  # noqa: E402
+from coopt.problems.configtuner import heuristics as solvers  # noqa: E402
+from coopt.problems.configtuner import model  # noqa: E402
 from coopt.shipped import shipped  # noqa: E402
-from coopt.solvers import configtuner as solvers  # noqa: E402
 
 DOC = HERE.parent / "docs" / "configtuner.md"
 BEGIN, END = "<!-- calculon:begin -->", "<!-- calculon:end -->"

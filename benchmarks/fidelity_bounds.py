@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 from fidelity import Claim, Ours
 
-from coopt.analysis import bounds
+from coopt import registry as bounds
 
 
 def _value(name: str, **values: float) -> float:
-    return float(np.asarray(bounds.get(name).evaluate(values)))
+    return float(np.asarray(bounds.closed_form(name).evaluate(values)))
 
 
 def netcast_sub_photon() -> Ours:
@@ -41,7 +41,7 @@ def delocalized_one_photon() -> Ours:
 
 def moesd_peak() -> Ours:
     batch = np.arange(1, 257)
-    speedup = np.asarray(bounds.get("moesd.sd_speedup").evaluate({"B": batch, "alpha": 0.7}))
+    speedup = np.asarray(bounds.closed_form("moesd.sd_speedup").evaluate({"B": batch, "alpha": 0.7}))
     peak, at = float(speedup.max()), int(batch[speedup.argmax()])
     within = abs(peak - 2.29) / 2.29 <= 0.10
     return Ours(f"{peak:.2f}x at B = {at} (acceptance 0.7, draft length 3)",
@@ -52,7 +52,7 @@ def moesd_peak() -> Ours:
 
 
 def moesd_moe_beats_dense() -> Ours:
-    s = bounds.get("moesd.sd_speedup")
+    s = bounds.closed_form("moesd.sd_speedup")
     batch = np.array([1, 64])
     moe = np.asarray(s.evaluate({"B": batch, "alpha": 0.8}))
     dense = np.asarray(s.evaluate({"B": batch, "alpha": 0.8, "E": 8, "K": 8}))

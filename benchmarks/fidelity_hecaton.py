@@ -27,10 +27,10 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from coopt.formulations.hecaton.model import Instance
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.solvers import hecaton as methods
+from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton.model import Instance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fidelity import Claim, Ours  # noqa: E402

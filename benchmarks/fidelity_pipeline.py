@@ -15,8 +15,8 @@ from pipeline_schedules import instance as uniform
 from pipeline_schedules import measure
 from pipeline_weights import max_hierarchical
 
-from coopt.formulations.pipeline.model import parse
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline.model import parse
 
 CHRONOS = "ChronosPipe (arXiv 2503.03182)"
 ZB = "Zero Bubble (ICLR 2024)"

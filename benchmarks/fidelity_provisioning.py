@@ -5,7 +5,7 @@ figures: the rows of docs/fidelity.md for ``python benchmarks/fidelity.py --only
 Only the paper's abstract could be read (research notes, section 0): its claims are qualitative,
 and so are the statuses below. Every figure is recomputed here, on NSFNET (100 slots, the
 DeepRMSA lengths; ``instances/provisioning/2-nsfnet-static.toml``), by the discrete-event
-simulator of :mod:`coopt.simulation` with common random numbers.
+simulator of :mod:`coopt.problems.provisioning.simulation` with common random numbers.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fidelity import Claim, Ours  # noqa: E402
 
 from coopt.commands.simulate import with_max_degradation  # noqa: E402
 from coopt.instance import load  # noqa: E402
-from coopt.simulation import RunControl, SimulationResult, Traffic, simulate  # noqa: E402
+from coopt.problems.provisioning.simulation import RunControl, SimulationResult, Traffic, simulate  # noqa: E402
 
 PAPER = "Degraded provisioning (GLOBECOM 2016)"
 NETWORK = "provisioning/2-nsfnet-static"

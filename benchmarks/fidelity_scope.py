@@ -19,10 +19,10 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from coopt.formulations.scope import brute
-from coopt.formulations.scope import model as scope_model
 from coopt.instance import load
-from coopt.solvers import scope as solvers
+from coopt.problems.scope import brute
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import model as scope_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fidelity import Claim, Ours  # noqa: E402

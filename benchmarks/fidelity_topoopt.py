@@ -1,7 +1,7 @@
 """TopoOpt's headline claim for docs/fidelity.md (interface: benchmarks/fidelity.py).
 
 The paper (Wang et al., NSDI 2023) reports TopoOpt up to 3.4x faster than a similar-cost fat-tree.
-Ours: the six models as the authors' scripts configure them (coopt.solvers.topoopt.workloads, with
+Ours: the six models as the authors' scripts configure them (coopt.problems.topoopt.workloads, with
 FlexFlow's measured operator times), n = 128, d = 4 and 8 ports of 100 Gbit/s, the alternating search
 with the authors' TopologyFinder, AllReduce overlapped with the backward pass, against the fat-tree of
 the same cost under the two NIC readings of the cost: a NIC per optical port (the MixNet calculator)
@@ -14,8 +14,8 @@ import dataclasses
 
 from fidelity import Claim, Ours
 
-from coopt.formulations.topoopt.model import DEFAULT_PRICES
-from coopt.solvers import topoopt as H
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt.model import DEFAULT_PRICES
 
 PAPER = 3.4
 N, GBPS, DEGREES = 128, 100, (4, 8)

@@ -20,13 +20,13 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from coopt.formulations import hecaton
-from coopt.formulations.hecaton import model as hecaton_model
-from coopt.formulations.hecaton.model import Instance, Option, cost, parse, stash_total
 from coopt.instance import load
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems import hecaton
+from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import model as hecaton_model
+from coopt.problems.hecaton.model import Instance, Option, cost, parse, stash_total
 from coopt.run import run
-from coopt.solvers import hecaton as methods
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "instances" / "hecaton" / "2-llama31-405b-n256.toml"

@@ -28,10 +28,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from coopt.analysis.bounds import registry as bounds
-from coopt.analysis.bounds.lightcode import ROLE_BOUND
-from coopt.formulations.lightcode import PROBLEM
-from coopt.formulations.lightcode.model import (
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.problems.lightcode import PROBLEM, heuristics
+from coopt.problems.lightcode.closed_forms import ROLE_BOUND
+from coopt.problems.lightcode.heuristics import dual_bound, exact
+from coopt.problems.lightcode.model import (
     Instance,
     energy,
     makespan,
@@ -39,11 +41,8 @@ from coopt.formulations.lightcode.model import (
     ptu_cycles,
     stacked_graph,
 )
-from coopt.instance import load
-from coopt.problem import SolveOptions
+from coopt.registry import closed_forms as bounds
 from coopt.run import run
-from coopt.solvers import lightcode as heuristics
-from coopt.solvers.lightcode import dual_bound, exact
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
 OPTIONS = SolveOptions(gap=1e-9, time_limit=120)

@@ -3,7 +3,7 @@ data (issue 22), the GPT-2 sweep to 60,000 tokens with three mappings' energy (i
 assumptions that separate our numbers from theirs.
 
 The authors' figures below are read from ``github.com/RyanTomich/LightCode`` (research notes and
-``coopt.formulations.lightcode.presets`` name the files and commits):
+``coopt.problems.lightcode.presets`` name the files and commits):
 
 * the energy-optimal and time-optimal sweeps ``optical_transformer_unit_test/{llama,gpt2}_prefill_
   {energy,time}_CPU-False_PHU-True_GPU-True.json`` (237609f), L = 0 .. 3900 in steps of 100
@@ -31,8 +31,10 @@ import math
 import time
 from dataclasses import replace
 
-from coopt.formulations.lightcode import presets
-from coopt.formulations.lightcode.model import (
+from coopt.problem import SolveOptions
+from coopt.problems.lightcode import presets
+from coopt.problems.lightcode.heuristics import exact, list_schedule, segment_dp
+from coopt.problems.lightcode.model import (
     Instance,
     Limits,
     StackedGraph,
@@ -43,8 +45,6 @@ from coopt.formulations.lightcode.model import (
     preset_memory,
     stacked_graph,
 )
-from coopt.problem import SolveOptions
-from coopt.solvers.lightcode import exact, list_schedule, segment_dp
 
 PRESETS = presets.NAMES
 LLAMA = TransformerModel("llama", 32, 4096, 32, 11008, 32000, 4096)

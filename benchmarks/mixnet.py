@@ -19,16 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from coopt.analysis.bounds import get
-from coopt.formulations.mixnet import iteration, model, plan, traffic
-from coopt.formulations.mixnet.model import Fabric, Instance, Traffic
-from coopt.formulations.topoopt.model import DEFAULT_PRICES
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.mixnet import circuits as H
+from coopt.problems.mixnet import iteration, model, traffic
+from coopt.problems.mixnet import plan_heuristics as P
+from coopt.problems.mixnet import plan_model as plan
+from coopt.problems.mixnet.model import Fabric, Instance, Traffic
+from coopt.problems.topoopt.model import DEFAULT_PRICES
+from coopt.registry import closed_form as get
 from coopt.run import run
 from coopt.shipped import shipped
-from coopt.solvers.mixnet import circuits as H
-from coopt.solvers.mixnet import plan as P
 
 ROOT = Path(__file__).resolve().parent.parent
 EXACT = SolveOptions(time_limit=60, gap=1e-6)

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from coopt import registry
-from coopt.formulations.mixnet import plan as plan_model
-from coopt.formulations.mixnet import traffic as families
-from coopt.formulations.mixnet.model import Fabric, Instance, Traffic
 from coopt.instance import to_toml
+from coopt.problems.mixnet import plan_model
+from coopt.problems.mixnet import traffic as families
+from coopt.problems.mixnet.model import Fabric, Instance, Traffic
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "coopt" / "instances"
@@ -119,13 +119,13 @@ def circuit_instances(source: Path) -> None:
         [("pareto 1.2", families.pareto(rng, 6, 5e6), 0)],
         "Heavy-tailed pair volumes (Pareto tail 1.2), 6 servers, alpha 2 at 100 Gbit/s: hot pairs want "
         "two circuits, which the authors' damped greedy does not give",
-        "coopt.formulations.mixnet.traffic.pareto(default_rng(2025), 6, 5e6)", tokens=False)
+        "coopt.problems.mixnet.traffic.pareto(default_rng(2025), 6, 5e6)", tokens=False)
     rng = np.random.default_rng(2026)
     one("0-two-regions-zipf.toml", 2, 800.0,
         [(f"zipf region {r}", families.zipf(rng, 4, 4e8), r) for r in range(2)],
         "Two regions of 4 servers, Zipf(1.2) expert popularity per sender, alpha 2 at 800 Gbit/s; "
         "the slower region sets the step",
-        "coopt.formulations.mixnet.traffic.zipf(default_rng(2026), 4, 4e8) twice",
+        "coopt.problems.mixnet.traffic.zipf(default_rng(2026), 4, 4e8) twice",
         tokens=False)
 
     ep16, stale16 = read_authors(source, "wm_ep16.txt"), read_authors(source, "wm_ep16_stale_seed7.txt")
@@ -140,12 +140,12 @@ def circuit_instances(source: Path) -> None:
     one("1-mixtral-top2-8.toml", 6, 200.0, [("mixtral top-2", mixtral, 0)],
         "Mixtral-8x22B-shaped dispatch: 32768 tokens per server, top-2 of 8 experts (one per server), "
         "Zipf(1) gate popularity, alpha 6 at 200 Gbit/s",
-        "coopt.formulations.mixnet.traffic.mixtral(default_rng(2027), 8, experts=8, top_k=2, tokens=32768)",
+        "coopt.problems.mixnet.traffic.mixtral(default_rng(2027), 8, experts=8, top_k=2, tokens=32768)",
         tokens=False)
     rng = np.random.default_rng(2028)
     one("1-pareto-12-alpha6.toml", 6, 400.0, [("pareto 1.2", families.pareto(rng, 12, 5e6), 0)],
         "Heavy-tailed pair volumes (Pareto tail 1.2), 12 servers, alpha 6 at 400 Gbit/s",
-        "coopt.formulations.mixnet.traffic.pareto(default_rng(2028), 12, 5e6)", tokens=False)
+        "coopt.problems.mixnet.traffic.pareto(default_rng(2028), 12, 5e6)", tokens=False)
 
     for name, alpha, gbit in (("wm_ep32.txt", 6, 100.0), ("wm_ep32_skew1p2.txt", 6, 100.0),
                               ("wm_ep32_skew2p0.txt", 6, 100.0), ("wm_ep64.txt", 6, 100.0)):
@@ -163,7 +163,7 @@ def circuit_instances(source: Path) -> None:
     one("2-cluster-16x8-mixtral.toml", 6, 100.0, cluster,
         "The paper's cluster: 128 servers in 16 regions of 8 (EP8 x TP8), Mixtral-8x22B top-2 dispatch "
         "per region with one gate popularity, alpha 6 at 100 Gbit/s",
-        "coopt.formulations.mixnet.traffic.mixtral(default_rng(2029), ...) per region; set-up of "
+        "coopt.problems.mixnet.traffic.mixtral(default_rng(2029), ...) per region; set-up of "
         "mixnet-project/mixnet-sim README", tokens=False)
 
 
@@ -172,7 +172,7 @@ def plan_instances() -> None:
         build = plan_model.moe_iteration if routing == "ranked" else plan_model.mixtral_iteration
         instance = build(seed, layers=layers, servers=servers, alpha=alpha, delay=delay * 1e-3)
         write("mixnet_plan", file, instance, what,
-              f"coopt.formulations.mixnet.plan.{build.__name__}(seed={seed}, layers={layers}, "
+              f"coopt.problems.mixnet.plan_model.{build.__name__}(seed={seed}, layers={layers}, "
               f"servers={servers}, alpha={alpha}, delay={delay:g} ms); overlaps: attention of "
               "Mixtral-8x22B on A100s (plan.MIXTRAL)")
 

@@ -24,12 +24,12 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.model import GB
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 
 # (label, heuristic, chunks, placement)
 ROWS = [
@@ -347,7 +347,7 @@ def closed_form() -> None:
     """L_max from the closed form with each schedule's measured peak n_X (uncapped simulation at
     L = 48: peaks scale with L, so n_X = peak / a does not depend on L), with and without
     offloading the fp32 optimizer state to the host (beta 18 -> 6 bytes/parameter on the device)."""
-    from coopt.analysis.bounds import get
+    from coopt.registry import closed_form as get
 
     bound = get("pipeline.largest_model_layers")
     a_dev = 48 / PP * SEQ * H * (10 + 24 / TP + 5 * HEADS * SEQ / (H * TP))  # bytes, one micro-batch

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from pipeline_schedules import RATIOS, bubble_and_peak, instance, measure
 
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
 from coopt.problem import NoSolution
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 
 LLAMA_V2 = Path(__file__).resolve().parents[1] / "instances" / "pipeline" / "2-llama70b-l64-pp8-m32-v2.toml"
 

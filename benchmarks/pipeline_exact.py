@@ -8,17 +8,17 @@ Each row runs Model P (method ``milp``) and, where it applies, Model S (method `
 its nodes are CP-SAT's branches, its first bound none). Build, hand-off and solve times are reported
 apart (the runner measures them); HiGHS runs on one thread. "first bound" is the first dual bound
 HiGHS reports (its root, or the presolved bound when the root does not finish), "dual bound" the
-bound of :mod:`coopt.formulations.pipeline.bound` alone (``--method bound``). Issue 20's rows:
+bound of :mod:`coopt.problems.pipeline.bound` alone (``--method bound``). Issue 20's rows:
 ``--sizes 8 12 16`` (the generator, seeds 0-2). ``--windows 0 1 2 3`` prints, instead of the
 solves, the dual bound of the window relaxation R(s, s + k) of
-:mod:`coopt.formulations.pipeline.window` for each k, s the stage with the largest memory fill
+:mod:`coopt.problems.pipeline.window` for each k, s the stage with the largest memory fill
 (``--window-stage`` overrides it), each given ``--time-limit`` seconds. ``--crossing`` prints
 instead the dual bound of the crossing relaxation X(S) of
-:mod:`coopt.formulations.pipeline.crossing` on the same stage (or ``--token-stages``); with
+:mod:`coopt.problems.pipeline.crossing` on the same stage (or ``--token-stages``); with
 ``--patterns``, first a schedule from Model P with stage s's entries fixed to a repeating pattern
 the crossing table admits (:func:`pattern_schedule`), whose makespan, where shorter, is then
 X(S)'s horizon. ``--triple`` prints instead the optimum of the triple relaxation T(s) of
-:mod:`coopt.formulations.pipeline.triple` (its dynamic program) on every token stage (a cap of at
+:mod:`coopt.problems.pipeline.triple` (its dynamic program) on every token stage (a cap of at
 least three micro-batches), the incumbent as its horizon, and with ``--realize`` Model P with
 F(s, j) fixed to the DP's entries (``--time-limit`` seconds), a schedule if those entries admit one;
 with ``--agree``, of T_sigma(s) (consecutive triples agree on their shared pair's crossing).
@@ -54,15 +54,15 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from coopt.formulations.pipeline import PROBLEM, counts, crossing, pattern, triple, window
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import _fill, _room, lower_bound, releases
-from coopt.formulations.pipeline.milp import build, extract, incumbent
-from coopt.formulations.pipeline.model import GB
-from coopt.formulations.pipeline.pattern import periodic_patterns
-from coopt.formulations.pipeline.timeindexed import build_time_indexed
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.pipeline import PROBLEM, counts, crossing, pattern, triple, window
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.bound import _fill, _room, lower_bound, releases
+from coopt.problems.pipeline.milp import build, extract, incumbent
+from coopt.problems.pipeline.model import GB
+from coopt.problems.pipeline.pattern import periodic_patterns
+from coopt.problems.pipeline.timeindexed import build_time_indexed
 from coopt.run import run
 from coopt.shipped import shipped
 from coopt.solvers.highs import solve_model
@@ -178,7 +178,7 @@ def pattern_schedule(instance: Any, s: int, upper: float, time_limit: float, per
                      ) -> tuple[float, tuple[int, ...] | None, int]:
     """The primal side of the crossing relaxation: Model P (horizon ``upper``) with the starts of
     F(s, j) fixed to the release of F(s, 0) plus a repeating pattern of
-    :func:`~coopt.formulations.pipeline.pattern.periodic_patterns`,
+    :func:`~coopt.problems.pipeline.pattern.periodic_patterns`,
     periods from the shortest admitted one on (``periods`` of them), each pattern solved for at
     most ``time_limit`` s; the first schedule the checker accepts ends the search. Returns (its
     makespan or ``upper``, the pattern, patterns tried)."""
@@ -335,7 +335,7 @@ def _pattern_sweep(instance: Any, s: int, fixed: range, upper: float, time_limit
                    only: set[tuple[int, ...]] | None = None
                    ) -> Iterator[tuple[tuple[int, ...], Any, dict | None]]:
     """Model P below ``upper`` with F(s, j), j in ``fixed``, at the offsets of each pattern of
-    :func:`~coopt.formulations.pipeline.pattern.periodic_patterns` (the shortest admitted period),
+    :func:`~coopt.problems.pipeline.pattern.periodic_patterns` (the shortest admitted period),
     d_0 between F(s, fixed[0]) and the next, shifted freely, the other entries free: one build,
     the offsets as mutable parameters; (pattern, HiGHS' result, the checked schedule) per pattern
     (with ``only``, per pattern of ``only`` among them)."""
@@ -378,7 +378,7 @@ def _row(name: str, instance: Any, s: int, label: str, upper: float, result: Any
 def fixed_middle(args: argparse.Namespace) -> int:
     """The --fix-entries table: Model P (horizon ``--upper``, else the warm start's makespan
     minus one unit) with the starts of F(s, j), s the pattern stage, fixed for LO <= j < HI to
-    those of the route's warm start (:func:`~coopt.formulations.pipeline.milp.incumbent`, the
+    those of the route's warm start (:func:`~coopt.problems.pipeline.milp.incumbent`, the
     pattern schedule where one applies), the other entries free; with ``--shift`` only their
     offsets are fixed (the stretch may move), with ``--sweep-patterns`` too the offsets of each
     admitted pattern instead of the warm start's (one row per pattern); with ``--then-window W``,

@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.model import GB
 
 #: (label, method, chunks in a V, claimed bubble / 1F1B's, claimed memory / 1F1B's)
 ROWS = [

@@ -21,7 +21,7 @@ a time line, per device and chunk ``q`` (its virtual stage's passes span ``[s_q,
   when the last step does, so the exposed copies are charged to the iteration time.
 
 A schedule is planned with a constant activation cap (the schedulers take one) and accepted when
-the true time line (activations of :func:`coopt.formulations.pipeline.model.memory_events` plus the
+the true time line (activations of :func:`coopt.problems.pipeline.model.memory_events` plus the
 static events above) stays within HBM - reserve on every device. Two caps are tried: HBM - reserve
 minus the weights and gradients of all chunks (safe by construction except at the steps), and
 minus those of all but one chunk (what idle chunks' weights could add while they are away).
@@ -49,10 +49,10 @@ from pipeline import (
     uncapped_1f1b,
 )
 
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.model import GB
 
 WEIGHTS, GRADIENTS, OPTIMIZER = 2, 4, 12  # bytes per parameter; they add up to BETA
 assert WEIGHTS + GRADIENTS + OPTIMIZER == BETA

@@ -26,15 +26,14 @@ import time
 import pyomo.environ as pyo
 
 from coopt import registry
-from coopt.formulations.provisioning import brute, grooming_milp, milp
-from coopt.formulations.provisioning import grooming as G
-from coopt.formulations.provisioning import model as P
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.provisioning import brute, exact, grooming_milp, milp
+from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning import model as P
+from coopt.problems.provisioning.rmsa import best_heuristic_solution
 from coopt.run import run
 from coopt.solvers.highs import highs_version, objective_unit, solve_model
-from coopt.solvers.provisioning import exact
-from coopt.solvers.provisioning.rmsa import best_heuristic_solution
 
 PROVISIONING, GROOMING = registry.get("provisioning"), registry.get("provisioning_grooming")
 

@@ -20,10 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from coopt.commands.simulate import claims, plot, points_json, print_points, sweep
-from coopt.formulations import provisioning
-from coopt.formulations.provisioning import model as P
 from coopt.instance import load
-from coopt.simulation import SINGLE_LAYER, RunControl, Traffic, erlang_b, simulate
+from coopt.problems import provisioning
+from coopt.problems.provisioning import model as P
+from coopt.problems.provisioning.simulation import SINGLE_LAYER, RunControl, Traffic, erlang_b, simulate
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 #: Loads chosen so that the baseline blocking spans roughly 1e-3 .. 1e-1 (100 slots, GB = 1).

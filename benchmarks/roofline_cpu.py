@@ -1,7 +1,7 @@
 """CHASE's compute model against kernels measured on a real device: this machine's CPU (issue 18).
 
 The paper reports a compute-model error of 4.4-7.5 % MAPE (abstract; the devices and kernels are
-not public). Our compute model is the roofline of :func:`coopt.formulations.chase.workloads.roofline_time`
+not public). Our compute model is the roofline of :func:`coopt.problems.chase.workloads.roofline_time`
 with three constants per device type (research notes 3.d)::
 
     t = max(FLOP / (eta_c F), bytes / (eta_m BW)) + t_launch
@@ -164,8 +164,8 @@ def bandwidth_of(kernel: Kernel, constants: dict, cache_aware: bool) -> float:
 
 
 def predict(kernel: Kernel, constants: dict, cache_aware: bool = False) -> float:
-    from coopt.formulations.chase.hardware import DeviceType
-    from coopt.formulations.chase.workloads import Task, roofline_time
+    from coopt.problems.chase.hardware import DeviceType
+    from coopt.problems.chase.workloads import Task, roofline_time
 
     core = DeviceType("cpu-core", peak_flops=constants["flops"], launch=constants["launch"],
                       memory_bandwidth=bandwidth_of(kernel, constants, cache_aware))

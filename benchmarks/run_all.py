@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from coopt.analysis import bench
-from coopt.analysis.bench_report import analyse, reach, write_report
+from coopt.bench import runner as bench
+from coopt.bench.report import analyse, reach, write_report
 
 
 def timed_run(config: bench.BenchConfig, client=None) -> tuple[bench.BenchRun, float]:

@@ -14,12 +14,12 @@ import argparse
 import time
 from pathlib import Path
 
-from coopt.formulations import scope
-from coopt.formulations.scope import brute
-from coopt.formulations.scope import model as scope_model
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.solvers import scope as solvers
+from coopt.problems import scope
+from coopt.problems.scope import brute
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import model as scope_model
 from coopt.solvers.highs import solve_model
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"

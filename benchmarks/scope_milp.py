@@ -7,10 +7,10 @@ Variants, each on the same instances (``coopt generate scope --seed S --size N``
 relative gap 1e-9, the given time limit:
 
 * ``interval``: the interval MILP (one bottleneck per segment, one big-M bubble row per cluster),
-  read from ``coopt/formulations/scope/milp.py`` at the revision ``--before`` names;
+  read from ``coopt/problems/scope/milp.py`` at the revision ``--before`` names;
 * ``by-count``: today's segment-by-count MILP without an incumbent (:func:`milp.build`);
 * ``by-count + search``: the registered model, bounded by and warm-started from ``search``
-  (:func:`coopt.solvers.scope.milp_model`; its build time includes the search).
+  (:func:`coopt.problems.scope.heuristics.milp_model`; its build time includes the search).
 
 Columns: status, build and HiGHS seconds, B&B nodes, the LP relaxation's gap to the DP optimum
 (root gap before HiGHS' cuts), HiGHS' final gap, and the model's columns. Times are wall seconds on
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 
-from coopt.formulations.scope import milp
-from coopt.formulations.scope import model as scope_model
 from coopt.problem import SolveOptions
-from coopt.solvers import scope as solvers
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import milp
+from coopt.problems.scope import model as scope_model
 from coopt.solvers.highs import solve_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def formulation_at(revision: str):
     """The scope MILP module as it was at ``revision`` (its build and extract)."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:coopt/formulations/scope/milp.py"],
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:coopt/problems/scope/milp.py"],
                           check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / f"scope_milp_{revision}.py"
     path.write_text(text)

@@ -35,19 +35,19 @@ from pathlib import Path
 
 import numpy as np
 
-from coopt.analysis.bench_metrics import primal_gap
-from coopt.formulations import topoopt
-from coopt.formulations.topoopt import milp
-from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt import strides as topoopt_strides
-from coopt.formulations.topoopt.bound import dual_bound
-from coopt.formulations.topoopt.routing import relaxation
+from coopt.bench.metrics import primal_gap
 from coopt.instance import load, to_toml, write_atomic
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems import topoopt
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import milp
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt import strides as topoopt_strides
+from coopt.problems.topoopt.authors import authors_topology
+from coopt.problems.topoopt.bound import dual_bound
+from coopt.problems.topoopt.routing import relaxation
 from coopt.run import run
-from coopt.solvers import topoopt as H
 from coopt.solvers.highs import solve_model
-from coopt.solvers.topoopt.authors import authors_topology
 
 INSTANCES = Path(__file__).resolve().parent.parent / "coopt" / "instances" / "topoopt"
 PROBLEM = topoopt.PROBLEM
@@ -358,7 +358,7 @@ def write_exact_instances() -> None:
                     description=(
                         f"Exact family: n={n} servers, d={d} ports of 100 Gbit/s, {kind}, one AllReduce "
                         "group plus a sparse log-normal model-parallel matrix; "
-                        "coopt.formulations.topoopt.model.random_instance("
+                        "coopt.problems.topoopt.model.random_instance("
                         f"numpy.random.default_rng({seed}), {n}, {d}, 100.0, symmetric={symmetric})"
                     ),
                 )
@@ -390,7 +390,8 @@ def write_model_instances(steps_per_op: int) -> None:
                 description=(
                     f"Model family: {name} traffic at n={n}, d={d}, {gbps} Gbit/s, of the strategy the "
                     "alternating search with the authors' TopologyFinder finds "
-                    "(coopt.solvers.topoopt.alternating_search, finder='topoopt_authors', seed 0, "
+                    "(coopt.problems.topoopt.heuristics.alternating_search, finder='topoopt_authors', "
+                    "seed 0, "
                     f"budget {budget}); heuristics and the bound only. {PRICES_NOTE}"
                 ),
             )

@@ -73,7 +73,7 @@ def stoppable() -> Iterator[None]:
 @contextmanager
 def in_solver() -> Iterator[None]:
     """Mark a solve that watches :data:`STOP` (HiGHS through its interrupt callbacks, CP-SAT
-    through the stop poll of :mod:`coopt.formulations.pipeline.cpsat`): a Ctrl-C inside it stops
+    through the stop poll of :mod:`coopt.problems.pipeline.cpsat`): a Ctrl-C inside it stops
     the solver instead of raising."""
     _in_solver.set()
     try:

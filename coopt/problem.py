@@ -1,6 +1,6 @@
 """The one contract every problem follows.
 
-A problem module in :mod:`coopt.formulations` defines a module-level ``PROBLEM = Problem(...)``;
+A problem module in :mod:`coopt.problems` defines a module-level ``PROBLEM = Problem(...)``;
 the registry finds it, and from then on the CLI (solve, check, export, validate, generate,
 showcase), the benchmark and the contract test suite work for it with no further code.
 
@@ -14,16 +14,20 @@ Conventions:
   not trust anything in the solution but the decisions, and must not raise on a malformed
   solution: a missing key is a violation.
 * ``objective(instance, solution)`` recomputes the objective from the decisions.
-* ``build(instance)`` returns the exact Pyomo model; ``extract(model, instance)`` reads a
-  solution out of a solved model. A model whose objective was scaled to O(1) sets
-  ``model.objective_unit`` to the factor that turns model units back into problem units.
-* ``exact`` (optional) is the natural exact method when that is a DP or an enumeration; it then
-  runs as method ``exact`` and the MILP as ``milp``. Without it, the MILP is ``exact``.
+* ``build(instance, incumbent=None)`` returns the exact Pyomo model, warm-started from
+  ``incumbent`` (a checked solution) where one is given; ``extract(model, instance)`` reads a
+  solution out of a solved model. ``build`` never runs a heuristic itself: ``warm_start`` names
+  the function whose solution the runner hands in (:mod:`coopt.run` runs and times it apart). A
+  model whose objective was scaled to O(1) sets ``model.objective_unit`` to the factor that turns
+  model units back into problem units.
+* ``exact`` (optional) is the natural exact method when that is a DP, an enumeration or a
+  constraint program: ``fn(instance, options) -> ExactOutcome`` (``incumbent=`` too where it takes
+  a warm start). It then runs as method ``exact`` and the MILP as ``milp``. Without it, the MILP
+  is ``exact``.
 * ``heuristics`` maps a method name to ``fn(instance, seed=0) -> Solution``: polynomial (or
-  bounded-time) methods, one function each, deterministic for a given seed. Where the solver
-  module imports the problem module, pass ``HeuristicsOf("coopt.solvers.<name>")``.
-* ``exact`` is named the same way when it lives on the solvers floor:
-  ``MethodOf("coopt.solvers.<name>", "<function>")``.
+  bounded-time) methods, one function each, deterministic for a given seed. A heuristic built for
+  some instances only is wrapped in :class:`Heuristic` with its ``applies(instance)`` predicate;
+  elsewhere the runner declines it without running it (status ``no_solution``, "does not apply").
 * ``exact_applies`` (optional) says which instances ``exact`` is for; on the others ``exact``
   runs the MILP, as it does where there is no ``exact``.
 * ``generate(seed, size)`` makes a seeded instance; ``size`` is one integer scale documented in
@@ -39,11 +43,10 @@ Conventions:
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from enum import StrEnum
 from typing import Any, Literal
 
 Solution = dict[str, Any]
@@ -73,12 +76,38 @@ class NoSolution(Exception):
     build). Reported as status ``no_solution`` with the reason; not an error."""
 
 
+class Termination(StrEnum):
+    """Why a method stopped, kept apart from what it found (:class:`ExactOutcome`, and
+    :class:`coopt.solvers.highs.MilpResult`)."""
+
+    OPTIMAL = "optimal"  # the search ended with a proof: the solution (if any) is optimal
+    INFEASIBLE = "infeasible"  # proved: no solution exists
+    UNBOUNDED = "unbounded"
+    LIMIT = "time_limit"  # a time, iteration or node limit stopped the search
+    INTERRUPTED = "interrupted"  # the user (Ctrl-C) or a guard asked it to stop
+    ERROR = "error"  # the engine failed
+
+
+def report_status(termination: Termination, has_solution: bool) -> str:
+    """The report's one word for (why it stopped, whether it holds a solution): ``optimal`` needs a
+    proof and a solution, ``feasible`` is a solution without a proof; with no solution the word is
+    the termination itself."""
+    if termination is Termination.INTERRUPTED:
+        return "interrupted"
+    if has_solution:
+        return "optimal" if termination is Termination.OPTIMAL else "feasible"
+    if termination is Termination.OPTIMAL:
+        return "error"  # converged without a solution: the engine contradicts itself
+    return termination.value
+
+
 @dataclass(frozen=True)
 class ExactOutcome:
-    """What a non-MILP exact method (DP, enumeration) returns."""
+    """What a non-MILP exact method (DP, enumeration, constraint program) returns: why it stopped
+    (``termination``) and what it found (``solution``, ``bound``)."""
 
     solution: Solution | None
-    status: str  # optimal | infeasible | time_limit | feasible
+    termination: Termination
     bound: float | None = None
     #: build / handoff / solve seconds where the method tells them apart (else all is "solve")
     times: Mapping[str, float] | None = None
@@ -86,6 +115,14 @@ class ExactOutcome:
     solver: Mapping[str, str] | None = None
     #: search nodes (branches) where the engine counts them
     nodes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "termination", Termination(self.termination))
+
+    @property
+    def status(self) -> str:
+        """The report's status word (:func:`report_status`)."""
+        return report_status(self.termination, self.solution is not None)
 
 
 @dataclass(frozen=True)
@@ -100,53 +137,30 @@ class SolveOptions:
     memory_limit: float | None = None
 
 
-Heuristic = Callable[..., Solution]
+def everywhere(instance: Any) -> bool:
+    """The applicability of a heuristic built for every instance."""
+    return True
 
 
-class HeuristicsOf(Mapping[str, Heuristic]):
-    """The ``HEURISTICS`` dict of a solver module, imported on first use.
+@dataclass(frozen=True)
+class Heuristic:
+    """A heuristic with what it applies to: ``fn(instance, seed=0) -> Solution`` where
+    ``applies(instance)``; elsewhere the runner declines it without running it. On an instance it
+    applies to it returns a solution or raises :class:`NoSolution` when its search finds none (a
+    memory cap no schedule of its family meets, say)."""
 
-    A heuristics module imports its problem's data model; naming it here instead of importing
-    it lets the problem module register without a cycle, whichever module is imported first.
-    """
+    fn: Callable[..., Solution]
+    applies: Callable[[Any], bool] = everywhere
+    #: one line saying what it applies to, for the report when it declines
+    scope: str = ""
 
-    def __init__(self, module: str):
-        self.module = module
-
-    @cached_property
-    def _table(self) -> Mapping[str, Heuristic]:
-        return importlib.import_module(self.module).HEURISTICS
-
-    def __getitem__(self, name: str) -> Heuristic:
-        return self._table[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
+    def __call__(self, instance: Any, seed: int = 0, **kwargs: Any) -> Solution:
+        return self.fn(instance, seed=seed, **kwargs)
 
 
-class MethodOf:
-    """A function of a solver module, imported on its first call.
-
-    The exact DP of a problem lives on the solvers floor (it may call a MILP); the registration
-    names it here, as :class:`HeuristicsOf` names the heuristics, so that no formulation module
-    imports ``coopt.solvers`` at import time.
-    """
-
-    def __init__(self, module: str, name: str):
-        self.module, self.name = module, name
-
-    @cached_property
-    def _function(self) -> Callable[..., Any]:
-        return getattr(importlib.import_module(self.module), self.name)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._function(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"MethodOf({self.module!r}, {self.name!r})"
+def applies(method: Callable[..., Solution], instance: Any) -> bool:
+    """Whether a registered heuristic is built for ``instance`` (a plain function is built for all)."""
+    return method.applies(instance) if isinstance(method, Heuristic) else True
 
 
 @dataclass(frozen=True)
@@ -172,10 +186,14 @@ class Problem:
     check: Callable[[Any, Solution], list[Violation]]
     objective: Callable[[Any, Solution], float]
     generate: Callable[[int, int], Any]
-    build: Callable[[Any], Any] | None = None
+    build: Callable[..., Any] | None = None
     extract: Callable[[Any, Any], Solution] | None = None
-    heuristics: Mapping[str, Heuristic] = field(default_factory=dict)
+    heuristics: Mapping[str, Callable[..., Solution]] = field(default_factory=dict)
     exact: Callable[[Any, SolveOptions], ExactOutcome] | None = None
+    #: The warm start of the exact routes: ``fn(instance) -> Solution | None`` (a heuristic, or the
+    #: best of several). The runner runs it (timed as ``warm_start``), checks it and hands a
+    #: feasible one to ``build(instance, incumbent=...)`` and to an ``exact`` that takes one.
+    warm_start: Callable[[Any], Solution | None] | None = None
     #: The instances ``exact`` is built for, where it is not every instance: on the others the
     #: method ``exact`` runs the MILP (``milp`` runs it everywhere).
     exact_applies: Callable[[Any], bool] | None = None

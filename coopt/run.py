@@ -6,9 +6,14 @@ heuristic, times it, and hands the result to :func:`judge`, which asks the probl
 :class:`SolveReport` is what comes out, and :meth:`SolveReport.to_json` is what
 ``coopt solve --json`` writes (README, "What coopt solve --json writes").
 
-Times are kept apart: ``build`` is the Python model construction, ``handoff`` the translation into
-HiGHS, ``solve`` HiGHS' own run time (or the method's whole run for a DP or heuristic),
-``total`` the wall time of the whole call including extraction and checking.
+Times are kept apart: ``warm_start`` is the heuristic whose solution an exact route starts from
+(the problem's ``warm_start``, run here and never inside ``build``), ``build`` the Python model
+construction, ``handoff`` the translation into HiGHS, ``solve`` HiGHS' own run time (or the
+method's whole run for a DP or heuristic), ``total`` the wall time of the whole call including
+extraction and checking.
+
+A heuristic that declares it does not apply to an instance (:class:`coopt.problem.Heuristic`) is
+not run: the report says ``no_solution`` and "does not apply".
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 import coopt
 from coopt.limits import StepLimit, guard
 from coopt.output import non_finite
-from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, relative_gap
+from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, applies, relative_gap
 from coopt.solvers.highs import TracePoint, Watch, solve_model
 
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "bound",
@@ -119,12 +124,30 @@ def finite_or_none(value: float | None) -> float | None:
 OPTIMAL_SLACK = 1e-6
 
 
-def _exact(problem: Problem, instance: Any, options: SolveOptions, watch: Watch | None) -> ExactOutcome:
-    """The problem's own exact method, with ``watch`` where it takes one (live progress)."""
+def _exact(problem: Problem, instance: Any, options: SolveOptions, watch: Watch | None,
+           incumbent: Solution | None) -> ExactOutcome:
+    """The problem's own exact method, with ``watch`` (live progress) and ``incumbent`` (the warm
+    start) where it takes them."""
     method = problem.exact
-    if watch is not None and "watch" in inspect.signature(method).parameters:
-        return method(instance, options, watch=watch)
-    return method(instance, options)
+    takes = inspect.signature(method).parameters
+    extra: dict[str, Any] = {}
+    if watch is not None and "watch" in takes:
+        extra["watch"] = watch
+    if "incumbent" in takes:
+        extra["incumbent"] = incumbent
+    return method(instance, options, **extra)
+
+
+def warm_start(problem: Problem, instance: Any, options: SolveOptions) -> Solution | None:
+    """The problem's warm start on ``instance`` if it declares one and the checker accepts it."""
+    if problem.warm_start is None:
+        return None
+    with guard("the warm start", memory_bytes=options.memory_limit):
+        try:
+            solution = problem.warm_start(instance)
+        except NoSolution:
+            return None
+    return solution if solution is not None and judge(problem, instance, solution)["feasible"] else None
 
 
 def run(
@@ -145,7 +168,7 @@ def run(
     if method not in problem.all_methods:
         raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.all_methods)}")
     start = time.perf_counter()
-    times = {"build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
+    times = {"warm_start": 0.0, "build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
     solver = {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
     bound = None
     solution: Solution | None = None
@@ -154,10 +177,18 @@ def run(
     model_size: dict[str, int] = {}
     nodes: int | None = None
     try:
+        exact_route = method == "milp" or method == "exact"
+        if exact_route and problem.warm_start is not None:
+            t0 = time.perf_counter()
+            incumbent = warm_start(problem, instance, options)
+            times["warm_start"] = time.perf_counter() - t0
+        else:
+            incumbent = None
         if method == "milp" or (method == "exact" and not problem.runs_exact(instance)):
             t0 = time.perf_counter()
             with guard("building the model", seconds=options.time_limit, memory_bytes=options.memory_limit):
-                model = problem.build(instance)
+                model = (problem.build(instance) if problem.warm_start is None
+                         else problem.build(instance, incumbent=incumbent))
             times["build"] = time.perf_counter() - t0
             result = solve_model(model, options, watch)
             times["handoff"], times["solve"] = result.handoff, result.solve
@@ -170,7 +201,7 @@ def run(
         elif method == "exact":
             t0 = time.perf_counter()
             with guard("the exact method", memory_bytes=options.memory_limit):
-                outcome: ExactOutcome = _exact(problem, instance, options, watch)
+                outcome: ExactOutcome = _exact(problem, instance, options, watch, incumbent)
             times["solve"] = time.perf_counter() - t0
             if outcome.times is not None:
                 times.update({k: float(outcome.times.get(k, 0.0)) for k in ("build", "handoff", "solve")})
@@ -188,6 +219,9 @@ def run(
             status, objective = "bound", None
             if not math.isfinite(bound):
                 raise ValueError(f"the bound is {bound!r}, not a finite number")
+        elif not applies(problem.heuristics[method], instance):
+            scope = getattr(problem.heuristics[method], "scope", "")
+            raise NoSolution(f"{method} does not apply to this instance" + (f" ({scope})" if scope else ""))
         else:
             t0 = time.perf_counter()
             with guard(f"heuristic {method}", memory_bytes=options.memory_limit):

@@ -3,7 +3,7 @@
 A problem declares its fields once, as a :class:`Schema` of :class:`Field` s (name, kind, unit,
 default, range, one line of meaning). The same declaration
 
-* reads a file: :meth:`Schema.read` checks every field through :class:`coopt.instance.Fields`,
+* reads a file: :meth:`Schema.read` checks every field through :class:`coopt.fields.Fields`,
   converts file units to SI once (``si``), and reports every field error of the file at once;
 * documents it: ``coopt schema PROBLEM`` prints :meth:`Schema.rows`, ``--example`` prints
   :meth:`Schema.example` (a commented TOML that validates), and the docs pages embed the table;
@@ -272,7 +272,7 @@ class Schema:
         raise KeyError(name)
 
     def read(self, fields: Any, root: Values | None = None) -> Values:
-        """Every declared field of ``fields`` (a :class:`coopt.instance.Fields`), SI values. All
+        """Every declared field of ``fields`` (a :class:`coopt.fields.Fields`), SI values. All
         errors of the table are collected and raised together, as one :class:`InstanceError`."""
         read = Values()
         root = read if root is None else root

@@ -23,8 +23,8 @@ import pytest
 
 import coopt.shipped
 from coopt import cli, registry
-from coopt.analysis import bench
-from coopt.analysis.bench_metrics import (
+from coopt.bench import runner as bench
+from coopt.bench.metrics import (
     fit_power_law,
     performance_ratios,
     primal_dual_gap,
@@ -35,7 +35,7 @@ from coopt.analysis.bench_metrics import (
     shifted_geometric_mean,
     trace_incumbents,
 )
-from coopt.analysis.bench_report import (
+from coopt.bench.report import (
     README_BEGIN,
     README_END,
     analyse,
@@ -435,7 +435,7 @@ def test_killed_run_resumes_with_only_the_missing_tasks(tmp_path, monkeypatch):
         "import test_bench\n"
         "from coopt import registry\n"
         "registry._all = lambda: {'slow': test_bench.SLOW}\n"
-        "from coopt.analysis import bench\n"
+        "from coopt.bench import bench\n"
         "bench.run_bench(bench.BenchConfig(problems=['slow'], families=('generated',), sizes=(1, 2, 3), seeds=4,"
         f" jobs=1, out=__import__('pathlib').Path({str(out)!r})))\n"
     )
@@ -617,7 +617,7 @@ def test_real_problem_heuristics_pass_through_the_bench(name, tmp_path):
 
 
 def test_every_method_of_a_plot_has_its_own_style():
-    from coopt.analysis.bench_report import method_styles
+    from coopt.bench.report import method_styles
 
     methods = [f"m{i}" for i in range(14)]
     styles = method_styles(methods)

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import Bound, Curve, Quantity, get, registry
 from coopt.cli import main
+from coopt.closed_forms import Bound, Curve, Quantity
 from coopt.errors import UsageError
+from coopt.registry import closed_form as get
+from coopt.registry import closed_forms as registry
 
 MINE = ("netcast", "delocalized", "moesd")
 

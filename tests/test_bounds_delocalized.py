@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coopt.analysis.bounds import get
-from coopt.analysis.bounds.delocalized import accuracy_at_noise, noise_for_accuracy
 from coopt.errors import UsageError
+from coopt.problems.delocalized.closed_forms import accuracy_at_noise, noise_for_accuracy
+from coopt.registry import closed_form as get
 
 #: The repo's M = 100 integrating-receiver simulation (research notes 3(c)): accuracy -> energy per MAC.
 REPO_SIMULATION = [(0.30, 8.3e-18), (0.50, 12.7e-18), (0.80, 21.8e-18), (0.90, 28.5e-18), (0.95, 37.3e-18),

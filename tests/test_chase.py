@@ -12,12 +12,14 @@ import networkx as nx
 import pytest
 
 from coopt.cli import main
-from coopt.formulations.chase import PROBLEM, brute, milp
-from coopt.formulations.chase.hardware import Device, DeviceType, Hardware, Link, Switch
-from coopt.formulations.chase.model import Instance, check, generate, make_solution, platform, tasks_of_size
-from coopt.formulations.chase.schedule import device_classes, heads, replay_order, semi_active, tails
-from coopt.formulations.chase.simulator import simulate
-from coopt.formulations.chase.workloads import (
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.problems.chase import PROBLEM, brute, mapping, milp
+from coopt.problems.chase.hardware import Device, DeviceType, Hardware, Link, Switch
+from coopt.problems.chase.model import Instance, check, generate, make_solution, platform, tasks_of_size
+from coopt.problems.chase.schedule import device_classes, heads, replay_order, semi_active, tails
+from coopt.problems.chase.simulator import simulate
+from coopt.problems.chase.workloads import (
     Edge,
     Task,
     Workload,
@@ -26,10 +28,7 @@ from coopt.formulations.chase.workloads import (
     sparse_kernel,
     transformer_step,
 )
-from coopt.instance import load
-from coopt.problem import SolveOptions
 from coopt.run import run
-from coopt.solvers.chase import mapping
 
 TOPCUOGLU = "chase/0-topcuoglu-10x3"
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9, threads=1)

@@ -8,8 +8,11 @@ import itertools
 import pytest
 
 from coopt.cli import main
-from coopt.formulations.chase import ARCH, brute
-from coopt.formulations.chase.arch import (
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.problems.chase import ARCH, brute
+from coopt.problems.chase import arch_heuristics as heuristics
+from coopt.problems.chase.arch_model import (
     Design,
     capability,
     check,
@@ -18,11 +21,8 @@ from coopt.formulations.chase.arch import (
     minimal_network,
     violations,
 )
-from coopt.formulations.chase.hardware import deployment_errors
-from coopt.instance import load
-from coopt.problem import SolveOptions
+from coopt.problems.chase.hardware import deployment_errors
 from coopt.run import run
-from coopt.solvers.chase import arch as heuristics
 
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9, threads=1)
 
@@ -54,7 +54,7 @@ def test_the_optimum_meets_every_row_and_brute_force(space, optimum):
     (lambda d: Design(((4, 0), (1, 0)), d.tors, d.uplinks, d.spines), "count"),
 ])
 def test_each_row_has_its_violation(space, optimum, edit, row):
-    from coopt.formulations.chase.arch import parse
+    from coopt.problems.chase.arch_model import parse
 
     design, _ = parse(space, optimum.solution)
     broken = {v.constraint for v in violations(space, edit(design))}
@@ -141,7 +141,7 @@ def test_lp_rounding_is_at_least_the_greedy_on_generated_spaces():
 
 
 def test_capability_and_cost_are_recomputed(space, optimum):
-    from coopt.formulations.chase.arch import parse
+    from coopt.problems.chase.arch_model import parse
 
     design, _ = parse(space, optimum.solution)
     solution = design_solution(space, design)

@@ -1,4 +1,4 @@
-"""The closed forms of coopt/analysis/bounds/chase.py against the models they stand for."""
+"""The closed forms of coopt/problems/chase/closed_forms.py against the models they stand for."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import random
 
 import pytest
 
-from coopt.analysis.bounds import get
-from coopt.formulations.chase import PROBLEM, brute
-from coopt.formulations.chase.arch import rack_network
-from coopt.formulations.chase.hardware import Device, DeviceType, Hardware, Link, Switch
-from coopt.formulations.chase.model import Instance
-from coopt.formulations.chase.simulator import simulate
-from coopt.formulations.chase.workloads import Edge, Task, Workload, roofline_time
 from coopt.problem import SolveOptions
+from coopt.problems.chase import PROBLEM, brute
+from coopt.problems.chase.arch_model import rack_network
+from coopt.problems.chase.hardware import Device, DeviceType, Hardware, Link, Switch
+from coopt.problems.chase.model import Instance
+from coopt.problems.chase.simulator import simulate
+from coopt.problems.chase.workloads import Edge, Task, Workload, roofline_time
+from coopt.registry import closed_form as get
 from coopt.run import run
 
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations.chase.arch import ARCH_TYPES, ArchInstance, check, design_solution, make_types
-from coopt.formulations.chase.workloads import Task, Workload, random_layered, sparse_kernel, transformer_step
-from coopt.solvers.chase import explore
+from coopt.problems.chase import explore
+from coopt.problems.chase.arch_model import ARCH_TYPES, ArchInstance, check, design_solution, make_types
+from coopt.problems.chase.workloads import Task, Workload, random_layered, sparse_kernel, transformer_step
 
 
 @pytest.fixture(scope="module")

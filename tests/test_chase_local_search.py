@@ -4,7 +4,7 @@ seeds, for three seeds each.
 
 The reference is a frozen copy of the local search as it stood at commit eb4c8ad (the decoder,
 the neighbourhood, the descent and the kicks, verbatim apart from returning the mapping), kept
-private to this test so that later changes to ``coopt.solvers.chase.mapping`` are compared
+private to this test so that later changes to ``coopt.problems.chase.mapping`` are compared
 against it and not against themselves. The list schedulers and bounds it starts from are
 imported: they are not part of the change.
 
@@ -24,18 +24,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from coopt.formulations.chase.model import Instance, Tables, generate
-from coopt.formulations.chase.schedule import (
-    canonical,
-    critical_path_bound,
-    device_classes,
-    semi_active,
-    tails,
-)
 from coopt.instance import load
-from coopt.shipped import instances_dir
-from coopt.solvers.chase import mapping
-from coopt.solvers.chase.mapping import (
+from coopt.problems.chase import mapping
+from coopt.problems.chase.mapping import (
     Mapping,
     chase_mapping,
     cpop_mapping,
@@ -43,6 +34,15 @@ from coopt.solvers.chase.mapping import (
     load_bound,
     peft_mapping,
 )
+from coopt.problems.chase.model import Instance, Tables, generate
+from coopt.problems.chase.schedule import (
+    canonical,
+    critical_path_bound,
+    device_classes,
+    semi_active,
+    tails,
+)
+from coopt.shipped import instances_dir
 
 # -- the frozen reference (commit eb4c8ad) ---------------------------------------------------------
 

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations.configtuner import analytic, model
-from coopt.formulations.configtuner.model import GIB, RECOMPUTE, ZERO_STAGES
-from coopt.formulations.configtuner.partition import stage_data, stage_memory, uniform_partition
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.configtuner import analytic, model
+from coopt.problems.configtuner import heuristics as solvers
+from coopt.problems.configtuner.model import GIB, RECOMPUTE, ZERO_STAGES
+from coopt.problems.configtuner.partition import stage_data, stage_memory, uniform_partition
 from coopt.run import judge, run
 from coopt.shipped import shipped
-from coopt.solvers import configtuner as solvers
 
 PROBLEM = __import__("coopt.registry", fromlist=["get"]).get("configtuner")
 
@@ -307,7 +307,7 @@ def test_partition_dp_equals_the_milp_and_never_loses_to_the_uniform_split(stem,
     milp_counts, milp_value = solvers.partition_milp(instance, config)
     assert milp_value == pytest.approx(value, rel=1e-9)
     uniform = uniform_partition(instance, config)
-    from coopt.formulations.configtuner.partition import partition_feasible, pipeline_time
+    from coopt.problems.configtuner.partition import partition_feasible, pipeline_time
 
     assert partition_feasible(instance, data, counts)
     if partition_feasible(instance, data, uniform):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import configtuner as closed
-from coopt.analysis.bounds import get
-from coopt.formulations.configtuner import analytic, model
+from coopt.problems.configtuner import analytic, model
+from coopt.problems.configtuner import closed_forms as closed
+from coopt.registry import closed_form as get
 
 
 def point(instance, config) -> dict[str, float]:

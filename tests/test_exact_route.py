@@ -149,8 +149,8 @@ def test_a_sub_solver_s_dual_bound_beyond_the_final_one_leaves_the_trace():
 
 
 def test_the_pipeline_trace_never_claims_a_bound_past_the_optimum():
-    from coopt.formulations.pipeline import milp
     from coopt.instance import load
+    from coopt.problems.pipeline import milp
 
     model = milp.build(load("pipeline/0-p3m3-offload-overtake").instance)
     result = solve_model(model, SolveOptions(time_limit=60))

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import hecaton
-from coopt.formulations.hecaton import milp as hecaton_milp
-from coopt.formulations.hecaton import model as hecaton_model
-from coopt.formulations.hecaton.model import (
+from coopt.instance import load, to_toml
+from coopt.problem import NoSolution, SolveOptions, close
+from coopt.problems import hecaton
+from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import milp as hecaton_milp
+from coopt.problems.hecaton import model as hecaton_model
+from coopt.problems.hecaton.model import (
     SCHEMES,
     Instance,
     Model,
@@ -24,10 +27,7 @@ from coopt.formulations.hecaton.model import (
     to_solution,
     total,
 )
-from coopt.instance import load, to_toml
-from coopt.problem import NoSolution, SolveOptions, close
 from coopt.run import run
-from coopt.solvers import hecaton as methods
 
 P = hecaton.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)

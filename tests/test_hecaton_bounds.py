@@ -8,8 +8,8 @@ import math
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import hecaton as H
-from coopt.formulations.hecaton.model import SCHEMES, Instance, Model, Option, Package, cost
+from coopt.problems.hecaton import closed_forms as H
+from coopt.problems.hecaton.model import SCHEMES, Instance, Model, Option, Package, cost
 
 BOUNDS = {b.name: b for b in H.BOUNDS}
 

@@ -3,7 +3,7 @@
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.instance import Fields
+from coopt.fields import Fields
 
 
 def fields(**table) -> Fields:

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import registry as bounds
-from coopt.analysis.bounds.lightcode import ROLE_BOUND
 from coopt.errors import InstanceError
-from coopt.formulations.lightcode import PROBLEM
-from coopt.formulations.lightcode.milp import incomparable_pairs, makespan_relaxation
-from coopt.formulations.lightcode.model import (
+from coopt.instance import load
+from coopt.problem import SolveOptions, close
+from coopt.problems.lightcode import PROBLEM, heuristics
+from coopt.problems.lightcode.closed_forms import ROLE_BOUND
+from coopt.problems.lightcode.milp import incomparable_pairs, makespan_relaxation
+from coopt.problems.lightcode.model import (
     Limits,
     check,
     energy,
@@ -24,10 +25,8 @@ from coopt.formulations.lightcode.model import (
     ptu_cycles,
     stacked_graph,
 )
-from coopt.instance import load
-from coopt.problem import SolveOptions, close
+from coopt.registry import closed_forms as bounds
 from coopt.run import run
-from coopt.solvers import lightcode as heuristics
 from coopt.solvers.highs import solve_model
 
 SHIPPED = Path(__file__).parents[1] / "instances" / "lightcode"
@@ -231,7 +230,7 @@ def test_checker_and_milp_share_the_side_constraint_slack():
     """A budget just below the fastest assignment's energy, inside the slack both sides allow:
     the checker accepts that assignment, so the exact optimum must be it (a checker more lenient
     than the model would let a heuristic beat a proven optimum)."""
-    from coopt.formulations.lightcode.model import SIDE_TOL
+    from coopt.problems.lightcode.model import SIDE_TOL
 
     base = replace(shipped("0-gpt2-small-makespan.toml"), objective="latency_sum")
     g = stacked_graph(base)
@@ -244,7 +243,7 @@ def test_checker_and_milp_share_the_side_constraint_slack():
 
 
 def test_exact_reports_a_bound_that_the_brute_force_respects():
-    from coopt.formulations.lightcode import brute
+    from coopt.problems.lightcode import brute
 
     for seed in (5, 9, 30):  # Llama makespan instances: the decomposition's segment MILPs
         instance = brute.tiny(seed)
@@ -511,7 +510,7 @@ def test_chain_dp_is_exact_on_a_chain(monkeypatch):
     import itertools
     import random
 
-    from coopt.formulations.lightcode.model import Edge, Operator, Realization, StackedGraph
+    from coopt.problems.lightcode.model import Edge, Operator, Realization, StackedGraph
 
     rng = random.Random(5)
     devices = ("gpu", "ptu")
@@ -611,7 +610,7 @@ def test_the_cpu_large_dense_fit_times_only_wide_products():
 
 
 def test_every_preset_ships_a_llama_and_a_gpt2_instance():
-    from coopt.formulations.lightcode.presets import NAMES
+    from coopt.problems.lightcode.presets import NAMES
 
     found = {(p.instance.preset, p.instance.model.family) for p in (load(f) for f in SHIPPED.glob("*.toml"))}
     assert {(name, family) for name in NAMES for family in ("llama", "gpt2")} <= found
@@ -640,7 +639,7 @@ def test_the_dual_bound_is_valid_and_at_least_the_lp_relaxation(name):
 
 
 def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
-    from coopt.formulations.lightcode import brute
+    from coopt.problems.lightcode import brute
 
     for seed in range(24):
         instance = brute.tiny(seed)
@@ -651,8 +650,8 @@ def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
 
 def test_the_generator_writes_only_what_its_loader_reads(tmp_path):
     from coopt.errors import UsageError
-    from coopt.formulations.lightcode.model import MAX_LAYERS
     from coopt.instance import to_toml
+    from coopt.problems.lightcode.model import MAX_LAYERS
 
     path = tmp_path / "largest.toml"
     path.write_text(to_toml(PROBLEM, PROBLEM.generate(0, MAX_LAYERS)))

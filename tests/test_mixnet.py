@@ -13,14 +13,14 @@ import pyomo.environ as pyo
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations.mixnet import model
-from coopt.formulations.mixnet.model import Fabric, Instance, Traffic
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.mixnet import circuits as H
+from coopt.problems.mixnet import model
+from coopt.problems.mixnet.model import Fabric, Instance, Traffic
 from coopt.run import judge, run
 from coopt.shipped import shipped
 from coopt.solvers.highs import lp_relaxation, solve_model
-from coopt.solvers.mixnet import circuits as H
 
 PROBLEM = load(shipped("mixnet")[0]).problem
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9)

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coopt.analysis.bounds import get
-from coopt.formulations.mixnet import iteration, model
-from coopt.formulations.mixnet.plan import Instance as PlanInstance
-from coopt.formulations.topoopt.model import DEFAULT_PRICES
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.mixnet import circuits as H
+from coopt.problems.mixnet import iteration, model
+from coopt.problems.mixnet.plan_model import Instance as PlanInstance
+from coopt.problems.topoopt.model import DEFAULT_PRICES
+from coopt.registry import closed_form as get
 from coopt.shipped import shipped
-from coopt.solvers.mixnet import circuits as H
 
 #: Research notes 2(f) [derived]: the calculator's totals at 128 servers, US$M, by rate.
 NOTES = {

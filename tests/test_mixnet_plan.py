@@ -9,15 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from coopt.formulations.mixnet import plan
-from coopt.formulations.mixnet.model import Fabric, throughput
-from coopt.formulations.mixnet.plan import Instance, Layer
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems.mixnet import circuits as circuit_methods
+from coopt.problems.mixnet import plan_heuristics as P
+from coopt.problems.mixnet import plan_model as plan
+from coopt.problems.mixnet.model import Fabric, throughput
+from coopt.problems.mixnet.plan_model import Instance, Layer
 from coopt.run import judge, run
 from coopt.shipped import shipped
-from coopt.solvers.mixnet import circuits as circuit_methods
-from coopt.solvers.mixnet import plan as P
 
 PROBLEM = load(shipped("mixnet_plan")[0]).problem
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9)

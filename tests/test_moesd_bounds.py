@@ -13,14 +13,14 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coopt.analysis.bounds import get
-from coopt.analysis.bounds.moesd import (
+from coopt.errors import UsageError
+from coopt.problems.moesd.closed_forms import (
     QWEN2_57B_A14B,
     best_draft_length,
     greedy_draft_length,
     sd_speedup,
 )
-from coopt.errors import UsageError
+from coopt.registry import closed_form as get
 from coopt.solvers.fit import fit_time_model
 
 BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)

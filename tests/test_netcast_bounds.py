@@ -12,8 +12,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coopt.analysis.bounds import get
-from coopt.analysis.bounds.netcast import leakage_matrix, simulate_link
+from coopt.problems.netcast.closed_forms import leakage_matrix, simulate_link
+from coopt.registry import closed_form as get
 
 KTC_10PF_300K = math.sqrt(1.380649e-23 * 300 * 10e-12) / 1.602176634e-19
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.milp import build, extract
 from coopt.instance import load, to_toml
 from coopt.problem import NoSolution, SolveOptions, close
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.milp import build, extract
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 from coopt.solvers.highs import solve_model
 from tests.known.test_pipeline_known import toy
 

@@ -1,4 +1,4 @@
-"""The crossing relaxation X(S) of :mod:`coopt.formulations.pipeline.crossing` (issue 20): its pair
+"""The crossing relaxation X(S) of :mod:`coopt.problems.pipeline.crossing` (issue 20): its pair
 table against an enumeration of every per-device order of two micro-batches, and the relaxation
 never above the enumerated optimum of the whole problem."""
 
@@ -9,16 +9,16 @@ import random
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, brute, counts
-from coopt.formulations.pipeline.bound import lower_bound
-from coopt.formulations.pipeline.counts import time_unit
-from coopt.formulations.pipeline.crossing import (
+from coopt.problems.pipeline import PROBLEM, brute, counts
+from coopt.problems.pipeline.bound import lower_bound
+from coopt.problems.pipeline.counts import time_unit
+from coopt.problems.pipeline.crossing import (
     applies,
     crossing_bound,
     crossing_table,
     round_trip,
 )
-from coopt.formulations.pipeline.milp import incumbent
+from coopt.problems.pipeline.milp import incumbent
 from coopt.solvers.highs import solve_model
 from tests.test_pipeline_bound_release import OPTIONS, SHAPES, keep_only
 

@@ -7,14 +7,14 @@ import random
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, brute, counts, milp
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import lower_bound, memory_rule_applies, releases, tails
-from coopt.formulations.pipeline.milp import fifo_relabel, incumbent
-from coopt.formulations.pipeline.model import GB
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems.pipeline import PROBLEM, brute, counts, milp
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.bound import lower_bound, memory_rule_applies, releases, tails
+from coopt.problems.pipeline.milp import fifo_relabel, incumbent
+from coopt.problems.pipeline.model import GB
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 from coopt.solvers.highs import solve_model
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)

@@ -1,4 +1,4 @@
-"""The triple relaxation T(s) of :mod:`coopt.formulations.pipeline.triple` (issue 20, sixth
+"""The triple relaxation T(s) of :mod:`coopt.problems.pipeline.triple` (issue 20, sixth
 round): its triple table against an enumeration of every per-device order of three micro-batches
 (no prefix or nesting assumed, the caps read at every forward), and the dynamic program never
 above an optimum found without it."""
@@ -11,12 +11,12 @@ import random
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, brute, counts, milp
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.counts import time_unit
-from coopt.formulations.pipeline.crossing import crossing_table, round_trip
-from coopt.formulations.pipeline.milp import incumbent
-from coopt.formulations.pipeline.triple import TripleTable, dp_bound, token_stages
+from coopt.problems.pipeline import PROBLEM, brute, counts, milp
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.counts import time_unit
+from coopt.problems.pipeline.crossing import crossing_table, round_trip
+from coopt.problems.pipeline.milp import incumbent
+from coopt.problems.pipeline.triple import TripleTable, dp_bound, token_stages
 from coopt.solvers.highs import solve_model
 from tests.test_pipeline_bound_crossing import longest_starts
 from tests.test_pipeline_bound_release import OPTIONS, keep_only

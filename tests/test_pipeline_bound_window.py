@@ -1,13 +1,13 @@
-"""The window relaxation R(s, e) of :mod:`coopt.formulations.pipeline.window` (issue 20): never
+"""The window relaxation R(s, e) of :mod:`coopt.problems.pipeline.window` (issue 20): never
 above the enumerated optimum for any window, and equal to it when the window is every stage."""
 
 from __future__ import annotations
 
 import pytest
 
-from coopt.formulations.pipeline import brute
-from coopt.formulations.pipeline.milp import incumbent
-from coopt.formulations.pipeline.window import applies, window_bound
+from coopt.problems.pipeline import brute
+from coopt.problems.pipeline.milp import incumbent
+from coopt.problems.pipeline.window import applies, window_bound
 from tests.test_pipeline_bound_release import SHAPES, keep_only
 
 
@@ -55,9 +55,9 @@ def test_window_bound_never_above_the_enumerated_optimum_under_tight_caps(seed):
 def test_the_one_stage_window_lifts_size_8_seed_1():
     """The generator's size 8 seed 1: the release-time bound is 123, the window on stage 1 (cap
     of fewer micro-batches than m, the largest memory fill) 132, below the 135 Model P finds."""
-    from coopt.formulations.pipeline import PROBLEM
-    from coopt.formulations.pipeline.bound import lower_bound
-    from coopt.formulations.pipeline.window import lower_bound as window_lower_bound
+    from coopt.problems.pipeline import PROBLEM
+    from coopt.problems.pipeline.bound import lower_bound
+    from coopt.problems.pipeline.window import lower_bound as window_lower_bound
 
     instance = PROBLEM.generate(1, 8)
     assert lower_bound(instance) == pytest.approx(123.0)

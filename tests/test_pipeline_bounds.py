@@ -1,4 +1,4 @@
-"""Closed forms of coopt.analysis.bounds.pipeline against the event simulator and the MILP."""
+"""Closed forms of coopt.problems.pipeline.closed_forms against the event simulator and the MILP."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from coopt.analysis.bounds import pipeline as forms
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
 from coopt.problem import SolveOptions, close
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import closed_forms as forms
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 
 BOUNDS = {b.name: b for b in forms.BOUNDS}
 

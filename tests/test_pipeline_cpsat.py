@@ -1,4 +1,4 @@
-"""Model S (the CP-SAT constraint program, :mod:`coopt.formulations.pipeline.cpsat`), pipeline's
+"""Model S (the CP-SAT constraint program, :mod:`coopt.problems.pipeline.cpsat`), pipeline's
 ``exact`` method on keep-only one-chunk grid instances: its memory options against the level
 they stand for, its optimum against the enumeration oracle (which lets micro-batches overtake and
 knows nothing of FIFO, grids or options) and against Model P's proven optima, and the dispatch to
@@ -11,13 +11,13 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, cpsat
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import lower_bound
-from coopt.formulations.pipeline.brute import enumerate_optimum, tiny
-from coopt.formulations.pipeline.model import GB
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
+from coopt.problems.pipeline import PROBLEM, cpsat
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.bound import lower_bound
+from coopt.problems.pipeline.brute import enumerate_optimum, tiny
+from coopt.problems.pipeline.model import GB
 from coopt.run import run
 from coopt.shipped import shipped
 
@@ -148,7 +148,7 @@ def test_no_relaxation_cuts_off_an_optimum_only_model_s_proves(size, seed):
     optimum is then the yardstick of every relaxation of the suite: the closed bound, the
     one-stage windows R(s, s), the crossing relaxation X({s}) (valid after any time limit) and the
     triple relaxation T(s) on the first token stage, and Model P's own bound after a short run."""
-    from coopt.formulations.pipeline import crossing, milp, triple, window
+    from coopt.problems.pipeline import crossing, milp, triple, window
     from coopt.solvers.highs import solve_model
 
     instance = PROBLEM.generate(seed, size)

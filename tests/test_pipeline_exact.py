@@ -1,4 +1,4 @@
-"""Model N (the count-based time-indexed MILP, :mod:`coopt.formulations.pipeline.counts`) against
+"""Model N (the count-based time-indexed MILP, :mod:`coopt.problems.pipeline.counts`) against
 the enumeration oracle, which overtakes micro-batches and knows nothing of counts, slots or
 windows, and against Model P on the shipped keep-only files and the generator."""
 
@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, counts
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import lower_bound
-from coopt.formulations.pipeline.brute import enumerate_optimum, tiny
-from coopt.formulations.pipeline.milp import incumbent
-from coopt.formulations.pipeline.model import GB
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
+from coopt.problems.pipeline import PROBLEM, counts
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.bound import lower_bound
+from coopt.problems.pipeline.brute import enumerate_optimum, tiny
+from coopt.problems.pipeline.milp import incumbent
+from coopt.problems.pipeline.model import GB
 from coopt.run import run
 from coopt.shipped import shipped
 from coopt.solvers.highs import solve_model
@@ -116,8 +116,8 @@ def test_the_warm_start_is_local_search_relabelled_fifo():
     """Model P starts from local_search's schedule (it used to skip it) in FIFO form: on the
     generator's size 8 seed 1 local_search lets micro-batches overtake (4 passes), and the start is no
     worse than it, FIFO in every lane, accepted by the checker, and the model's first C."""
-    from coopt.formulations.pipeline.milp import build
-    from coopt.solvers.pipeline import local_search
+    from coopt.problems.pipeline.heuristics import local_search
+    from coopt.problems.pipeline.milp import build
 
     instance = PROBLEM.generate(1, 8)
     searched = local_search(instance)
@@ -135,10 +135,10 @@ def test_the_warm_start_with_recompute_or_offload_meets_the_first_lane_chain(see
     """The oracle's seeds whose best heuristic schedule let micro-batch 1 enter stage 0 before 0
     (so Model P, which orders the first lane, dropped it as a warm start): the relabelled start
     keeps its value, passes the checker and enters stage 0 in micro-batch order."""
-    from coopt.formulations.pipeline import brute
-    from coopt.formulations.pipeline.milp import fifo_is_lossless, first_lane_relabel, incumbent
-    from coopt.formulations.pipeline.model import check
-    from coopt.solvers.pipeline import HEURISTICS
+    from coopt.problems.pipeline import brute
+    from coopt.problems.pipeline.heuristics import HEURISTICS
+    from coopt.problems.pipeline.milp import fifo_is_lossless, first_lane_relabel, incumbent
+    from coopt.problems.pipeline.model import check
 
     instance = brute.tiny(seed)
     assert not fifo_is_lossless(instance)
@@ -157,7 +157,7 @@ def test_a_horizon_below_the_warm_start_gets_no_warm_start(caplog):
     """Model P below its own warm start (the benchmarks' "is there a schedule under H" runs): the
     warm start is no solution there, so it is not loaded, and no start is set outside its bounds
     (Pyomo warned once per pass before); with the horizon above it, it is loaded."""
-    from coopt.formulations.pipeline.milp import build
+    from coopt.problems.pipeline.milp import build
 
     instance = PROBLEM.generate(0, 4)
     best, _ = incumbent(instance)

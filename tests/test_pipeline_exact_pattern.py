@@ -1,4 +1,4 @@
-"""The pattern schedules of :mod:`coopt.formulations.pipeline.pattern` (issue 20, fifth and sixth
+"""The pattern schedules of :mod:`coopt.problems.pipeline.pattern` (issue 20, fifth and sixth
 rounds): every one the checker accepts, entries respected, never below the enumerated optimum,
 the crossing orders of the pair table against those of Model P's 682 schedule, and the 682
 schedule of the generator's size 16 seed 0 that Model P now starts from (684 greedily)."""
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, brute, crossing, pattern
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.bound import releases
-from coopt.formulations.pipeline.counts import time_unit
-from coopt.formulations.pipeline.milp import incumbent
 from coopt.problem import SolveOptions
+from coopt.problems.pipeline import PROBLEM, brute, crossing, pattern
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.bound import releases
+from coopt.problems.pipeline.counts import time_unit
+from coopt.problems.pipeline.milp import incumbent
 from coopt.run import run
 from tests.test_pipeline_bound_release import keep_only
 

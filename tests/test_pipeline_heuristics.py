@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM, bound
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
 from coopt.problem import NoSolution
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import PROBLEM, bound
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 SMALL = sorted(p.name for p in INSTANCES.glob("0-*.toml"))

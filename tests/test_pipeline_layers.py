@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from coopt.formulations.pipeline import PROBLEM, brute
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load, to_toml
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems.pipeline import PROBLEM, brute
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 from tests.known.test_pipeline_known import toy
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)

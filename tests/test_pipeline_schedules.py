@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 from coopt.run import run
-from coopt.solvers import pipeline as schedules
 from tests.known.test_pipeline_known import toy
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 

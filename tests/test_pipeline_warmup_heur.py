@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import model as pm
 from coopt.instance import load
-from coopt.solvers import pipeline as schedules
+from coopt.problems.pipeline import heuristics as schedules
+from coopt.problems.pipeline import model as pm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 #: Single-chunk instances (the multi-chunk ones take ZB-V's start and have bound = optimum).

@@ -11,14 +11,14 @@ import pyomo.environ as pyo
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import provisioning
-from coopt.formulations.provisioning import milp as provisioning_milp
-from coopt.formulations.provisioning import model as P
 from coopt.instance import load, read_toml, to_toml
 from coopt.problem import SolveOptions
+from coopt.problems import provisioning
+from coopt.problems.provisioning import milp as provisioning_milp
+from coopt.problems.provisioning import model as P
+from coopt.problems.provisioning import rmsa as H
 from coopt.run import run
 from coopt.solvers.highs import export, lp_relaxation, solve_file, solve_model
-from coopt.solvers.provisioning import rmsa as H
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 SMALL = sorted(ROOT.glob("0-*.toml"))
@@ -517,7 +517,7 @@ def test_stage_two_restriction_keeps_every_solution_at_the_optimal_served_weight
     """restrict_to_weight (reduced-cost fixing, class-count rows) on the oracle's tiny instances:
     every feasible plan with W = W* (listed by enumeration) satisfies every row and fixing of
     the restricted model, and the fixings are not vacuous over the set."""
-    from coopt.formulations.provisioning import brute
+    from coopt.problems.provisioning import brute
 
     restricted = 0
     for seed in range(30):
@@ -553,7 +553,7 @@ def test_stage_two_restriction_keeps_every_solution_at_the_optimal_served_weight
 @pytest.mark.parametrize("seed,size", [(s, 1) for s in range(6)] + [(0, 2), (2, 2)])
 def test_stage_two_restriction_keeps_the_optimum(seed: int, size: int) -> None:
     """The lexicographic route with and without restrict_to_weight proves the same optimum."""
-    from coopt.solvers.provisioning import exact as X
+    from coopt.problems.provisioning import exact as X
 
     instance = P.generate(seed, size)
     start = H.best_heuristic_solution(instance)

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import provisioning
-from coopt.formulations.provisioning import brute, grooming_milp
-from coopt.formulations.provisioning import grooming as G
-from coopt.formulations.provisioning import model as P
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
+from coopt.problems import provisioning
+from coopt.problems.provisioning import brute, grooming_milp
+from coopt.problems.provisioning import grooming_heuristics as H
+from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning import model as P
 from coopt.run import run
 from coopt.solvers.highs import export, lp_relaxation, solve_file
-from coopt.solvers.provisioning import grooming as H
 
 NODES = ("a", "b", "c")
 TRIANGLE = (("a", "b", 300), ("b", "c", 400), ("a", "c", 900))
@@ -42,7 +42,7 @@ def read(path: Path) -> G.Instance:
     return load(path, registry_get=lambda name: provisioning.GROOMING).instance
 
 
-# -- against the brute force of coopt.formulations.provisioning.brute ------------------------------
+# -- against the brute force of coopt.problems.provisioning.brute ------------------------------
 
 
 @pytest.mark.parametrize(("seed", "hops", "degradation"), [(0, 2, False), (1, 2, True), (2, 2, False),

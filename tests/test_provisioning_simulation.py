@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations import provisioning
-from coopt.formulations.provisioning import model as P
 from coopt.instance import load
-from coopt.simulation import (
+from coopt.problems import provisioning
+from coopt.problems.provisioning import model as P
+from coopt.problems.provisioning.simulation import (
     POLICIES,
     SINGLE_LAYER,
     ProvisioningSimulator,
@@ -21,8 +21,8 @@ from coopt.simulation import (
     erlang_b,
     simulate,
 )
-from coopt.simulation.multilayer import MultiLayerSimulator
-from coopt.simulation.statistics import t_quantile_975
+from coopt.problems.provisioning.simulation.multilayer import MultiLayerSimulator
+from coopt.problems.provisioning.simulation.statistics import t_quantile_975
 
 ROOT = Path(__file__).resolve().parent.parent / "instances" / "provisioning"
 
@@ -177,7 +177,7 @@ def test_simulate_command_rejects_bad_options(args: list[str], capsys: pytest.Ca
 
 
 def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
-    from coopt.simulation import kaufman_roberts
+    from coopt.problems.provisioning.simulation import kaufman_roberts
 
     assert math.isclose(kaufman_roberts(8, [(5.0, 1)])[0], erlang_b(8, 5.0), rel_tol=1e-12)
     one, three = kaufman_roberts(12, [(3.0, 1), (3.0, 3)])
@@ -193,7 +193,7 @@ def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
 
 def test_qos_assured_degrades_only_when_no_path_fits_at_full_rate(six_node: P.Instance) -> None:
     """Rule 1: degradation answers a block; rules 2-4 are checked by the validated runs above."""
-    from coopt.solvers.provisioning.rmsa import ksp_first_fit_choice
+    from coopt.problems.provisioning.rmsa import ksp_first_fit_choice
 
     degraded = []
 

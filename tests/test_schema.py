@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.instance import Fields
+from coopt.fields import Fields
 from coopt.schema import Field, Schema
 
 SCHEMA = Schema(

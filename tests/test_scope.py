@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from coopt.errors import InstanceError
-from coopt.formulations import scope
-from coopt.formulations.scope import brute
-from coopt.formulations.scope import milp as scope_milp
-from coopt.formulations.scope import model as scope_model
-from coopt.formulations.scope.workloads import resnet
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
+from coopt.problems import scope
+from coopt.problems.scope import brute
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import milp as scope_milp
+from coopt.problems.scope import model as scope_model
+from coopt.problems.scope.workloads import resnet
 from coopt.run import run
-from coopt.solvers import scope as solvers
 from coopt.solvers.highs import solve_model
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"

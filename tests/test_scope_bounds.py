@@ -1,4 +1,4 @@
-"""Closed forms of coopt.analysis.bounds.scope against the cost model and a pipeline simulation."""
+"""Closed forms of coopt.problems.scope.closed_forms against the cost model and a pipeline simulation."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import scope as forms
-from coopt.formulations.scope import model as scope_model
-from coopt.formulations.scope.workloads import conv
-from coopt.solvers import scope as solvers
+from coopt.problems.scope import closed_forms as forms
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import model as scope_model
+from coopt.problems.scope.workloads import conv
 
 BOUNDS = {b.name: b for b in forms.BOUNDS}
 

@@ -1,6 +1,6 @@
 """Scope's heuristics and baselines give the same answers as before their speed-up (issue 19).
 
-The second half of this file is a frozen reference: the heuristics of ``coopt/solvers/scope.py``
+The second half of this file is a frozen reference: the heuristics of ``coopt/problems/scope/heuristics.py``
 as they were at commit 5e6396a, before the incremental evaluation, the vectorised Pareto fronts
 and the specialised baseline DPs (docstrings dropped, code otherwise unchanged). Every test runs
 that old code and the live code on the same instance and asks for the same solution dict: same
@@ -22,8 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coopt.formulations.scope import model as scope_model
-from coopt.formulations.scope.model import (
+from coopt.instance import load
+from coopt.problem import NoSolution, Solution
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import model as scope_model
+from coopt.problems.scope.model import (
     CLUSTER_CUT,
     INTRA_LAYER,
     MERGED,
@@ -43,9 +46,6 @@ from coopt.formulations.scope.model import (
     segment_weight_bytes,
     stage_time,
 )
-from coopt.instance import load
-from coopt.problem import NoSolution, Solution
-from coopt.solvers import scope as solvers
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"
 FULL = os.environ.get("COOPT_SCOPE_REFERENCE") == "full"
@@ -194,7 +194,7 @@ def test_fronts_honour_the_partition_list_and_its_order():
                 assert table.front(first, last) == cluster_options(inst, first, last)
 
 
-# -- the frozen reference (coopt/solvers/scope.py at 5e6396a) ---------------------------------------
+# -- the frozen reference (coopt/problems/scope/heuristics.py at 5e6396a) ---------------------------------------
 
 
 class Table:

@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from coopt.errors import CooptError, InstanceError, UsageError
-from coopt.formulations import topoopt
-from coopt.formulations.topoopt import matching as topoopt_matching
-from coopt.formulations.topoopt import milp
-from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt import strides as topoopt_strides
 from coopt.instance import load, to_toml
 from coopt.problem import NoSolution, SolveOptions
+from coopt.problems import topoopt
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import matching as topoopt_matching
+from coopt.problems.topoopt import milp
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt import strides as topoopt_strides
 from coopt.run import judge, run
-from coopt.solvers import topoopt as H
 from coopt.solvers.highs import lp_relaxation
 
 PROBLEM = topoopt.PROBLEM

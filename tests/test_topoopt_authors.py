@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coopt.formulations.topoopt import model as T
 from coopt.instance import load
 from coopt.problem import NoSolution
-from coopt.solvers import topoopt as H
-from coopt.solvers.topoopt import authors as A
-from coopt.solvers.topoopt.fabric import EcmpRouting
+from coopt.problems.topoopt import authors as A
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt.fabric import EcmpRouting
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 RNG = np.random.default_rng(0)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from coopt.analysis.bounds import get
-from coopt.formulations import topoopt
-from coopt.formulations.topoopt import bound, brute, routing
-from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt import strides as topoopt_strides
-from coopt.formulations.topoopt.bound import dual_bound
 from coopt.instance import load
 from coopt.problem import SolveOptions
+from coopt.problems import topoopt
+from coopt.problems.topoopt import bound, brute, routing
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt import strides as topoopt_strides
+from coopt.problems.topoopt.bound import dual_bound
+from coopt.registry import closed_form as get
 from coopt.run import run
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
@@ -123,7 +123,7 @@ def test_port_bound_holds_on_solved_instances(path):
 def test_cost_closed_forms_price_the_similar_cost_fattree(path):
     """The fabric and fat-tree cost closed forms, fed the instance file's prices at the similar-cost
     rate, spend the same; at every priced rate they equal the solver's cost functions."""
-    from coopt.solvers import topoopt as H
+    from coopt.problems.topoopt import heuristics as H
 
     instance = load(path).instance
     n, d, prices = instance.servers, instance.degree, instance.prices
@@ -196,7 +196,7 @@ def test_fabric_cost_closed_form_follows_the_nic_sharing_rule():
     """One NIC per server (p = d = 4) at the default 100 G prices: 659 + 4 (99 + 100 + 150) = 2055."""
     import dataclasses
 
-    from coopt.solvers import topoopt as H
+    from coopt.problems.topoopt import heuristics as H
 
     bound = get("topoopt.fabric_cost")
     assert bound.evaluate({"n": 1, "d": 4, "p": 4}) == pytest.approx(2055)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt.routing import route
 from coopt.problem import NoSolution
-from coopt.solvers import topoopt as H
-from coopt.solvers.topoopt import fabric, finder
+from coopt.problems.topoopt import fabric, finder
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt.routing import route
 
 
 def instance(seed: int, symmetric: bool, n: int | None = None) -> T.Instance:

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from coopt.analysis.bounds import get
 from coopt.errors import InstanceError
-from coopt.formulations import topoopt
-from coopt.formulations.topoopt import model as T
 from coopt.instance import load, to_toml
-from coopt.solvers import topoopt as H
-from coopt.solvers.topoopt.fabric import hop_matrix
+from coopt.problems import topoopt
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt.fabric import hop_matrix
+from coopt.registry import closed_form as get
 
 SMALL_DLRM = dataclasses.replace(H.dlrm(tables=8), batch_per_server=64)
 FINDERS = ("topology_finder", "topology_finder_lp", "topoopt_authors")

@@ -9,13 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coopt.formulations.topoopt import milp
-from coopt.formulations.topoopt import model as T
-from coopt.formulations.topoopt.routing import SubsetCuts, TopologyLP, route
 from coopt.problem import SolveOptions
-from coopt.solvers import topoopt as H
+from coopt.problems.topoopt import finder, milp, swap
+from coopt.problems.topoopt import heuristics as H
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt.routing import SubsetCuts, TopologyLP, route
 from coopt.solvers.highs import solve_model
-from coopt.solvers.topoopt import finder, swap
 
 OPTIONS = SolveOptions(time_limit=60.0, threads=1)
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coopt.analysis.families import DEFAULT_FAMILIES, FAMILIES
+from coopt.bench.families import DEFAULT_FAMILIES, FAMILIES
 from coopt.errors import UsageError
 
 
@@ -30,7 +30,7 @@ def _progress_classes():
     from rich.progress import Progress as RichProgress
     from rich.table import Column
 
-    from coopt.analysis import bench
+    from coopt.bench import runner as bench
     from coopt.console import err
 
     def _loud(row: dict[str, Any]) -> None:
@@ -115,8 +115,8 @@ def _families(text: str) -> tuple[str, ...]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from coopt import registry
-    from coopt.analysis import bench
-    from coopt.analysis.bench_report import check_readme, update_readme, write_report
+    from coopt.bench import runner as bench
+    from coopt.bench.report import check_readme, update_readme, write_report
     from coopt.console import err
 
     BarProgress, LineProgress = _progress_classes()

@@ -90,7 +90,7 @@ def _fmt(value: float) -> str:
 def _equation(entry, solve_for: str | None) -> str:
     import sympy as sp
 
-    from coopt.analysis import bounds
+    from coopt import closed_forms as bounds
 
     if isinstance(entry, bounds.Curve):
         return f"{entry.output.name} = {entry.method}"
@@ -113,7 +113,7 @@ def _latex(entry, solve_for: str | None) -> str:
 
 
 def _latex_or_none(entry, solve_for: str | None) -> str | None:
-    from coopt.analysis import bounds
+    from coopt import closed_forms as bounds
 
     if isinstance(entry, bounds.Curve):
         return None
@@ -127,13 +127,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from coopt.analysis import bounds
+    from coopt import closed_forms as bounds
+    from coopt import registry
     from coopt.console import out
 
     table = Table(title="coopt bounds (closed forms and computed curves)")
     for col in ("bound", "kind", "gives", "summary"):
         table.add_column(col, overflow="fold")
-    for name, entry in bounds.registry().items():
+    for name, entry in registry.closed_forms().items():
         kind = "curve" if isinstance(entry, bounds.Curve) else "closed form"
         table.add_row(*map(Text, (name, kind, f"{entry.output.name} [{entry.output.unit}]", entry.summary)))
     out.print(table)
@@ -145,7 +146,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from coopt.analysis import bounds
+    from coopt import registry
     from coopt.console import err, out
     from coopt.output import dumps, output_path, write_atomic
 
@@ -157,7 +158,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
     plot_target = output_path(args.plot, "--plot", PLOT_SUFFIXES) if args.plot else None
     if args.plot and plot_target is None:
         raise UsageError("--plot writes an image file, not standard output")
-    entry = bounds.get(args.name)
+    entry = registry.closed_form(args.name)
     solve_for = args.solve_for
     target = entry.quantity(solve_for) if solve_for else entry.output
     values: dict[str, Any] = {}
@@ -274,7 +275,7 @@ def _describe(entry, solve_for: str | None, out) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from coopt.analysis import bounds
+    from coopt import closed_forms as bounds
 
     out.print(f"[bold]{entry.name}[/]: {escape(entry.summary)}")
     out.print(f"  {escape(_equation(entry, solve_for))}")

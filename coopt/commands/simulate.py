@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from coopt.errors import UsageError
 
 if TYPE_CHECKING:  # the simulator loads Pyomo; the command imports it when it runs, not at --help
-    from coopt.formulations.provisioning import model as P
-    from coopt.simulation import RunControl, SimulationResult, Traffic
-    from coopt.simulation.statistics import Estimate
+    from coopt.problems.provisioning import model as P
+    from coopt.problems.provisioning.simulation import RunControl, SimulationResult, Traffic
+    from coopt.problems.provisioning.simulation.statistics import Estimate
 
 # Wide when writing to a file or pipe, so the per-class columns are not truncated.
 
@@ -84,7 +84,7 @@ class Point:
 
 
 def _combine(network: str, runs: list[SimulationResult]) -> Point:
-    from coopt.simulation import batch_means
+    from coopt.problems.provisioning.simulation import batch_means
 
     first = runs[0]
     names = tuple(c.name for c in first.classes)
@@ -116,7 +116,7 @@ def sweep(
     report=None,
 ) -> list[Point]:
     """Every (network, load, policy) point; ``report(text)`` gets one line per finished run."""
-    from coopt.simulation import simulate
+    from coopt.problems.provisioning.simulation import simulate
 
     points = []
     total = len(networks) * len(loads) * len(policies) * seeds
@@ -225,7 +225,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from coopt.console import out
     from coopt.instance import load
     from coopt.output import dumps, output_path, write_atomic
-    from coopt.simulation import POLICIES, SINGLE_LAYER, RunControl, Traffic
+    from coopt.problems.provisioning.simulation import POLICIES, SINGLE_LAYER, RunControl, Traffic
 
     json_target = output_path(args.json, "--json") if args.json else None
     if args.plot:

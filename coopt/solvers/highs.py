@@ -46,7 +46,7 @@ from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondi
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from coopt.limits import ABANDONED, STOP, in_solver, interrupt_requested
-from coopt.problem import Problem, SolveOptions
+from coopt.problem import Problem, SolveOptions, Termination, report_status
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
 #: default is 5 s; a log line costs HiGHS a formatted line and us one tuple).
@@ -59,7 +59,10 @@ Watch = Callable[[float | None, float | None], None]
 
 @dataclass
 class MilpResult:
-    status: str
+    """What one HiGHS solve gave: why it stopped (``termination``) apart from what it found
+    (``objective`` of the incumbent loaded into the model, None without one; ``bound``)."""
+
+    termination: Termination
     objective: float | None
     bound: float | None
     handoff: float
@@ -68,6 +71,11 @@ class MilpResult:
     nodes: int | None = None
     trace: list[TracePoint] = field(default_factory=list)
     size: dict[str, int] = field(default_factory=dict)  # rows, columns, nonzeros
+
+    @property
+    def status(self) -> str:
+        """The report's status word (:func:`coopt.problem.report_status`)."""
+        return report_status(self.termination, self.objective is not None)
 
 
 def highs_version() -> str:
@@ -79,24 +87,24 @@ def objective_unit(model: pyo.ConcreteModel) -> float:
     return float(getattr(model, "objective_unit", 1.0))
 
 
-def report_status(termination: TerminationCondition, has_incumbent: bool, stopped: bool = False) -> str:
-    """Why HiGHS stopped (termination) and what it found (incumbent) -> one report status;
-    ``stopped``: the user (Ctrl-C) or a guard asked it to stop, see :mod:`coopt.limits`."""
-    if stopped and termination != TerminationCondition.convergenceCriteriaSatisfied:
-        return "interrupted"
-    if termination == TerminationCondition.convergenceCriteriaSatisfied and has_incumbent:
-        return "optimal"
-    if termination in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        return "infeasible"
-    if termination == TerminationCondition.unbounded:
-        return "unbounded"
-    if termination in (
+def termination_of(condition: TerminationCondition, stopped: bool = False) -> Termination:
+    """Pyomo's termination condition -> coopt's; ``stopped``: the user (Ctrl-C) or a guard asked
+    the solve to stop, see :mod:`coopt.limits`."""
+    if condition == TerminationCondition.convergenceCriteriaSatisfied:
+        return Termination.OPTIMAL
+    if stopped:
+        return Termination.INTERRUPTED
+    if condition in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
+        return Termination.INFEASIBLE
+    if condition == TerminationCondition.unbounded:
+        return Termination.UNBOUNDED
+    if condition in (
         TerminationCondition.maxTimeLimit,
         TerminationCondition.iterationLimit,
         TerminationCondition.interrupted,
     ):
-        return "feasible" if has_incumbent else "time_limit"
-    return "feasible" if has_incumbent else "error"
+        return Termination.LIMIT
+    return Termination.ERROR
 
 
 def _model_size(highs: Any) -> dict[str, int]:
@@ -360,7 +368,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
         return _abandoned(solver, model, latest, unit, handoff, time.perf_counter() - started, events, size)
     solve = float(getattr(results.timing_info, "highs_time", results.timing_info.wall_time))
     has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    status = report_status(results.termination_condition, has_incumbent, STOP.is_set())
+    termination = termination_of(results.termination_condition, STOP.is_set())
     if has_incumbent:
         results.solution_loader.load_vars()
         if getattr(model, "warm_start", False) and not _values_give(model, results.incumbent_objective):
@@ -379,7 +387,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     bound = _in_problem_units(results.objective_bound, unit)
     nodes = getattr(results.extra_info, "mip_node_count", None)
     return MilpResult(
-        status=status,
+        termination=termination,
         objective=objective,
         bound=bound,
         handoff=handoff,
@@ -429,7 +437,7 @@ def _abandoned(solver: Highs, model: pyo.ConcreteModel, latest: dict[str, Any], 
         objective = _in_problem_units(latest.get("primal"), unit)
     bound = _in_problem_units(latest.get("dual"), unit)
     return MilpResult(
-        status="interrupted",
+        termination=Termination.INTERRUPTED,
         objective=objective,
         bound=bound,
         handoff=handoff,

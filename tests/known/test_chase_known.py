@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from coopt.formulations.chase import ARCH, PROBLEM, brute
-from coopt.formulations.chase.model import check
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
+from coopt.problems.chase import ARCH, PROBLEM, brute
+from coopt.problems.chase.model import check
 from coopt.run import run
 
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9, threads=1)
@@ -51,7 +51,7 @@ def test_the_milp_alone_proves_the_optimum(seed):
     """Without the warm start HiGHS must still find and prove the optimum: seed 482 has a task
     whose window is a single point, which presolve read as empty until the windows got a slack
     above its tolerance (milp.HORIZON_SLACK); its warm start once broke the symmetry rows too."""
-    from coopt.formulations.chase import milp
+    from coopt.problems.chase import milp
     from coopt.solvers.highs import solve_model
 
     inst = brute.tiny(seed)

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations.configtuner import model
-from coopt.formulations.configtuner.model import GIB
 from coopt.instance import load
+from coopt.problems.configtuner import model
+from coopt.problems.configtuner.model import GIB
 from coopt.shipped import shipped
 
 #: model -> (GPUs, t, p, v, b, Table 5 full recompute s, Table 5 seq+sel s, Fig. 1 memory GiB:

@@ -1,5 +1,5 @@
 """Hecaton on instances small enough to enumerate: every exact method against the brute force of
-:mod:`coopt.formulations.hecaton.brute` (every allowed option tuple, no dominance pruning, the
+:mod:`coopt.problems.hecaton.brute` (every allowed option tuple, no dominance pruning, the
 checker's own rows as the only filter), with and without the DRAM row, and the one-scheme variant."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.formulations import hecaton
-from coopt.formulations.hecaton import brute
-from coopt.formulations.hecaton import model as hecaton_model
-from coopt.formulations.hecaton.model import Option, stash_total, to_solution, total
 from coopt.problem import SolveOptions, close
+from coopt.problems import hecaton
+from coopt.problems.hecaton import brute
+from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import model as hecaton_model
+from coopt.problems.hecaton.model import Option, stash_total, to_solution, total
 from coopt.run import run
-from coopt.solvers import hecaton as methods
 
 P = hecaton.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)

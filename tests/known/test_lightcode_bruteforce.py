@@ -1,6 +1,6 @@
 """LightCode's exact methods against brute force on instances small enough to enumerate.
 
-``coopt.formulations.lightcode.brute`` is the oracle (every assignment; for the makespan a pruned
+``coopt.problems.lightcode.brute`` is the oracle (every assignment; for the makespan a pruned
 search over appended schedules). Here it is checked once more against the plainest enumeration
 there is, every assignment times every linear extension of the operators, each scheduled greedily
 (an optimal schedule is among them: order an optimal schedule's operators by start time and start
@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.lightcode import PROBLEM, brute
-from coopt.formulations.lightcode.milp import incomparable_pairs
-from coopt.formulations.lightcode.model import (
+from coopt.instance import load
+from coopt.problem import NoSolution, SolveOptions, close
+from coopt.problems.lightcode import PROBLEM, brute
+from coopt.problems.lightcode.milp import incomparable_pairs
+from coopt.problems.lightcode.model import (
     Limits,
     check,
     conversion_elements,
@@ -30,8 +32,6 @@ from coopt.formulations.lightcode.model import (
     side_violations,
     stacked_graph,
 )
-from coopt.instance import load
-from coopt.problem import NoSolution, SolveOptions, close
 from coopt.run import run
 
 SHIPPED = Path(__file__).parents[2] / "instances" / "lightcode"

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from coopt import registry
-from coopt.formulations.mixnet.model import Fabric, Instance, Traffic
-from coopt.formulations.mixnet.plan import Instance as PlanInstance
-from coopt.formulations.mixnet.plan import Layer
 from coopt.problem import SolveOptions
+from coopt.problems.mixnet.model import Fabric, Instance, Traffic
+from coopt.problems.mixnet.plan_model import Instance as PlanInstance
+from coopt.problems.mixnet.plan_model import Layer
 from coopt.run import run
 
 OPTIONS = SolveOptions(time_limit=60, gap=1e-9)

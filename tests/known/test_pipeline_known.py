@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from coopt.formulations.pipeline import PROBLEM
-from coopt.formulations.pipeline import model as pm
-from coopt.formulations.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
-from coopt.formulations.pipeline.milp import build
-from coopt.formulations.pipeline.model import GB
-from coopt.formulations.pipeline.timeindexed import build_time_indexed, extract_time_indexed
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
+from coopt.problems.pipeline.milp import build
+from coopt.problems.pipeline.model import GB
+from coopt.problems.pipeline.timeindexed import build_time_indexed, extract_time_indexed
 from coopt.run import run
 from coopt.solvers.highs import solve_model
 

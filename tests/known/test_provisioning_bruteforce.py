@@ -1,4 +1,4 @@
-"""Models A and B against exhaustive enumeration (:mod:`coopt.formulations.provisioning.brute`) on
+"""Models A and B against exhaustive enumeration (:mod:`coopt.problems.provisioning.brute`) on
 instances small enough to list every decision: both exact methods, the heuristics below them, and
 the two monotonicity facts of research notes h.9."""
 
@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from coopt.formulations import provisioning
-from coopt.formulations.provisioning import brute
-from coopt.formulations.provisioning import model as P
 from coopt.problem import SolveOptions
+from coopt.problems import provisioning
+from coopt.problems.provisioning import brute
+from coopt.problems.provisioning import model as P
 from coopt.run import run
 
 

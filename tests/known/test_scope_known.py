@@ -8,13 +8,13 @@ import math
 
 import pytest
 
-from coopt.formulations import scope
-from coopt.formulations.scope import brute
-from coopt.formulations.scope import model as scope_model
-from coopt.formulations.scope.model import Layer
 from coopt.problem import SolveOptions
+from coopt.problems import scope
+from coopt.problems.scope import brute
+from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import model as scope_model
+from coopt.problems.scope.model import Layer
 from coopt.run import run
-from coopt.solvers import scope as solvers
 
 P = scope.PROBLEM
 OPTIONS = SolveOptions(gap=1e-9)

@@ -8,12 +8,12 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from coopt.formulations import topoopt
-from coopt.formulations.topoopt import model as T
 from coopt.problem import SolveOptions
+from coopt.problems import topoopt
+from coopt.problems.topoopt import model as T
+from coopt.problems.topoopt.heuristics import solve_p2
 from coopt.run import run
 from coopt.solvers.highs import solve_model
-from coopt.solvers.topoopt import solve_p2
 
 OPTIONS = SolveOptions(gap=1e-9)
 

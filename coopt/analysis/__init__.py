@@ -1,1 +1,0 @@
-"""Closed-form bounds (:mod:`coopt.analysis.bounds`) and the benchmark."""

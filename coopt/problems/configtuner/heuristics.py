@@ -1,0 +1,294 @@
+"""Solvers of ``configtuner``: the exact enumeration (C1), the dual bound, the searches compared in
+the paper, and the layer-to-stage partition (C2: exact DP beside the MILP of
+:mod:`coopt.problems.configtuner.partition`).
+
+Every search prices its configurations in one or two vectorised calls of the analytic model
+(:func:`coopt.problems.configtuner.model.evaluate`), so its cost is the number of
+configurations it prices (``evaluated`` in each solution) times about a microsecond, plus a
+fraction of a millisecond per call. ``|S|`` below is the size of the instance's space: the
+(t, p, d) triples of N (``prod_i C(e_i + 2, 2)`` for ``N = prod_i p_i^e_i``), times the EP
+degrees, micro-batches, interleavings, recompute modes, sequence-parallel settings and ZeRO stages
+allowed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
+from coopt.problems.configtuner import analytic
+from coopt.problems.configtuner.model import (
+    RECOMPUTE,
+    Instance,
+    Space,
+    evaluate,
+    priced,
+    select,
+    space,
+    structures,
+    subset,
+    symbol_values,
+)
+from coopt.problems.configtuner.partition import (
+    build_partition,
+    partition_feasible,
+    pipeline_time,
+    stage_data,
+    stage_memory,
+    stage_time,
+)
+
+
+def best_of(instance: Instance, configs: Space, evaluated: int | None = None) -> Solution | None:
+    """The fastest memory-feasible configuration of ``configs`` (first on ties), or None; one
+    pricing call."""
+    if not len(configs):
+        return None
+    out = evaluate(instance, configs)
+    times = np.where(out["memory"] <= instance.gpu_memory, out["time"], np.inf)
+    index = int(np.argmin(times))
+    if not np.isfinite(times[index]):
+        return None
+    return priced(configs, out, index, len(configs) if evaluated is None else evaluated)
+
+
+def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+    """C1 by enumeration: every configuration of the space priced in one vectorised call.
+
+    Guarantee: optimal (the space is exactly the configurations the checker accepts, see
+    :mod:`coopt.problems.configtuner.model`). Running time O(|S|)."""
+    solution = best_of(instance, space(instance))
+    if solution is None:
+        return ExactOutcome(None, "infeasible", None)
+    return ExactOutcome(solution, "optimal", solution["objective"])
+
+
+def bound(instance: Instance, options: SolveOptions) -> float:
+    """Dual bound at any size: the enumeration's optimum. The space grows like the divisor
+    triples of N times a few dozen flag settings (at most 18 000 configurations on the shipped
+    instances, up to 10^6 GPUs in the generator), so it is priced whole in milliseconds at every
+    size; no relaxation is needed, and this equals the LP relaxation of the MILP (integral)."""
+    solution = best_of(instance, space(instance))
+    if solution is None:
+        raise NoSolution("no configuration fits in memory")
+    return solution["objective"]
+
+
+def configtuner(instance: Instance, seed: int = 0) -> Solution:
+    """ConfigTuner's pruned search (arXiv 2512.24750, sec. ConfigTuner; reconstructed, no public
+    code): predictability rules cut the space before any time is priced.
+
+    1. Communication-volume ordering: tensor parallelism stays in a node (``t | G``) and so does
+       expert parallelism (``t e <= G``): the two dimensions with the largest per-GPU volume get
+       NVLink; pipeline and data parallelism (smaller volumes) cross nodes.
+    2. Memory first: the memory of every remaining configuration is computed (a third of the
+       work of pricing it); only those that fit go on.
+    3. Recompute only as much as memory needs: among configurations that differ only in the
+       recompute mode, only the fastest mode that fits is priced (recompute adds time and saves
+       memory, none < selective < full, so this rule loses nothing).
+    4. ZeRO-0 is not priced where ZeRO-1 is allowed and ``d > 1`` (the distributed optimizer moves
+       no more bytes, keeps less memory and steps 1/d of the parameters: it loses nothing).
+
+    Guarantee: optimal among configurations with TP and EP inside a node. Running time: memory
+    of O(|S| / TP degrees beyond a node) configurations, time of about a third of those."""
+    i = instance
+    rows = structures(i, tp_within_node=True, ep_within_node=True)
+    modes = tuple(r for r in RECOMPUTE if r in i.recompute)  # fastest first
+    configs = space(i, rows, recompute=modes)
+    if not len(configs):
+        raise NoSolution("no configuration has TP and EP inside a node")
+    values = symbol_values(i, configs)
+    fits = analytic.evaluate(values, ("memory",))["memory"] <= i.gpu_memory
+    if 1 in i.zero_stages:
+        fits &= (configs.zero != 0) | (configs.dp == 1)
+    # space() lists, per structure, every recompute mode (outer) x every other flag setting
+    # (inner): per (structure, flags), keep the first mode that fits
+    blocks = fits.reshape(len(rows), len(modes), -1)
+    first = np.argmax(blocks, axis=1)
+    structure, flag = np.nonzero(blocks.any(axis=1))
+    width = blocks.shape[2]
+    chosen = structure * len(modes) * width + first[structure, flag] * width + flag
+    if not len(chosen):
+        raise NoSolution("no configuration with TP and EP inside a node fits in memory")
+    out = analytic.evaluate(select(values, chosen))
+    index = int(np.argmin(out["time"]))
+    solution = priced(subset(configs, chosen), out, index, len(chosen))
+    solution["memory_checked"] = len(configs)
+    return solution
+
+
+def megatron(instance: Instance, seed: int = 0) -> Solution:
+    """Megatron-LM's rule of thumb (Narayanan et al. SC21 sec. 3.3, "tensor parallelism up to the
+    node, then pipeline parallelism across nodes"; research notes 3.c): the smallest tensor-parallel
+    degree ``t`` (dividing the node, at most 8) with which one pipeline stage fits memory; if none
+    does, ``t`` at its largest and the fewest pipeline stages that fit; data parallelism over the
+    rest. Micro-batch 1, no interleaving, sequence parallel with selective recompute (full where
+    selective does not fit), the distributed optimizer (ZeRO-1) where allowed.
+
+    Guarantee: feasible when it returns. Running time O(TP degrees + pipeline degrees)."""
+    i = instance
+    ts = [t for t in range(1, min(8, i.gpus_per_node) + 1)
+          if i.gpus_per_node % t == 0 and i.heads % t == 0 and i.kv_heads % t == 0 and i.gpus % t == 0]
+    if not ts:
+        raise NoSolution("no tensor-parallel degree divides the node, the heads and N")
+    modes = [r for r in ("selective", "full", "none") if r in i.recompute]
+    zero = 1 if 1 in i.zero_stages else i.zero_stages[0]
+    sp = (True,) if i.sequence_parallel else (False,)
+    rows = [r for r in structures(i, max_interleave=1, expert_parallel=False) if r[4] == 1 and r[0] in ts]
+    # the rule's order of preference: p = 1 with t ascending, then t largest with p ascending
+    order = sorted(rows, key=lambda r: (0, r[0], 0) if r[1] == 1 else (1, -r[0], r[1]))
+    order = [r for r in order if r[1] == 1 or r[0] == ts[-1]]
+    evaluated = 0
+    for mode in modes:
+        configs = space(i, order, recompute=(mode,), zero_stages=(zero,), sequence_parallel=sp)
+        if not len(configs):
+            continue
+        out = evaluate(i, configs)
+        evaluated += len(configs)
+        fits = np.flatnonzero(out["memory"] <= i.gpu_memory)
+        if len(fits):
+            return priced(configs, out, int(fits[0]), evaluated)
+    raise NoSolution("the rule of thumb finds no pipeline depth that fits in memory")
+
+
+def calculon(instance: Instance, seed: int = 0) -> Solution:
+    """Calculon-style exhaustive search (calculon-ai/calculon, calculon/llm/optimal_execution.py
+    lines 80-95 and 191-210): every TP, PP and DP degree, interleaving, recompute mode
+    (none/attention-only/full), sequence parallelism and micro-batch, and optimizer sharding on or
+    off; Calculon has no expert parallelism and no ZeRO-2/3, so here ``e = 1`` and ZeRO <= 1.
+    Calculon prices one execution at a time in Python; this prices its space in one call.
+
+    Guarantee: optimal within Calculon's space. Running time O(|S| / (EP degrees x ZeRO stages))."""
+    zeros = tuple(z for z in instance.zero_stages if z <= 1)
+    if not zeros:
+        raise NoSolution("Calculon's space has ZeRO 0 or 1 only; this instance allows neither")
+    rows = structures(instance, expert_parallel=False)
+    solution = best_of(instance, space(instance, rows, zero_stages=zeros))
+    if solution is None:
+        raise NoSolution("no configuration of Calculon's space fits in memory")
+    return solution
+
+
+#: Most layouts kept from the first phase of :func:`two_phase`, and how close to the best they must be.
+KEEP, WITHIN = 4, 1.25
+
+
+def two_phase(instance: Instance, seed: int = 0) -> Solution:
+    """Ours: price the parallel layout first, then tune the rest. Phase one prices every
+    ``(t, p, d, e)`` with every recompute, sequence-parallel and ZeRO choice at micro-batch 1 and
+    no interleaving; phase two prices every micro-batch and interleaving (and flag) for the
+    layouts within :data:`WITHIN` of the best phase-one time (at most :data:`KEEP`). The layout
+    decides the communication and the memory; micro-batch and interleaving mostly trade the bubble
+    against GEMM utilization, so a layout far behind at ``b = 1`` rarely wins (measured in
+    docs/configtuner.md: 0 % gap on every shipped and generated instance).
+
+    Guarantee: feasible; optimal when the best layout is among those kept. Running time: pricing
+    of O(|S| / (micro-batches x interleavings) + KEEP x micro-batches x interleavings x flags)."""
+    i = instance
+    configs = space(i)
+    values = symbol_values(i, configs)
+    first = np.flatnonzero((configs.microbatch == 1) & (configs.interleave == 1))
+    if not len(first):
+        raise NoSolution("the space has no configuration at micro-batch 1 without interleaving")
+    out = analytic.evaluate(select(values, first), ("time", "memory"))
+    times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
+    # one integer per layout (t, p, d, e), each degree at most N
+    n = i.gpus + 1
+    layout = ((configs.tp * n + configs.pp) * n + configs.dp) * n + configs.ep
+    keys, which = np.unique(layout[first], return_inverse=True)
+    best = np.full(len(keys), np.inf)
+    np.minimum.at(best, which, times)
+    if not np.isfinite(best.min()):
+        raise NoSolution("no layout fits in memory at micro-batch 1 (and so at none)")
+    ranked = np.argsort(best, kind="stable")[:KEEP]
+    kept = keys[ranked[best[ranked] <= WITHIN * best.min()]]
+    second = np.flatnonzero(np.isin(layout, kept))
+    out = analytic.evaluate(select(values, second))
+    times = np.where(out["memory"] <= i.gpu_memory, out["time"], np.inf)
+    return priced(subset(configs, second), out, int(np.argmin(times)), len(first) + len(second))
+
+
+HEURISTICS = {
+    "calculon": calculon,
+    "configtuner": configtuner,
+    "megatron": megatron,
+    "two_phase": two_phase,
+}
+
+
+# -- C2: layer-to-stage partition ---------------------------------------------------------------
+
+def partition_dp(instance: Instance, config: dict) -> tuple[list[int], float] | None:
+    """C2 exact: layers per stage minimising the 1F1B pipeline time under each stage's memory.
+
+    ``sum_s tau_s = L tau_l + p P2P + t_emb + t_head`` does not depend on the split, so the
+    pipeline time is minimised by minimising ``max_s tau_s``; ``f[s][l]``, the least bottleneck of
+    stages 0..s holding the first ``l`` layers, is ``min_n max(f[s-1][l-n], tau_s(n))`` over the
+    ``n >= 1`` layers stage ``s`` can hold in memory. O(p L^2) (numpy over l). Returns (counts,
+    pipeline time) or None when no split fits."""
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    if p > L:
+        return None
+    inf = np.inf
+    f = np.full(L + 1, inf)
+    f[0] = 0.0
+    choice = np.zeros((p, L + 1), dtype=np.int64)
+    for s in range(p):
+        new = np.full(L + 1, inf)
+        for n in range(1, L + 1):
+            if stage_memory(instance, data, s, p, n) > instance.gpu_memory:
+                break  # memory grows with n
+            candidate = np.maximum(f[: L + 1 - n], stage_time(data, s, p, n))
+            better = candidate < new[n:]
+            new[n:] = np.where(better, candidate, new[n:])
+            choice[s, n:][better] = n
+        f = new
+    if not np.isfinite(f[L]):
+        return None
+    counts, left = [], L
+    for s in range(p - 1, -1, -1):
+        n = int(choice[s, left])
+        counts.append(n)
+        left -= n
+    counts.reverse()
+    return counts, pipeline_time(data, counts)
+
+
+def partition_brute(instance: Instance, config: dict) -> float | None:
+    """Every composition of L into p positive parts (tiny cases only): the least pipeline time."""
+    import itertools
+
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    best = None
+    for cuts in itertools.combinations(range(1, L), p - 1):
+        bounds = (0, *cuts, L)
+        counts = [bounds[j + 1] - bounds[j] for j in range(p)]
+        if partition_feasible(instance, data, counts):
+            value = pipeline_time(data, counts)
+            best = value if best is None or value < best else best
+    return best
+
+
+def partition_milp(
+    instance: Instance, config: dict, options: SolveOptions | None = None
+) -> tuple[list[int], float] | None:
+    """C2 by the MILP of :mod:`coopt.problems.configtuner.partition` (HiGHS); (counts,
+    pipeline time) or None when no split fits."""
+    import pyomo.environ as pyo
+
+    from coopt.solvers.highs import solve_model
+
+    if instance.layers < config["pp"]:
+        return None
+    model = build_partition(instance, config)
+    result = solve_model(model, options or SolveOptions(gap=1e-9))
+    if result.status == "infeasible":
+        return None
+    if result.status != "optimal":
+        raise RuntimeError(f"HiGHS ended the partition MILP with status {result.status}")
+    counts = [round(pyo.value(model.n[s])) for s in model.S]
+    if not partition_feasible(instance, model.data, counts):
+        raise RuntimeError(f"the partition MILP returned an infeasible split {counts}")
+    return counts, pipeline_time(model.data, counts)

@@ -1,0 +1,279 @@
+"""A dual bound for the pipeline problem at any size, without the MILP (``--method bound``).
+
+The bound is the largest of the valid lower bounds below; each holds for every schedule the
+checker accepts, so none can cut off an optimum.
+
+* **Critical path**: the longest path through the precedence graph (P1) plus the lossless
+  symmetry-breaking edges of Model P (P2: FIFO on keep-only instances, the F(0, j) chain
+  otherwise; both keep some optimum, see :mod:`.milp`), with keep-mode durations (a mode only
+  lengthens a pass) and lags. Model P's LP relaxation contains the same edges, so this part
+  alone is what the LP gets from precedence.
+* **Device load**: device d cannot start before the forwards of the stages in front of its
+  first chunk have run (``head_d``), then runs its whole load, and on a fused backward the
+  upstream backwards of the micro-batch it finishes last still follow (``tail_d``). This is
+  Model P's load cut (P7) with the tail added.
+* **Memory fill** (keep-only, one chunk per device): on stage s every micro-batch holds at least
+  ``a_s`` from its F's start to its B's end, an interval no shorter than the round trip
+  ``R_s = sum_{k >= s} (T_F + T_B) + 2 (p - 1 - s) c``. At most ``n_s = floor(cap_s / a_s)`` such
+  intervals overlap (releases come first at equal times), so by colouring the interval graph
+  with ``n_s`` colours some colour holds ``ceil(m / n_s)`` disjoint intervals:
+  ``C >= head_s + ceil(m / n_s) R_s + tail_s`` and ``span >= ceil(m / n_s) R_s``.
+* **Memory-aware release times** (:func:`releases`; keep-only, one chunk per device, issue 20):
+  a lower bound ``r_x`` on the start of every pass in every FIFO schedule, hence (FIFO is
+  lossless there, Model P's (P2)) a lower bound on the makespan of every schedule:
+  ``C >= max_x r_x + d_x``. Micro-batches are taken in order j = 0..m-1 and, within j, along
+  the data flow F(0..K-1), B(K-1..0), W; each pass starts no earlier than its data-flow
+  predecessor's end plus lag and its lane predecessor's end (FIFO), and a forward F(s, j) also
+  no earlier than its **memory rule**: in a FIFO schedule the B ends ``b_i`` and W ends ``w_i``
+  of stage s grow with i, and at F(s, j)'s start ``f`` only micro-batches i < j hold memory
+  (later forwards start later, durations are positive), i holding ``a`` while ``b_i > f``,
+  ``a_W`` while ``b_i <= f < w_i`` (releases first at equal times). So the micro-batches still
+  in their F..B window are the last ``x`` before j and those not yet past W the last ``y >= x``;
+  the level ``x a + (y - x) a_W + a`` must fit the cap, and ``b_{j-x-1} <= f``, ``w_{j-y-1} <= f``.
+  Hence ``f >= min over the (x, y) that fit of max(b_{j-x-1}, w_{j-y-1})`` (terms with a
+  negative index drop; no (x, y) fits: infeasible). Every step is monotone in the lower bounds
+  it reads, so replacing b and w by their lower bounds keeps it a lower bound. For fixed x the
+  largest y that fits is best (w grows with i), so each F costs O(n_s). This bound contains
+  the memory fill (``f_j >= b_{j - n_s} >= f_{j - n_s} + R_s``), the a_W held until W, the
+  head before stage s and the chain after it, and the interplay of every stage's cap along one
+  micro-batch's path.
+* **Memory-aware tails** (:func:`tails`): the mirror, a lower bound ``q_x`` on ``C - S_x``: the
+  longest path from x's start to a sink's end, and at the ends of B and W the cap read
+  backwards. Just before B(s, j) ends, j holds ``a`` and so does every later micro-batch whose
+  F has started (its B ends later): at most ``n_s - 1`` of them, so F(s, j + n_s) starts no
+  earlier than B(s, j) ends and ``C - b_j >= q_F(s, j + n_s)``. Just before W(s, j) ends, the
+  earlier micro-batches have released everything (their W ended earlier), j holds ``a_W``, and
+  the later ones whose F has started, j+1..j+z (a prefix), hold ``a`` while before their B end
+  (the last u of them, b grows with i) and ``a_W`` after: ``a_W (1 + z - u) + a u`` fits the cap,
+  F(s, j+z+1) starts no earlier than ``w_j`` and, if u >= 1, B(s, j+z-u+1) ends no earlier. So
+  ``C - w_j >= min over the (z, u) that fit of max(q_F(s, j+z+1), q_B(s, j+z-u+1) - T_B)``, the
+  largest z that fits being best for each u. ``C >= r_x + q_x`` for every pass x.
+* **Single machine with release times**: device d runs every pass x whose release ``r_x`` is at
+  least t after t, and the last of them is followed by at least its tail ``q_x`` (the longest
+  path from its end to a sink): ``C >= t + sum_{r_x >= t} d_x + min_{r_x >= t} q_x`` for every
+  release t on d.
+
+For the per-stage span objective the bound is the largest of the device loads, the memory fill
+and the chain from a device's first forward to its last pass. O(n + edges) for n passes, plus
+O(m K n_s) for the release times.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from coopt.problems.pipeline.milp import fifo_is_lossless, successors, topological_order
+from coopt.problems.pipeline.model import Instance, PassKey
+
+
+def _lag(instance: Instance, x: PassKey, y: PassKey) -> float:
+    """The lag on edge x -> y (only data-flow edges between devices carry one)."""
+    for q, lag in instance.predecessors(y):
+        if q == x:
+            return lag
+    return 0.0
+
+
+def _longest_paths(instance: Instance, sources: list[PassKey] | None = None) -> dict[PassKey, float]:
+    """Earliest end of every pass in the precedence graph with the lossless edges (from time 0,
+    or, with ``sources``, from the start of the first of them that reaches it; unreached passes
+    are absent)."""
+    succ = successors(instance)
+    order = topological_order(succ)
+    start: dict[PassKey, float] = {x: 0.0 for x in (sources if sources is not None else order)}
+    end: dict[PassKey, float] = {}
+    for x in order:
+        if x not in start:
+            continue
+        end[x] = start[x] + instance.duration(x)
+        for y in succ[x]:
+            start[y] = max(start.get(y, 0.0), end[x] + _lag(instance, x, y))
+    return end
+
+
+def _head(instance: Instance, d: int) -> float:
+    first = min(instance.stages_on(d))
+    return sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first))
+
+
+def _tail(instance: Instance, d: int) -> float:
+    """Time after device d's last pass: none when it may be a W; on a fused backward the last
+    pass is some B(k, j) of d, after which B(k-1, j) ... B(0, j) follow."""
+    if instance.split_backward:
+        return 0.0
+    first = min(instance.stages_on(d))
+    return sum(instance.t_b(k) + instance.lag(k + 1, k) for k in range(first))
+
+
+def _room(instance: Instance, s: int) -> int:
+    """n_s = floor(cap_s / a_s): how many micro-batches' activations stage s holds at once."""
+    return math.floor(instance.cap(s) / instance.a(s) * (1 + 1e-12))
+
+
+def _fill(instance: Instance, s: int) -> float | None:
+    """ceil(m / n_s) R_s, the memory fill of stage s (keep-only, one chunk; else None)."""
+    if instance.allow_recompute or instance.allow_offload or instance.chunks != 1:
+        return None
+    cap = instance.cap(s)
+    if math.isinf(cap):
+        return None
+    room = _room(instance, s)
+    if room < 1:
+        return math.inf  # not even one micro-batch fits: infeasible
+    trip = sum(instance.t_f(k) + instance.t_b(k) for k in range(s, instance.stages))
+    trip += 2 * (instance.stages - 1 - s) * instance.lag_s
+    return math.ceil(instance.microbatches / room) * trip
+
+
+def memory_rule_applies(instance: Instance) -> bool:
+    """The memory rule of :func:`releases` holds: keep-only (FIFO lossless), one chunk per device."""
+    return fifo_is_lossless(instance) and instance.chunks == 1 and instance.memory_cap_bytes is not None
+
+
+def _memory_rule(instance: Instance, k: int, j: int, end: dict[PassKey, float]) -> float:
+    """Earliest start of F(k, j) that its stage's cap allows, given lower bounds on the B and W
+    ends of the micro-batches before j (module docstring); inf when not one micro-batch fits."""
+    room = instance.cap_room(k)
+    a, a_w = instance.a(k), instance.a_w(k)
+    best = math.inf
+    x = 0
+    while x <= j and (x + 1) * a <= room:
+        y = j if a_w == 0 else min(j, x + math.floor((room - (x + 1) * a) / a_w))
+        t = end[("B", k, j - x - 1)] if j - x - 1 >= 0 else 0.0
+        if a_w and j - y - 1 >= 0:
+            t = max(t, end[("W", k, j - y - 1)])
+        best = min(best, t)
+        x += 1
+    return best
+
+
+def releases(instance: Instance, memory: bool = True) -> dict[PassKey, float]:
+    """A lower bound on the start of every pass (module docstring): the earliest start in the
+    precedence graph with the lossless edges, and with ``memory`` where
+    :func:`memory_rule_applies`, with every forward also held back by its stage's cap."""
+    if not (memory and memory_rule_applies(instance)):
+        end = _longest_paths(instance)
+        return {x: end[x] - instance.duration(x) for x in end}
+    K, m = instance.virtual_stages, instance.microbatches
+    start: dict[PassKey, float] = {}
+    end: dict[PassKey, float] = {}
+
+    def put(x: PassKey, preds: list[tuple[PassKey, float]], t: float = 0.0) -> None:
+        kind, k, j = x
+        if j > 0:
+            preds = [*preds, ((kind, k, j - 1), 0.0)]  # FIFO per lane
+        start[x] = max([t] + [end[q] + lag for q, lag in preds])
+        end[x] = start[x] + instance.duration(x)
+
+    for j in range(m):
+        for k in range(K):
+            put(("F", k, j), instance.predecessors(("F", k, j)), _memory_rule(instance, k, j, end))
+        for k in reversed(range(K)):
+            put(("B", k, j), instance.predecessors(("B", k, j)))
+        if instance.split_backward:
+            for k in range(K):
+                put(("W", k, j), instance.predecessors(("W", k, j)))
+    return start
+
+
+def _tail_rules(instance: Instance, k: int, j: int, kind: str, tail: dict[PassKey, float]) -> float:
+    """The mirror of :func:`_memory_rule`: a lower bound on the time from the end of B(k, j)
+    or W(k, j) to the makespan that stage k's cap forces (module docstring), given the tails
+    (from their starts) of the passes of micro-batches after j."""
+    room = instance.cap_room(k)
+    a, a_w, m = instance.a(k), instance.a_w(k), instance.microbatches
+
+    def f_tail(i: int) -> float:
+        return tail[("F", k, i)] if i < m else 0.0
+
+    if kind == "B":
+        # just before b_j the micro-batches after j whose F started hold a each
+        n = math.floor(room / a)
+        return f_tail(j + n) if n else math.inf  # no forward fits: no schedule, as in _memory_rule
+    if not a_w:
+        return 0.0
+    best = math.inf
+    u = 0
+    while u <= m - 1 - j and a_w + u * a <= room:
+        z = min(m - 1 - j, u + math.floor((room - a_w - u * a) / a_w))
+        t = f_tail(j + z + 1)
+        if u:
+            b = ("B", k, j + z - u + 1)
+            t = max(t, tail[b] - instance.duration(b))
+        best = min(best, t)
+        u += 1
+    return best
+
+
+def tails(instance: Instance, memory: bool = True) -> dict[PassKey, float]:
+    """A lower bound on the time from the *start* of every pass to the makespan: the longest
+    path from it to the end of a sink in the precedence graph with the lossless edges
+    (keep-mode durations and lags), and with ``memory`` where :func:`memory_rule_applies`, with
+    the mirror of the memory rule at the ends of B and W (module docstring)."""
+    succ = successors(instance)
+    tail: dict[PassKey, float] = {}
+    rule = memory and memory_rule_applies(instance)
+    if rule:
+        K, m = instance.virtual_stages, instance.microbatches
+        order = []
+        for j in reversed(range(m)):
+            if instance.split_backward:
+                order += [("W", k, j) for k in reversed(range(K))]
+            order += [("B", k, j) for k in range(K)]
+            order += [("F", k, j) for k in reversed(range(K))]
+    else:
+        order = list(reversed(topological_order(succ)))
+    for x in order:
+        after = max((tail[y] + _lag(instance, x, y) for y in succ[x]), default=0.0)
+        if x[0] != "F" and rule:
+            after = max(after, _tail_rules(instance, x[1], x[2], x[0], tail))
+        tail[x] = instance.duration(x) + after
+    return tail
+
+
+def _single_machine(instance: Instance, release: dict[PassKey, float], tail: dict[PassKey, float]) -> float:
+    """max over devices d and releases t on d of t + (work released at t or later) + the least
+    time after it (tail from the start minus the duration)."""
+    best = 0.0
+    for d in range(instance.stages):
+        on = sorted((x for x in release if instance.device(x[1]) == d), key=release.__getitem__)
+        work, least = 0.0, math.inf
+        for x in reversed(on):
+            work += instance.duration(x)
+            least = min(least, tail[x] - instance.duration(x))
+            best = max(best, release[x] + work + least)
+    return best
+
+
+def lower_bound(instance: Instance, options: Any = None) -> float:
+    """The dual bound (see the module docstring) in the instance's objective."""
+    load = {d: sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+            for d in range(instance.stages)}
+    fills = {d: _fill(instance, d) for d in range(instance.stages)}
+    if instance.objective == "stage_span":
+        best = max(load.values())
+        for d in range(instance.stages):
+            if fills[d] is not None:
+                best = max(best, fills[d])
+            on = [x for x in instance.passes() if instance.device(x[1]) == d]
+            first = min(instance.stages_on(d))
+            heads = [("F", first, j) for j in range(instance.microbatches)]
+            if fifo_is_lossless(instance) or (first, d) == (0, 0):
+                heads = heads[:1]  # FIFO (or the F(0) chain) makes F(first, 0) the first pass
+            chain = min(max(_longest_paths(instance, [h]).get(x, 0.0) for x in on) for h in heads)
+            best = max(best, chain)
+        return best
+    release = releases(instance)
+    if any(math.isinf(t) for t in release.values()):
+        return math.inf  # not even one micro-batch fits some stage: infeasible
+    tail = tails(instance)
+    if any(math.isinf(t) for t in tail.values()):
+        return math.inf
+    best = max(release[x] + tail[x] for x in release)
+    best = max(best, _single_machine(instance, release, tail))
+    for d in range(instance.stages):
+        best = max(best, _head(instance, d) + load[d] + _tail(instance, d))
+        if fills[d] is not None:
+            best = max(best, _head(instance, d) + fills[d] + _tail(instance, d))
+    return best

@@ -1,0 +1,86 @@
+"""Degraded provisioning in service-differentiated multi-layer elastic optical networks
+(Zhong et al., GLOBECOM 2016, arXiv 1607.04695): two registered problems, one package.
+
+* ``provisioning``: single-layer degraded routing, modulation and spectrum assignment (RMSA) with
+  priorities, static (Model A) or time-expanded (Model B). Data model, K-shortest routes, the
+  candidate set and the checker are in :mod:`.model`, the channel MILP in :mod:`.milp`, the
+  heuristics in :mod:`coopt.problems.provisioning.rmsa`.
+* ``provisioning_grooming``: the multi-layer architecture with traffic grooming and electrical
+  degradation (Model C). Its data model and checker are in :mod:`.grooming`, its MILP in
+  :mod:`.grooming_milp`, its heuristics in :mod:`coopt.problems.provisioning.grooming_heuristics`.
+
+The exact method of both (``exact``) is the lexicographic two-stage solve of
+:mod:`coopt.problems.provisioning.exact`: served weight first, then the tie-break. ``milp`` is the
+same rows with the one-number objective, solved once: it proves the served weight, and its
+tie-break is resolved only as far as HiGHS' relative gap reaches (docs/provisioning.md).
+
+They share one package because they are one paper's two layers: Model C reads the same network,
+modulation formats, priority classes and K-shortest routes as Models A and B (it imports
+:mod:`.model`), and the discrete-event simulator (:mod:`coopt.problems.provisioning.simulation`) runs both.
+"""
+
+from __future__ import annotations
+
+from coopt.problem import Oracle, Problem
+from coopt.problems.provisioning import (
+    bound,
+    brute,
+    exact,
+    grooming_heuristics,
+    grooming_milp,
+    milp,
+    model,
+    rmsa,
+)
+from coopt.problems.provisioning import grooming_model as grooming
+
+OBJECTIVE = "served priority weight minus degradation penalty"
+
+PROBLEM = Problem(
+    name="provisioning",
+    summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
+    sense="max",
+    load=model.load,
+    dump=model.dump,
+    check=model.check,
+    objective=model.objective,
+    generate=model.generate,
+    build=milp.build,
+    extract=milp.extract,
+    heuristics=rmsa.HEURISTICS,
+    exact=exact.provisioning_exact,
+    bound=bound.provisioning_bound,
+    sizes=(1, 2, 3),
+    size_doc="requests / 8",
+    schema=model.SCHEMA,
+    objective_name=OBJECTIVE,
+    objective_unit="weight",
+    oracle=Oracle(generate=brute.tiny_provisioning, solve=brute.provisioning_optimum),
+    showcase="0-six-node-static.toml",
+)
+
+GROOMING = Problem(
+    name="provisioning_grooming",
+    summary="Multi-layer degraded provisioning with grooming over <= 2 lightpaths (Model C)",
+    source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; grooming ILP after Zhu & Mukherjee, JSAC 2002",
+    sense="max",
+    load=grooming.load,
+    dump=grooming.dump,
+    check=grooming.check,
+    objective=grooming.objective,
+    generate=grooming.generate,
+    build=grooming_milp.build,
+    extract=grooming_milp.extract,
+    heuristics=grooming_heuristics.HEURISTICS,
+    exact=exact.grooming_exact,
+    bound=bound.grooming_bound,
+    sizes=(1, 2, 3),
+    size_doc="requests / 4",
+    schema=grooming.SCHEMA,
+    objective_name=OBJECTIVE + " and lightpath count",
+    objective_unit="weight",
+    oracle=Oracle(generate=brute.tiny_grooming, solve=brute.grooming_optimum),
+)
+
+PROBLEMS = (PROBLEM, GROOMING)

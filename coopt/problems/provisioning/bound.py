@@ -1,0 +1,311 @@
+"""Dual bounds for both provisioning problems at any size, without solving a MILP (method ``bound``).
+
+``provisioning``: the LP relaxation of the channel model (:mod:`coopt.problems.provisioning.milp`)
+by column generation, so that its millions of channels (USNET: 600 requests x 3 paths x 4
+fractions x 100 first slots) are never built. The master LP holds the channels found so far;
+pricing scans every (request, path, fraction) for its best first slot against the duals of the
+cell rows, with sliding-window sums over the slots (numpy). Whatever the duals mu >= 0 of the cell
+and transponder rows, the Lagrangian relaxation of those rows gives a valid upper bound
+
+    L(mu) = sum_rows rhs mu + sum_r max(0, max_c (v_c - a_c mu)),
+
+v_c = w (1 - eps (1 - rho)) the value of channel c and a_c its column: every feasible plan, and
+every LP point, is worth at most L(mu). Each round's L(mu) is such a bound; at the LP optimum it
+equals the LP value (no channel prices out). On the large files the master LP becomes slow long
+before that (NSFNET: 380 s for its eighth round), so a second bound runs beside it: the capacity
+relaxation, a small 0-1 model (one variable per request, path and fraction; one row per link
+and instant) whose dual bound HiGHS reports at any time (:func:`capacity_bound`). The bound
+reported is the least of them, sharpened by integrality: no plan serves more than floor(L + 1/2)
+of weight (its value is within 1/2 of its served weight, so W - 1/2 <= value <= L), and
+value <= W.
+
+``provisioning_grooming``: the LP relaxation of Model C itself (every row of ``build``, integer
+variables relaxed), with the same integer rounding; the model is small at any request count
+(its size grows with node pairs, paths, widths and slots, not requests, apart from the R x H
+virtual routes).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from coopt.problem import SolveOptions
+from coopt.problems.provisioning import grooming_milp
+from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning import model as P
+from coopt.problems.provisioning.exact import served_weight_cap
+from coopt.solvers.highs import solve_model
+
+#: Column generation stops when no channel prices out by more than this (objective units).
+PRICE_TOL = 1e-9
+#: ... or after this many rounds (a time limit stops it earlier); the bound stays valid.
+MAX_ROUNDS = 500
+#: Channels a (request, path, fraction) may bring into the master per round: its best first slots.
+COLUMNS_PER_FAMILY = 3
+#: Seconds the bound may take without a time limit.
+DEFAULT_SECONDS = 120.0
+
+
+def rounded(value: float) -> float:
+    """min(L, floor(L + 1/2)) of the module docstring, with a slack for float rounding."""
+    return min(value, float(math.floor(value + 0.5 + 1e-9 * max(1.0, abs(value)))))
+
+
+@dataclass(frozen=True)
+class Family:
+    """The channels of one (request, path, fraction): width n on the links of the path, for
+    first slots f in ``allowed`` (not hitting the background), held during instants [t0, t1)."""
+
+    request: int
+    links: tuple[int, ...]
+    width: int
+    value: float
+    allowed: np.ndarray  # bool per first slot
+    t0: int
+    t1: int
+    ends: tuple[str, str]
+
+
+def families(instance: P.Instance) -> list[Family]:
+    times = P.instants(instance)
+    eps = P.epsilon(instance)
+    out = []
+    for r, req in enumerate(instance.requests):
+        weight = instance.classes[req.priority - 1].weight
+        for route in P.routes(instance, req.source, req.target):
+            if route.modulation is None:
+                continue
+            blocked = np.zeros(instance.num_slots, dtype=bool)
+            for _, s in P._background_cells(instance, route.links, req.arrival_s):
+                blocked[s] = True
+            last = None
+            for rho in P.retained_levels(instance, req):
+                n = P.slots_needed(rho * req.bandwidth_bps, route.modulation, instance.guard_band)
+                if n > instance.num_slots or (last is not None and n >= last):
+                    continue
+                last = n
+                hit = np.convolve(blocked, np.ones(n, dtype=int), mode="valid") > 0
+                t0 = 0 if instance.model == "static" else bisect.bisect_left(times, req.arrival_s)
+                t1 = 1 if instance.model == "static" else bisect.bisect_left(times, P.end_time(req, rho))
+                out.append(Family(r, route.links, n, weight * (1 - eps * (1 - rho)), ~hit, t0, t1,
+                                  (req.source, req.target)))
+    return out
+
+
+class ChannelLP:
+    """The channel LP: rows = requests (<= 1), cells (link, slot, instant) (<= 1), transponders
+    (node, instant) (<= free ports); columns added as pricing finds them."""
+
+    def __init__(self, instance: P.Instance):
+        import highspy
+        from pyomo.common.tee import capture_output
+
+        self.instance = instance
+        self.times = P.instants(instance)
+        self.shape = (len(instance.links), instance.num_slots, len(self.times))
+        self.nodes = {v: i for i, v in enumerate(instance.nodes)}
+        n_req, n_cells = len(instance.requests), int(np.prod(self.shape))
+        self.ports = instance.transponders_per_node > 0
+        free = [instance.transponders_per_node - P.background_transponders(instance, v, q)
+                for v in instance.nodes for q in self.times] if self.ports else []
+        self.rhs = np.concatenate([np.ones(n_req), np.ones(n_cells), np.maximum(0.0, free)])
+        with capture_output(capture_fd=True):  # the constructor prints a banner
+            self.highs = highspy.Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("threads", 1)
+        highspy.Highs.resetGlobalScheduler(True)  # see coopt.problems.provisioning.grooming_heuristics
+        self.highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        rows = len(self.rhs)
+        self.highs.addRows(rows, np.full(rows, -highspy.kHighsInf), self.rhs, 0,
+                           np.zeros(rows, dtype=np.int32), np.array([], dtype=np.int32),
+                           np.array([], dtype=np.float64))
+        self.columns: set[tuple[int, int]] = set()
+        self.n_req, self.n_cells = n_req, n_cells
+
+    def column(self, fam: Family, f: int) -> np.ndarray:
+        """Row indices of the channel (family, first slot f)."""
+        e, s, q = np.meshgrid(np.array(fam.links), np.arange(f, f + fam.width), np.arange(fam.t0, fam.t1),
+                              indexing="ij")
+        cells = self.n_req + np.ravel_multi_index((e.ravel(), s.ravel(), q.ravel()), self.shape)
+        rows = [np.array([fam.request]), cells]
+        if self.ports:
+            q_len = len(self.times)
+            for v in fam.ends:
+                rows.append(self.n_req + self.n_cells + self.nodes[v] * q_len + np.arange(fam.t0, fam.t1))
+        return np.concatenate(rows).astype(np.int32)
+
+    def add(self, items: list[tuple[int, Family, int]]) -> int:
+        """Add the channels (family index, family, first slot) not in the master yet."""
+        fresh = [(k, fam, f) for k, fam, f in items if (k, f) not in self.columns]
+        if not fresh:
+            return 0
+        starts, index = [0], []
+        for k, fam, f in fresh:
+            self.columns.add((k, f))
+            index.append(self.column(fam, f))
+            starts.append(starts[-1] + len(index[-1]))
+        index_all = np.concatenate(index)
+        self.highs.addCols(len(fresh), np.array([fam.value for _, fam, _ in fresh]), np.zeros(len(fresh)),
+                           np.full(len(fresh), np.inf), len(index_all), np.array(starts[:-1], dtype=np.int32),
+                           index_all, np.ones(len(index_all)))
+        return len(fresh)
+
+    def solve(self, seconds: float) -> tuple[float, np.ndarray] | None:
+        """(master value, row duals as multipliers >= 0 of a max problem), or None (not solved
+        to optimality within ``seconds``)."""
+        import highspy
+
+        self.highs.setOptionValue("time_limit", max(0.1, seconds))
+        self.highs.run()
+        if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        duals = np.abs(np.array(self.highs.getSolution().row_dual))
+        return self.highs.getInfo().objective_function_value, duals
+
+    def close(self) -> None:
+        import highspy
+
+        highspy.Highs.resetGlobalScheduler(True)
+
+
+def _prices(lp: ChannelLP, fams: list[Family], duals: np.ndarray, pi: np.ndarray
+            ) -> tuple[np.ndarray, list[tuple[int, Family, int]]]:
+    """Per request, the largest v - a mu over all its channels (the Lagrangian's inner max), and
+    the channels that price out against the master (v - a mu - pi_r > PRICE_TOL): per family
+    up to :data:`COLUMNS_PER_FAMILY` of its best first slots."""
+    mu = duals[lp.n_req:lp.n_req + lp.n_cells].reshape(lp.shape)
+    over_time = np.concatenate([np.zeros(lp.shape[:2] + (1,)), np.cumsum(mu, axis=2)], axis=2)
+    ports = None
+    if lp.ports:
+        tau = duals[lp.n_req + lp.n_cells:].reshape(len(lp.instance.nodes), len(lp.times))
+        ports = np.concatenate([np.zeros((tau.shape[0], 1)), np.cumsum(tau, axis=1)], axis=1)
+    inner = np.zeros(len(lp.instance.requests))
+    entering = []
+    for k, fam in enumerate(fams):
+        per_slot = (over_time[list(fam.links), :, fam.t1] - over_time[list(fam.links), :, fam.t0]).sum(axis=0)
+        price = fam.value - np.convolve(per_slot, np.ones(fam.width), mode="valid")
+        if ports is not None:
+            price = price - sum(ports[lp.nodes[v], fam.t1] - ports[lp.nodes[v], fam.t0] for v in fam.ends)
+        price = np.where(fam.allowed, price, -np.inf)
+        inner[fam.request] = max(inner[fam.request], float(price.max()))
+        for f in np.argsort(-price)[:COLUMNS_PER_FAMILY]:
+            if price[f] - pi[fam.request] <= PRICE_TOL:
+                break
+            entering.append((k, fam, int(f)))
+    return inner, entering
+
+
+def provisioning_bound(instance: P.Instance, options: SolveOptions) -> float:
+    """min(the least Lagrangian bound of column generation on the channel LP, the capacity
+    relaxation's dual bound), rounded (module docstring). Column generation gets half of
+    ``options.time_limit`` (:data:`DEFAULT_SECONDS` without one), the capacity MILP the rest;
+    stopped early, each bound stays valid, only weaker."""
+    fams = families(instance)
+    if not fams:
+        return 0.0
+    budget = options.time_limit if options.time_limit is not None else DEFAULT_SECONDS
+    start = time.perf_counter()
+    lagrangian = column_generation(instance, fams, start + budget / 2)
+    left = SolveOptions(time_limit=max(1.0, budget - (time.perf_counter() - start)), gap=options.gap,
+                        threads=options.threads, seed=options.seed)
+    # the capacity bound is one on W, an integer: no plan's value exceeds its floor
+    return min(rounded(lagrangian), served_weight_cap(capacity_bound(instance, fams, left)))
+
+
+def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptions) -> float:
+    """The dual bound of the capacity relaxation: choose at most one (path, fraction) per request
+    so that on every link (at every instant) the slots used add up to at most |S| (and the
+    transponders to at most the free ones), maximizing W. Every plan of the channel model is
+    such a choice (its channels on a link are disjoint blocks of the |S| slots), so no plan
+    serves more weight; contiguity and continuity are what it forgets. In the static model only
+    the narrowest fraction per path is kept (the argument of ``channel_model(narrowest=True)``)."""
+    keep = fams
+    if instance.model == "static":
+        narrowest: dict[tuple[int, tuple[int, ...]], Family] = {}
+        for fam in fams:
+            key = (fam.request, fam.links)
+            if key not in narrowest or fam.width < narrowest[key].width:
+                narrowest[key] = fam
+        keep = list(narrowest.values())
+    model = pyo.ConcreteModel(name="provisioning_capacity")
+    model.y = pyo.Var(range(len(keep)), within=pyo.Binary)
+    model.rows = pyo.ConstraintList()
+    by_request: dict[int, list[int]] = {}
+    cells: dict[tuple[int, int], list[int]] = {}
+    ports: dict[tuple[str, int], list[int]] = {}
+    for i, fam in enumerate(keep):
+        by_request.setdefault(fam.request, []).append(i)
+        for q in range(fam.t0, fam.t1):
+            for e in fam.links:
+                cells.setdefault((e, q), []).append(i)
+            for v in fam.ends:
+                ports.setdefault((v, q), []).append(i)
+    for members in by_request.values():
+        model.rows.add(sum(model.y[i] for i in members) <= 1)
+    for members in cells.values():
+        if sum(keep[i].width for i in members) > instance.num_slots:
+            model.rows.add(sum(keep[i].width * model.y[i] for i in members) <= instance.num_slots)
+    if instance.transponders_per_node:
+        times = P.instants(instance)
+        for (v, q), members in ports.items():
+            free = instance.transponders_per_node - P.background_transponders(instance, v, times[q])
+            model.rows.add(sum(model.y[i] for i in members) <= max(0, free))
+    w_max = max(c.weight for c in instance.classes)
+    weight = [instance.classes[instance.requests[fam.request].priority - 1].weight for fam in keep]
+    model.value = pyo.Objective(expr=sum(w * model.y[i] for i, w in enumerate(weight)) / w_max,
+                                sense=pyo.maximize)
+    model.objective_unit = w_max
+    result = solve_model(model, options)
+    if result.status == "infeasible" or result.bound is None:
+        return float(sum(weight)) if result.status != "infeasible" else 0.0
+    return result.bound
+
+
+def column_generation(instance: P.Instance, fams: list[Family], deadline: float) -> float:
+    """The least Lagrangian bound L(mu) over the rounds of column generation until ``deadline``
+    (or convergence: then it is the channel LP's value)."""
+    from coopt.problems.provisioning.rmsa import best_heuristic_solution
+
+    lp = ChannelLP(instance)
+    try:
+        start = []
+        lookup = {(fam.request, fam.links, fam.width): k for k, fam in enumerate(fams)}
+        for conn in best_heuristic_solution(instance)["connections"]:
+            links = P.path_links(instance, conn["path"])
+            k = lookup.get((conn["request"], links, conn["slots"]))
+            if k is not None:
+                start.append((k, fams[k], conn["first_slot"]))
+        lp.add(start)
+        best = math.inf
+        duals = np.zeros(len(lp.rhs))
+        for _ in range(MAX_ROUNDS):
+            inner, entering = _prices(lp, fams, duals, duals[:lp.n_req])
+            lagrangian = np.dot(lp.rhs[lp.n_req:], duals[lp.n_req:]) + np.maximum(inner, 0.0).sum()
+            best = min(best, float(lagrangian))
+            if not entering or lp.add(entering) == 0:
+                break
+            if time.perf_counter() > deadline:
+                break
+            solved = lp.solve(deadline - time.perf_counter())
+            if solved is None:
+                break
+            duals = solved[1]
+    finally:
+        lp.close()
+    return best
+
+
+def grooming_bound(instance: G.Instance, options: SolveOptions) -> float:
+    """The LP relaxation of Model C (``build``), rounded (module docstring)."""
+    model = grooming_milp.build(instance)
+    pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
+    result = solve_model(model, options)
+    if result.status != "optimal" or result.objective is None:
+        return float(sum(G.served_weight(instance, r) for r in range(len(instance.requests))))
+    return rounded(result.objective)
