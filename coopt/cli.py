@@ -448,6 +448,21 @@ def _solution_from_solver(item, sol: str) -> dict:
 # -- export, generate ------------------------------------------------------------------------------
 
 
+def _exported_model(item, warm: bool):
+    """The problem's exact model, built cold unless ``warm`` asks for the problem's warm start (run
+    and checked here, as the runner does; it can tighten horizons and big-Ms)."""
+    problem = item.problem
+    if problem.warm_start is None:
+        return problem.build(item.instance)
+    incumbent = None
+    if warm:
+        from coopt.problem import SolveOptions
+        from coopt.run import warm_start
+
+        incumbent = warm_start(problem, item.instance, SolveOptions())
+    return problem.build(item.instance, incumbent=incumbent)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from coopt.console import out
     from coopt.instance import load
@@ -465,7 +480,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if item.problem.build is None:
         raise UsageError(f"{args.file}: problem {item.problem.name!r} has no MILP to export")
     try:
-        model = item.problem.build(item.instance)
+        model = _exported_model(item, args.warm_start)
     except NoSolution as exc:
         raise UsageError(f"{args.file}: the exact model cannot be built here: {exc}") from None
     unit = objective_unit(model)
@@ -634,6 +649,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--format", choices=("lp", "mps"))
     p.add_argument("-o", "--output", required=True, metavar="OUT")
+    p.add_argument("--warm-start", action="store_true",
+                   help="build from the problem's warm start (runs its heuristic; may tighten big-Ms)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("validate", help="validate instance files without solving")

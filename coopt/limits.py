@@ -19,8 +19,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from coopt.errors import CooptError
 
@@ -73,8 +74,8 @@ def stoppable() -> Iterator[None]:
 @contextmanager
 def in_solver() -> Iterator[None]:
     """Mark a solve that watches :data:`STOP` (HiGHS through its interrupt callbacks, CP-SAT
-    through the stop poll of :mod:`coopt.problems.pipeline.cpsat`): a Ctrl-C inside it stops
-    the solver instead of raising."""
+    through :func:`on_worker`'s stop request): a Ctrl-C inside it stops the solver instead of
+    raising."""
     _in_solver.set()
     try:
         yield
@@ -152,3 +153,49 @@ def guard(what: str, *, seconds: float | None = None, memory_bytes: int | None =
             _reason.clear()
             STOP.clear()
             raise StepLimit(message, kind)
+
+
+class Abandoned(Exception):
+    """A solver did not stop within its grace after a Ctrl-C; it is left running on its thread."""
+
+
+def on_worker(call: Callable[[], Any], *, name: str, on_stop: Callable[[], None] | None = None,
+              grace: float | None = None, on_abandon: Callable[[], None] | None = None) -> Any:
+    """``call()`` on a daemon worker thread while this one waits in Python, where signal handlers
+    run, so that a Ctrl-C is heard at once; its result (or its exception) is handed back.
+
+    When :data:`STOP` is set, ``on_stop()`` runs once (a solver's own stop request). With ``grace``,
+    a worker still running ``grace`` seconds after that is abandoned: ``on_abandon()`` runs,
+    :data:`ABANDONED` is set and :class:`Abandoned` raised. Off the main thread, ``call()`` runs
+    here (only the main thread hears signals). Either way the call runs :func:`in_solver`."""
+    if threading.current_thread() is not threading.main_thread():
+        with in_solver():
+            return call()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name=name, daemon=True)
+    with in_solver():  # a Ctrl-C now sets STOP instead of raising
+        worker.start()
+        deadline = None
+        while worker.is_alive():
+            worker.join(0.05)
+            if not STOP.is_set() or not worker.is_alive():
+                continue
+            if deadline is None:
+                deadline = time.perf_counter() + (grace if grace is not None else float("inf"))
+                if on_stop is not None:
+                    on_stop()
+            if time.perf_counter() > deadline:
+                if on_abandon is not None:
+                    on_abandon()
+                ABANDONED.set()
+                raise Abandoned
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

@@ -169,7 +169,7 @@ class Oracle:
 
     ``generate(seed)`` makes a tiny instance; ``solve(instance)`` enumerates every decision the
     model can take and returns the optimum (None when nothing is feasible). The differential test
-    and ``benchmarks/differential.py`` compare it with every exact method."""
+    and ``benchmarks/regression/differential.py`` compare it with every exact method."""
 
     generate: Callable[[int], Any]
     solve: Callable[[Any], float | None]
@@ -250,6 +250,18 @@ class Problem:
         """True when objective ``a`` is strictly better than ``b`` beyond relative tolerance."""
         slack = TOL * max(abs(a), abs(b)) + ABS_FLOOR
         return a < b - slack if self.sense == "min" else a > b + slack
+
+
+def model_fields(model: Any) -> dict[str, Any]:
+    """The data-model entries of a registration, read from a problem's model module under the
+    contract's names: ``load``, ``dump``, ``check``, ``objective``, ``generate`` and ``SCHEMA``."""
+    return {"load": model.load, "dump": model.dump, "check": model.check, "objective": model.objective,
+            "generate": model.generate, "schema": model.SCHEMA}
+
+
+def exact_fields(module: Any) -> dict[str, Any]:
+    """The exact-model entries of a registration, from a module that defines ``build`` and ``extract``."""
+    return {"build": module.build, "extract": module.extract}
 
 
 def close(a: float, b: float, rel: float = TOL) -> bool:

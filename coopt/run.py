@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import coopt
@@ -32,6 +32,10 @@ from coopt.solvers.highs import TracePoint, Watch, solve_model
 
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "bound",
             "interrupted", "error")
+
+
+#: The report's attributes that stay out of its JSON (the MILP route's extras).
+_NOT_IN_JSON = frozenset({"trace", "model_size", "nodes"})
 
 
 @dataclass
@@ -64,25 +68,9 @@ class SolveReport:
     nodes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "problem": self.problem,
-            "instance": self.instance,
-            "instance_sha256": self.instance_sha256,
-            "method": self.method,
-            "status": self.status,
-            "sense": self.sense,
-            "objective_name": self.objective_name,
-            "objective_unit": self.objective_unit,
-            "objective": self.objective,
-            "bound": self.bound,
-            "gap": self.gap,
-            "times": self.times,
-            "solver": self.solver,
-            "seed": self.seed,
-            "threads": self.threads,
-            "solution": self.solution,
-            "check": self.check,
-        }
+        """The documented keys: every field but the MILP route's extras (``trace``, ``model_size``,
+        ``nodes``), in declaration order."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_IN_JSON}
 
 
 def judge(problem: Problem, instance: Any, solution: Solution | None) -> dict[str, Any]:
@@ -150,6 +138,116 @@ def warm_start(problem: Problem, instance: Any, options: SolveOptions) -> Soluti
     return solution if solution is not None and judge(problem, instance, solution)["feasible"] else None
 
 
+@dataclass
+class _Found:
+    """What a route gives back before it is judged."""
+
+    status: str
+    solution: Solution | None = None
+    objective: float | None = None
+    bound: float | None = None
+    solver: dict[str, str] | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    model_size: dict[str, int] = field(default_factory=dict)
+    nodes: int | None = None
+
+
+def _milp_route(problem: Problem, instance: Any, options: SolveOptions, watch: Watch | None,
+                incumbent: Solution | None, times: dict[str, float]) -> _Found:
+    t0 = time.perf_counter()
+    with guard("building the model", seconds=options.time_limit, memory_bytes=options.memory_limit):
+        model = (problem.build(instance) if problem.warm_start is None
+                 else problem.build(instance, incumbent=incumbent))
+    times["build"] = time.perf_counter() - t0
+    result = solve_model(model, options, watch)
+    times["handoff"], times["solve"] = result.handoff, result.solve
+    found = _Found(result.status, objective=result.objective, bound=result.bound,
+                   solver={"name": "highs", "version": result.solver_version},
+                   trace=result.trace, model_size=result.size, nodes=result.nodes)
+    if result.objective is not None:
+        found.solution = problem.extract(model, instance)
+        found.solution["objective"] = result.objective
+    return found
+
+
+def _exact_route(problem: Problem, instance: Any, options: SolveOptions, watch: Watch | None,
+                 incumbent: Solution | None, times: dict[str, float]) -> _Found:
+    t0 = time.perf_counter()
+    with guard("the exact method", memory_bytes=options.memory_limit):
+        outcome = _exact(problem, instance, options, watch, incumbent)
+    times["solve"] = time.perf_counter() - t0
+    if outcome.times is not None:
+        times.update({k: float(outcome.times.get(k, 0.0)) for k in ("build", "handoff", "solve")})
+    objective = None if outcome.solution is None else float(outcome.solution["objective"])
+    bound = objective if outcome.bound is None and outcome.status == "optimal" else outcome.bound
+    return _Found(outcome.status, outcome.solution, objective, bound,
+                  None if outcome.solver is None else dict(outcome.solver), nodes=outcome.nodes)
+
+
+def _bound_route(problem: Problem, instance: Any, options: SolveOptions, times: dict[str, float]) -> _Found:
+    """The dual bound, handed the warm start where it takes one (a column generation's first columns)."""
+    extra: dict[str, Any] = {}
+    if problem.warm_start is not None and "incumbent" in inspect.signature(problem.bound).parameters:
+        t0 = time.perf_counter()
+        extra["incumbent"] = warm_start(problem, instance, options)
+        times["warm_start"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bound = float(problem.bound(instance, options, **extra))
+    times["solve"] = time.perf_counter() - t0
+    if not math.isfinite(bound):
+        raise ValueError(f"the bound is {bound!r}, not a finite number")
+    return _Found("bound", bound=bound)
+
+
+def _heuristic_route(problem: Problem, instance: Any, method: str, options: SolveOptions,
+                     times: dict[str, float]) -> _Found:
+    heuristic = problem.heuristics[method]
+    if not applies(heuristic, instance):
+        scope = getattr(heuristic, "scope", "")
+        raise NoSolution(f"{method} does not apply to this instance" + (f" ({scope})" if scope else ""))
+    t0 = time.perf_counter()
+    with guard(f"heuristic {method}", memory_bytes=options.memory_limit):
+        solution = heuristic(instance, seed=options.seed)
+    times["solve"] = time.perf_counter() - t0
+    return _Found("feasible", solution, float(solution["objective"]))
+
+
+def _route(problem: Problem, instance: Any, method: str, options: SolveOptions, watch: Watch | None,
+           times: dict[str, float]) -> _Found:
+    """Dispatch ``method``: the MILP, the problem's exact method, the dual bound or a heuristic; the
+    exact routes start from the warm start where the problem declares one."""
+    if method == "bound":
+        return _bound_route(problem, instance, options, times)
+    if method not in ("milp", "exact"):
+        return _heuristic_route(problem, instance, method, options, times)
+    via_milp = method == "milp" or not problem.runs_exact(instance)
+    takes = via_milp or "incumbent" in inspect.signature(problem.exact).parameters
+    incumbent = None
+    if problem.warm_start is not None and takes:
+        t0 = time.perf_counter()
+        incumbent = warm_start(problem, instance, options)
+        times["warm_start"] = time.perf_counter() - t0
+    if via_milp:
+        return _milp_route(problem, instance, options, watch, incumbent, times)
+    return _exact_route(problem, instance, options, watch, incumbent, times)
+
+
+def _verdict(problem: Problem, instance: Any, method: str, found: _Found,
+             error: str | None) -> dict[str, Any]:
+    """The checker's verdict, the error first; a feasible solution's objective becomes the checker's."""
+    if method == "bound" and error is None:
+        check = {"feasible": None, "violations": [], "objective_recomputed": None}
+    else:
+        check = judge(problem, instance, found.solution)
+    if error is not None:
+        check["violations"] = [error, *check["violations"]]
+    if check.get("feasible") and check.get("objective_recomputed") is not None:
+        # the report states what the solution achieves, as the checker recomputes it; the method's
+        # own claim stays in solution["objective"] (a MILP's value can sit a solver tolerance off)
+        found.objective = check["objective_recomputed"]
+    return check
+
+
 def run(
     problem: Problem,
     instance: Any,
@@ -169,91 +267,25 @@ def run(
         raise KeyError(f"{problem.name} has no method {method!r}; it has {', '.join(problem.all_methods)}")
     start = time.perf_counter()
     times = {"warm_start": 0.0, "build": 0.0, "handoff": 0.0, "solve": 0.0, "total": 0.0}
-    solver = {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
-    bound = None
-    solution: Solution | None = None
     error: str | None = None
-    trace: list[TracePoint] = []
-    model_size: dict[str, int] = {}
-    nodes: int | None = None
     try:
-        exact_route = method == "milp" or method == "exact"
-        if exact_route and problem.warm_start is not None:
-            t0 = time.perf_counter()
-            incumbent = warm_start(problem, instance, options)
-            times["warm_start"] = time.perf_counter() - t0
-        else:
-            incumbent = None
-        if method == "milp" or (method == "exact" and not problem.runs_exact(instance)):
-            t0 = time.perf_counter()
-            with guard("building the model", seconds=options.time_limit, memory_bytes=options.memory_limit):
-                model = (problem.build(instance) if problem.warm_start is None
-                         else problem.build(instance, incumbent=incumbent))
-            times["build"] = time.perf_counter() - t0
-            result = solve_model(model, options, watch)
-            times["handoff"], times["solve"] = result.handoff, result.solve
-            solver = {"name": "highs", "version": result.solver_version}
-            status, objective, bound = result.status, result.objective, result.bound
-            trace, model_size, nodes = result.trace, result.size, result.nodes
-            if result.objective is not None:
-                solution = problem.extract(model, instance)
-                solution["objective"] = result.objective
-        elif method == "exact":
-            t0 = time.perf_counter()
-            with guard("the exact method", memory_bytes=options.memory_limit):
-                outcome: ExactOutcome = _exact(problem, instance, options, watch, incumbent)
-            times["solve"] = time.perf_counter() - t0
-            if outcome.times is not None:
-                times.update({k: float(outcome.times.get(k, 0.0)) for k in ("build", "handoff", "solve")})
-            if outcome.solver is not None:
-                solver = dict(outcome.solver)
-            nodes = outcome.nodes
-            solution, status, bound = outcome.solution, outcome.status, outcome.bound
-            objective = None if solution is None else float(solution["objective"])
-            if bound is None and status == "optimal":
-                bound = objective
-        elif method == "bound":
-            t0 = time.perf_counter()
-            bound = float(problem.bound(instance, options))
-            times["solve"] = time.perf_counter() - t0
-            status, objective = "bound", None
-            if not math.isfinite(bound):
-                raise ValueError(f"the bound is {bound!r}, not a finite number")
-        elif not applies(problem.heuristics[method], instance):
-            scope = getattr(problem.heuristics[method], "scope", "")
-            raise NoSolution(f"{method} does not apply to this instance" + (f" ({scope})" if scope else ""))
-        else:
-            t0 = time.perf_counter()
-            with guard(f"heuristic {method}", memory_bytes=options.memory_limit):
-                solution = problem.heuristics[method](instance, seed=options.seed)
-            times["solve"] = time.perf_counter() - t0
-            status, objective = "feasible", float(solution["objective"])
+        found = _route(problem, instance, method, options, watch, times)
     except StepLimit as exc:
         if exc.kind != "time":
             raise  # memory: the instance cannot be run here; the command says so and exits 2
-        status, objective, solution = "time_limit", None, None
-        error = str(exc)
+        found, error = _Found("time_limit"), str(exc)
     except NoSolution as exc:  # the method declined or found nothing: say why, not an error
-        status, objective, solution = "no_solution", None, None
-        error = f"no solution: {exc}"
+        found, error = _Found("no_solution"), f"no solution: {exc}"
     except Exception as exc:  # report, never hide: the row says error and why
-        status, objective, solution = "error", None, None
-        error = f"{type(exc).__name__}: {exc}"
+        found, error = _Found("error"), f"{type(exc).__name__}: {exc}"
     times["total"] = time.perf_counter() - start
-    if method == "bound" and error is None:
-        check = {"feasible": None, "violations": [], "objective_recomputed": None}
-    else:
-        check = judge(problem, instance, solution)
-    if error is not None:
-        check["violations"] = [error, *check["violations"]]
-    if check.get("feasible") and check.get("objective_recomputed") is not None:
-        # the report states what the solution achieves, as the checker recomputes it; the method's
-        # own claim stays in solution["objective"] (a MILP's value can sit a solver tolerance off)
-        objective = check["objective_recomputed"]
-    objective, bound = finite_or_none(objective), finite_or_none(bound)
+    check = _verdict(problem, instance, method, found, error)
+    objective, bound = finite_or_none(found.objective), finite_or_none(found.bound)
+    solution = found.solution
     if solution is not None and non_finite(solution):
         solution = None  # strict JSON cannot hold it; the check above says what was wrong
     gap = None if objective is None or bound is None else finite_or_none(relative_gap(objective, bound))
+    status = found.status
     if status == "optimal" and gap is not None and gap > options.gap + OPTIMAL_SLACK:
         # "optimal" is a claim about the solution handed back: if the checker's value of it is
         # farther from the bound than the gap allows, it is an incumbent, not a proven optimum
@@ -272,12 +304,12 @@ def run(
         bound=bound,
         gap=gap,
         times=times,
-        solver=solver,
+        solver=found.solver or {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__},
         seed=options.seed,
         threads=options.threads,
         solution=solution,
         check=check,
-        trace=trace,
-        model_size=model_size,
-        nodes=nodes,
+        trace=found.trace,
+        model_size=found.model_size,
+        nodes=found.nodes,
     )

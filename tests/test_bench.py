@@ -435,7 +435,7 @@ def test_killed_run_resumes_with_only_the_missing_tasks(tmp_path, monkeypatch):
         "import test_bench\n"
         "from coopt import registry\n"
         "registry._all = lambda: {'slow': test_bench.SLOW}\n"
-        "from coopt.bench import bench\n"
+        "from coopt.bench import runner as bench\n"
         "bench.run_bench(bench.BenchConfig(problems=['slow'], families=('generated',), sizes=(1, 2, 3), seeds=4,"
         f" jobs=1, out=__import__('pathlib').Path({str(out)!r})))\n"
     )
@@ -568,9 +568,8 @@ def test_cli_writes_report_and_updates_the_readme(toys, tmp_path):
 
 
 def test_progress_lines_off_a_terminal_carry_counts_and_eta(capsys):
-    from coopt.commands.bench import _progress_classes
+    from coopt.bench.progress import LineProgress
 
-    LineProgress = _progress_classes()[1]
 
     row = {"key": "k", "verdict": "ok"}
     with LineProgress(period=0.0) as progress:

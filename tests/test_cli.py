@@ -53,7 +53,7 @@ def test_solve_all_writes_documented_json(good, tmp_path, capsys):
             "check"}
     for r in reports:
         assert set(r) == keys
-        assert set(r["times"]) == {"build", "handoff", "solve", "total"}
+        assert set(r["times"]) == {"warm_start", "build", "handoff", "solve", "total"}
         assert r["check"]["feasible"] is True
         assert r["check"]["objective_recomputed"] == pytest.approx(r["objective"])
     exact = reports[0]

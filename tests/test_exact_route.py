@@ -6,8 +6,8 @@ import pyomo.environ as pyo
 import pytest
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
-from coopt.problem import SolveOptions
-from coopt.solvers.highs import incumbent_trace, report_status, solve_model
+from coopt.problem import SolveOptions, Termination, report_status
+from coopt.solvers.highs import incumbent_trace, solve_model, termination_of
 
 
 @pytest.mark.parametrize(
@@ -22,7 +22,37 @@ from coopt.solvers.highs import incumbent_trace, report_status, solve_model
     ],
 )
 def test_status_mapping(termination, incumbent, expected):
-    assert report_status(termination, incumbent) == expected
+    assert report_status(termination_of(termination), incumbent) == expected
+
+
+@pytest.mark.parametrize(
+    "termination, stopped, expected",
+    [
+        (TC.convergenceCriteriaSatisfied, False, Termination.OPTIMAL),
+        (TC.convergenceCriteriaSatisfied, True, Termination.OPTIMAL),  # it finished before the stop
+        (TC.maxTimeLimit, True, Termination.INTERRUPTED),
+        (TC.interrupted, True, Termination.INTERRUPTED),
+        (TC.interrupted, False, Termination.LIMIT),
+        (TC.iterationLimit, False, Termination.LIMIT),
+        (TC.infeasibleOrUnbounded, False, Termination.INFEASIBLE),
+    ],
+)
+def test_why_highs_stopped_is_kept_apart_from_what_it_found(termination, stopped, expected):
+    assert termination_of(termination, stopped) is expected
+
+
+@pytest.mark.parametrize("termination", list(Termination))
+def test_one_status_word_per_termination_and_solution(termination):
+    """optimal needs a proof and a solution; a solution without a proof is feasible; without a
+    solution the word is the termination's own (a proof of optimality without one is an error)."""
+    with_solution = report_status(termination, True)
+    without = report_status(termination, False)
+    if termination is Termination.INTERRUPTED:
+        assert with_solution == without == "interrupted"
+    elif termination is Termination.OPTIMAL:
+        assert (with_solution, without) == ("optimal", "error")
+    else:
+        assert (with_solution, without) == ("feasible", termination.value)
 
 
 def small_mip(unit: float = 1.0, infeasible: bool = False) -> pyo.ConcreteModel:

@@ -141,10 +141,70 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bound(args: argparse.Namespace) -> int:
+def _values(entry, args: argparse.Namespace) -> tuple[dict[str, Any], tuple | None]:
+    """The ``--set`` values and the ``--sweep`` (symbol, grid, log), the grid joining the values."""
+    import numpy as np
+
+    values: dict[str, Any] = {}
+    for item in args.set:
+        name, rhs = parse_assignment(item, "--set")
+        entry.quantity(name)
+        values[name] = parse_number(rhs, f"--set {name}")
+    sweep = parse_sweep(args.sweep) if args.sweep else None
+    if sweep:
+        name, grid, log = sweep
+        if entry.quantity(name).domain.endswith("integer"):
+            # An integer symbol is swept over the distinct integers nearest the grid.
+            sweep = name, np.unique(np.round(grid)), log
+        values[name] = sweep[1]
+    if args.solve_for and args.solve_for != entry.output.name and args.solve_for in values:
+        raise UsageError(f"cannot both set and solve for {args.solve_for}")
+    return values, sweep
+
+
+def _print_result(entry, target, sweep: tuple | None, result, out) -> None:
+    """The result as one line, or as a table over the sweep."""
     import numpy as np
     from rich.markup import escape
     from rich.table import Table
+
+    if not sweep:
+        unit = "" if target.unit == "1" else f" {target.unit}"
+        out.print(f"{target.name} = {_fmt(float(result))}{unit}   ({target.description})", markup=False)
+        return
+    name, grid, _ = sweep
+    table = Table(title=f"{entry.name}: {target.name} over {name}")
+    table.add_column(escape(f"{name} [{entry.quantity(name).unit}]"), justify="right")
+    table.add_column(escape(f"{target.name} [{target.unit}]"), justify="right")
+    for x, y in zip(grid, np.broadcast_to(result, grid.shape), strict=True):
+        table.add_row(_fmt(x), _fmt(y))
+    out.print(table)
+
+
+def _report(entry, target, args: argparse.Namespace, used: dict[str, Any], sweep: tuple | None, result,
+            fitted: tuple | None) -> dict[str, Any]:
+    """What ``--json`` writes."""
+    import numpy as np
+
+    return {
+        "bound": entry.name,
+        "summary": entry.summary,
+        "source": entry.source,
+        "result_symbol": target.name,
+        "unit": target.unit,
+        "equation": _equation(entry, args.solve_for),
+        "latex": _latex_or_none(entry, args.solve_for),
+        "values": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in used.items()},
+        "sweep": None if not sweep else {"symbol": sweep[0], "values": sweep[1].tolist()},
+        "result": result.tolist(),
+        "fit": None if not fitted else {
+            "data": args.fit, "rows": fitted[2], "coefficients": fitted[0], "l1_error": fitted[1],
+        },
+    }
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    import numpy as np
 
     from coopt import registry
     from coopt.console import err, out
@@ -161,20 +221,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
     entry = registry.closed_form(args.name)
     solve_for = args.solve_for
     target = entry.quantity(solve_for) if solve_for else entry.output
-    values: dict[str, Any] = {}
-    for item in args.set:
-        name, rhs = parse_assignment(item, "--set")
-        entry.quantity(name)
-        values[name] = parse_number(rhs, f"--set {name}")
-    sweep = parse_sweep(args.sweep) if args.sweep else None
-    if sweep:
-        name, grid, log = sweep
-        if entry.quantity(name).domain.endswith("integer"):
-            # An integer symbol is swept over the distinct integers nearest the grid.
-            sweep = name, np.unique(np.round(grid)), log
-        values[name] = sweep[1]
-    if solve_for and solve_for != entry.output.name and solve_for in values:
-        raise UsageError(f"cannot both set and solve for {solve_for}")
+    values, sweep = _values(entry, args)
     fitted = _fit(entry, args.fit, values) if args.fit else None
     if args.plot and not sweep:
         raise UsageError("--plot needs a --sweep to plot over")
@@ -195,34 +242,10 @@ def cmd_bound(args: argparse.Namespace) -> int:
         out.print(f"fit to {rows} rows of {args.fit}: {fits}; L1 error {_fmt(error)} {entry.output.unit}",
                   markup=False)
     if sweep:
-        name, grid, _ = sweep
-        result = np.broadcast_to(result, grid.shape)
-        table = Table(title=f"{entry.name}: {target.name} over {name}")
-        table.add_column(escape(f"{name} [{entry.quantity(name).unit}]"), justify="right")
-        table.add_column(escape(f"{target.name} [{target.unit}]"), justify="right")
-        for x, y in zip(grid, result, strict=True):
-            table.add_row(_fmt(x), _fmt(y))
-        out.print(table)
-    else:
-        unit = "" if target.unit == "1" else f" {target.unit}"
-        out.print(f"{target.name} = {_fmt(float(result))}{unit}   ({target.description})", markup=False)
-
+        result = np.broadcast_to(result, sweep[1].shape)
+    _print_result(entry, target, sweep, result, out)
     if args.json:
-        report = {
-            "bound": entry.name,
-            "summary": entry.summary,
-            "source": entry.source,
-            "result_symbol": target.name,
-            "unit": target.unit,
-            "equation": _equation(entry, solve_for),
-            "latex": _latex_or_none(entry, solve_for),
-            "values": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in used.items()},
-            "sweep": None if not sweep else {"symbol": sweep[0], "values": sweep[1].tolist()},
-            "result": result.tolist(),
-            "fit": None if not fitted else {
-                "data": args.fit, "rows": fitted[2], "coefficients": fitted[0], "l1_error": fitted[1],
-            },
-        }
+        report = _report(entry, target, args, used, sweep, result, fitted)
         write_atomic(json_target, dumps(report, indent=2) + "\n")
         if json_target is not None:
             out.print(f"wrote {args.json}")

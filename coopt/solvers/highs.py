@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import sys
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -45,7 +44,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from coopt.limits import ABANDONED, STOP, in_solver, interrupt_requested
+from coopt.limits import STOP, Abandoned, interrupt_requested, on_worker
 from coopt.problem import Problem, SolveOptions, Termination, report_status
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
@@ -254,10 +253,6 @@ def _warm_start(solver: Highs, highs: Any, model: pyo.ConcreteModel) -> int:
 STOP_GRACE = 1.0
 
 
-class Abandoned(Exception):
-    """HiGHS did not stop within :data:`STOP_GRACE` of a Ctrl-C; it is left running on its thread."""
-
-
 class _Standard:
     """Standard output and error as they were before Pyomo captured them for a solve: an
     abandoned solve never gives them back, so they are restored from these copies."""
@@ -279,40 +274,16 @@ class _Standard:
 
 
 def _interruptible(call: Callable[[], Any]) -> Any:
-    """Run a HiGHS call so that a Ctrl-C is heard at once: on the main thread, HiGHS runs on a
-    worker thread while this one waits in Python, where signal handlers run. After a Ctrl-C HiGHS
-    has :data:`STOP_GRACE` seconds to return; HiGHS checks for interrupts between branch-and-bound
-    nodes, and its root node can run for seconds without one, so past the grace the solve is
-    abandoned (:class:`Abandoned`, standard output and error restored) and the caller keeps the
-    incumbent the callbacks recorded."""
-    if threading.current_thread() is not threading.main_thread():
-        return call()
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = call()
-        except BaseException as exc:  # handed to the waiting thread, which raises it
-            box["error"] = exc
-
+    """Run a HiGHS call so that a Ctrl-C is heard at once (:func:`coopt.limits.on_worker`). After a
+    Ctrl-C HiGHS has :data:`STOP_GRACE` seconds to return; HiGHS checks for interrupts between
+    branch-and-bound nodes, and its root node can run for seconds without one, so past the grace
+    the solve is abandoned (:class:`~coopt.limits.Abandoned`, standard output and error restored)
+    and the caller keeps the incumbent the callbacks recorded."""
     standard = _Standard()
-    worker = threading.Thread(target=work, name="highs", daemon=True)
-    worker.start()
-    deadline = None
     try:
-        while worker.is_alive():
-            worker.join(0.05)
-            if STOP.is_set() and worker.is_alive():
-                deadline = deadline or time.perf_counter() + STOP_GRACE
-                if time.perf_counter() > deadline:
-                    standard.restore()
-                    ABANDONED.set()
-                    raise Abandoned
+        return on_worker(call, name="highs", grace=STOP_GRACE, on_abandon=standard.restore)
     finally:
         standard.close()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
 
 
 def _record_incumbent(highs: Any) -> dict[str, Any]:
@@ -354,16 +325,15 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     _subscribe_stop_and_watch(highs, unit, watch)
     started = time.perf_counter()
     try:
-        with in_solver():
-            results = _interruptible(lambda: solver.solve(
-                model,
-                time_limit=options.time_limit,
-                rel_gap=options.gap,
-                threads=options.threads,
-                solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-9},
-                load_solutions=False,
-                raise_exception_on_nonoptimal_result=False,
-            ))
+        results = _interruptible(lambda: solver.solve(
+            model,
+            time_limit=options.time_limit,
+            rel_gap=options.gap,
+            threads=options.threads,
+            solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-9},
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+        ))
     except Abandoned:
         return _abandoned(solver, model, latest, unit, handoff, time.perf_counter() - started, events, size)
     solve = float(getattr(results.timing_info, "highs_time", results.timing_info.wall_time))
