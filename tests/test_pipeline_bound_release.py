@@ -8,14 +8,13 @@ import random
 import pytest
 
 from coopt.problem import NoSolution, SolveOptions
-from coopt.problems.pipeline import PROBLEM, brute, counts, milp
+from coopt.problems.pipeline import PROBLEM, brute, milp
 from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.bound import lower_bound, memory_rule_applies, releases, tails
-from coopt.problems.pipeline.milp import fifo_relabel, incumbent
 from coopt.problems.pipeline.model import GB
+from coopt.problems.pipeline.order import fifo_relabel
 from coopt.run import run
-from coopt.solvers.highs import solve_model
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
 
@@ -128,20 +127,6 @@ def test_bound_never_above_the_enumerated_optimum_under_tight_caps(seed):
     best = brute.enumerate_optimum(instance)
     assert best is not None  # every cap holds one micro-batch
     assert lower_bound(instance) <= best + 1e-9
-
-
-@pytest.mark.parametrize("seed", range(16))
-def test_bound_never_above_model_n_without_the_cut(seed):
-    """Against Model N (counts, FIFO) built with no dual-bound floor, so that the optimum it
-    proves owes nothing to the bound under test, on instances larger than the oracle's."""
-    rng = random.Random(1000 + seed)
-    instance = keep_only(1000 + seed, rng.randint(2, 4), rng.randint(4, 8), split=rng.random() < 0.8)
-    bound = lower_bound(instance)
-    value, start = incumbent(instance)  # the serial bound and no start when no heuristic fits
-    model = counts.build_counts(instance, counts.horizon_slots(instance, value), 0.0, start)
-    result = solve_model(model, OPTIONS)
-    assert result.status == "optimal"
-    assert bound <= result.objective + 1e-9
 
 
 def test_the_bound_closes_the_generator_seeds_model_p_proves():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from coopt.problems.pipeline import brute
-from coopt.problems.pipeline.milp import incumbent
+from coopt.problems.pipeline.warm import incumbent
 from coopt.problems.pipeline.window import applies, window_bound
 from tests.test_pipeline_bound_release import SHAPES, keep_only
 

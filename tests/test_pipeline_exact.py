@@ -1,6 +1,6 @@
-"""Model N (the count-based time-indexed MILP, :mod:`coopt.problems.pipeline.counts`) against
-the enumeration oracle, which overtakes micro-batches and knows nothing of counts, slots or
-windows, and against Model P on the shipped keep-only files and the generator."""
+"""The warm start of the exact routes (:mod:`coopt.problems.pipeline.warm`): the best checked
+heuristic or pattern schedule in the form Model P admits, handed in by the runner; and the time
+grid of :mod:`coopt.problems.pipeline.grid`."""
 
 from __future__ import annotations
 
@@ -8,108 +8,21 @@ from dataclasses import replace
 
 import pytest
 
-from coopt.instance import load
-from coopt.problem import SolveOptions, close
-from coopt.problems.pipeline import PROBLEM, counts
+from coopt.problem import SolveOptions
+from coopt.problems.pipeline import PROBLEM
 from coopt.problems.pipeline import model as pm
-from coopt.problems.pipeline.bound import lower_bound
-from coopt.problems.pipeline.brute import enumerate_optimum, tiny
-from coopt.problems.pipeline.milp import incumbent
-from coopt.problems.pipeline.model import GB
-from coopt.run import run
-from coopt.shipped import shipped
+from coopt.problems.pipeline.grid import time_unit
+from coopt.problems.pipeline.warm import incumbent
 from coopt.solvers.highs import solve_model
-
-OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
-
-
-def solve_counts(instance: pm.Instance, horizon: int | None = None, warm: bool = True):
-    """Model N over the heuristic's horizon (or ``horizon`` slots): result and its schedule."""
-    best, start = incumbent(instance)
-    H = counts.horizon_slots(instance, best) if horizon is None else horizon
-    model = counts.build_counts(instance, H, lower_bound(instance), start if warm else None)
-    result = solve_model(model, OPTIONS)
-    return result, (counts.extract_counts(model, instance) if result.objective is not None else None)
-
-
-KEEP_SEEDS = [s for s in range(120) if counts.applies(tiny(s))][:24]
-
-
-@pytest.mark.parametrize("seed", KEEP_SEEDS)
-def test_model_n_matches_enumeration_over_every_order(seed):
-    """Every keep-only tiny instance of the oracle (lags, fused and split backward, two chunks in a
-    V or interleaved, caps below one micro-batch): Model N's optimum is the enumeration's, and its
-    schedule passes the checker with that makespan."""
-    instance = tiny(seed)
-    best = enumerate_optimum(instance)
-    result, solution = solve_counts(instance)
-    if best is None:
-        assert result.status == "infeasible"
-        return
-    assert result.status == "optimal"
-    assert pm.check(instance, solution) == []
-    assert close(result.objective, best)
-    assert close(pm.objective(instance, solution), best)
-
-
-def test_the_seeds_cover_what_model_n_must_handle():
-    """The parametrised seeds include a lag, a fused backward, two chunks and an infeasible cap."""
-    shapes = [tiny(s) for s in KEEP_SEEDS]
-    assert len(shapes) == 24
-    assert any(i.lag_s > 0 for i in shapes)
-    assert any(not i.split_backward for i in shapes)
-    assert any(i.chunks == 2 for i in shapes)
-    assert any(enumerate_optimum(i) is None for i in shapes)
-
-
-def test_model_n_without_warm_start_and_a_loose_horizon():
-    """The optimum does not depend on the incumbent or on a horizon longer than needed."""
-    instance = tiny(KEEP_SEEDS[0])
-    best = enumerate_optimum(instance)
-    assert best is not None
-    result, solution = solve_counts(instance, horizon=int(pm.serial_bound(instance)) + 3, warm=False)
-    assert result.status == "optimal" and close(result.objective, best)
-    assert pm.check(instance, solution) == []
-
-
-@pytest.mark.parametrize("path", [p for p in shipped("pipeline") if counts.applies(load(p).instance)
-                                  and not p.name.startswith("2-")], ids=lambda p: p.stem)
-def test_model_n_matches_model_p_on_the_shipped_keep_only_files(path):
-    instance = load(path).instance
-    report = run(PROBLEM, instance, "exact", OPTIONS)
-    result, solution = solve_counts(instance)
-    assert report.status == result.status == "optimal"
-    assert close(result.objective, report.objective)
-    assert pm.check(instance, solution) == []
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_model_n_matches_model_p_on_the_generator(seed):
-    instance = PROBLEM.generate(seed, 4)
-    report = run(PROBLEM, instance, "exact", OPTIONS)
-    result, solution = solve_counts(instance)
-    assert report.status == result.status == "optimal"
-    assert close(result.objective, report.objective)
-    assert pm.check(instance, solution) == []
 
 
 def test_time_unit_is_the_common_divisor_or_none():
     instance = PROBLEM.generate(0, 3)
-    assert counts.time_unit(instance) == 1.0
+    assert time_unit(instance) == 1.0
     halves = replace(instance, forward_s=tuple(x / 2 for x in instance.forward_s), lag_s=0.25)
-    assert counts.time_unit(halves) == 0.25
+    assert time_unit(halves) == 0.25
     irrational = replace(instance, lag_s=2**0.5)
-    assert counts.time_unit(irrational) is None
-    assert not counts.applies(irrational)
-
-
-def test_model_n_does_not_apply_where_fifo_or_slots_would_lose():
-    instance = PROBLEM.generate(0, 3)
-    assert counts.applies(instance)
-    recompute = replace(instance, allow_recompute=True, recompute_s=(1.0,) * 3,
-                        checkpoint_bytes=(0.5 * GB,) * 3)
-    assert not counts.applies(recompute)
-    assert not counts.applies(replace(instance, objective="stage_span"))
+    assert time_unit(irrational) is None
 
 
 def test_the_warm_start_is_local_search_relabelled_fifo():
@@ -126,7 +39,8 @@ def test_the_warm_start_is_local_search_relabelled_fifo():
     assert pm.check(instance, start) == []
     t = {(x["kind"], x["stage"], x["microbatch"]): x["start"] for x in start["passes"]}
     assert all(t[(kind, k, j)] > t[(kind, k, j - 1)] for kind, k, j in t if j)
-    model = build(instance)
+    assert PROBLEM.warm_start(instance) == start
+    model = build(instance, incumbent=start)
     assert model.C.value * model.objective_unit == pytest.approx(value)
 
 
@@ -137,8 +51,8 @@ def test_the_warm_start_with_recompute_or_offload_meets_the_first_lane_chain(see
     keeps its value, passes the checker and enters stage 0 in micro-batch order."""
     from coopt.problems.pipeline import brute
     from coopt.problems.pipeline.heuristics import HEURISTICS
-    from coopt.problems.pipeline.milp import fifo_is_lossless, first_lane_relabel, incumbent
     from coopt.problems.pipeline.model import check
+    from coopt.problems.pipeline.order import fifo_is_lossless, first_lane_relabel
 
     instance = brute.tiny(seed)
     assert not fifo_is_lossless(instance)
@@ -160,11 +74,11 @@ def test_a_horizon_below_the_warm_start_gets_no_warm_start(caplog):
     from coopt.problems.pipeline.milp import build
 
     instance = PROBLEM.generate(0, 4)
-    best, _ = incumbent(instance)
+    best, start = incumbent(instance)
     with caplog.at_level("WARNING"):
-        below = build(instance, upper=best - 1)
+        below = build(instance, upper=best - 1, incumbent=start)
     assert not getattr(below, "warm_start", False)
     assert not [r for r in caplog.records if "outside the bounds" in r.getMessage()]
-    assert build(instance, upper=best).warm_start
+    assert build(instance, upper=best, incumbent=start).warm_start
     result = solve_model(below, SolveOptions(time_limit=30, gap=1e-9, threads=1))
     assert result.status == "infeasible" or result.objective < best  # HiGHS decides it alone

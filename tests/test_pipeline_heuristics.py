@@ -1,4 +1,4 @@
-"""The local search's incremental evaluator against the full simulator, and its guarantees (issue 19)."""
+"""The local search's incremental evaluator against the full simulator, and its guarantees."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from coopt.problem import NoSolution
 from coopt.problems.pipeline import PROBLEM, bound
 from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.heuristics import combined, search
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 SMALL = sorted(p.name for p in INSTANCES.glob("0-*.toml"))
@@ -52,7 +53,7 @@ def test_incremental_retiming_equals_the_full_simulator(name, belady):
             ok = ev.flip(rng.randrange(len(ev.mode)), rng.choice(allowed), 2)
         elif u > 0.85:
             j = rng.randrange(m - 1)
-            pairs = schedules._exchange(instance, j, j + 1, rng.randrange(instance.virtual_stages), rng.random() < 0.5)
+            pairs = search._exchange(instance, j, j + 1, rng.randrange(instance.virtual_stages), rng.random() < 0.5)
             ok = ev.swap(pairs, 2)
         else:
             d = rng.randrange(instance.stages)
@@ -158,10 +159,10 @@ def test_exchange_pairs_swap_one_micro_batch_for_another():
     the forwards on stage 0 stay."""
     instance = load(INSTANCES / "0-p3m4-recompute.toml").instance
     keys = instance.passes()
-    pairs = {(keys[x], keys[y]) for x, y in schedules._exchange(instance, 1, 2, 1, wave=True)}
+    pairs = {(keys[x], keys[y]) for x, y in search._exchange(instance, 1, 2, 1, wave=True)}
     expected = {((kind, k, 1), (kind, k, 2)) for kind in "FBW" for k in range(3) if kind != "F" or k >= 1}
     assert pairs == expected
-    alone = {(keys[x], keys[y]) for x, y in schedules._exchange(instance, 0, 3, 2, wave=False)}
+    alone = {(keys[x], keys[y]) for x, y in search._exchange(instance, 0, 3, 2, wave=False)}
     assert alone == {((kind, 2, 0), (kind, 2, 3)) for kind in "FBW"}
 
 
@@ -215,10 +216,10 @@ def test_local_search_stops_at_the_dual_bound(monkeypatch):
         raise AssertionError("searched although the start meets the bound")
 
     with monkeypatch.context() as patch:
-        patch.setattr(schedules, "_lahc", no_search)
+        patch.setattr(search, "_lahc", no_search)
         assert schedules.local_search(cap6)["objective"] == pytest.approx(bound.lower_bound(cap6))
     overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
-    start = schedules._best_of(overtake, schedules.SEARCH_STARTS)
+    start = combined._best_of(overtake, schedules.SEARCH_STARTS)
     timed, _ = pm.parse(overtake, start)
     orders = _orders(overtake, start)
     calls = []
@@ -228,16 +229,16 @@ def test_local_search_stops_at_the_dual_bound(monkeypatch):
     for target in (bound.lower_bound(overtake), 0.0):
         calls.clear()
         ev = schedules.Evaluator(overtake, orders, timed.modes, belady=True)
-        best, _ = schedules._lahc(overtake, ev, random.Random(0), 5000, float("inf"), target)
+        best, _ = search._lahc(overtake, ev, random.Random(0), 5000, float("inf"), target)
         assert best[0] == pytest.approx(22.0)
         counts.append(len(calls))
     assert counts[0] < counts[1]
 
 
 def test_local_search_keeps_the_residual_cases_closed():
-    """Issue 19's residual cases on the bench seeds 0-2: the overtaking instance at 23 or better
-    on every seed (optimum 22; 24 on seed 1 before the exchange moves); 0-p3m4-recompute at its
-    optimum 16 on every seed (17 on every seed before the recompute warm-up start)."""
+    """The hard cases on the bench seeds 0-2: the overtaking instance at 23 or better on every
+    seed (optimum 22; the exchange moves reach it); 0-p3m4-recompute at its optimum 16 on every
+    seed (the recompute warm-up start reaches it)."""
     overtake = load(INSTANCES / "0-p3m3-offload-overtake.toml").instance
     assert all(schedules.local_search(overtake, seed=s)["objective"] <= 23 + 1e-9 for s in range(3))
     recompute = load(INSTANCES / "0-p3m4-recompute.toml").instance

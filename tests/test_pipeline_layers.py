@@ -1,4 +1,4 @@
-"""Per-layer recompute (issue 18): a virtual stage holds L layers (``recompute_layers``) and an item
+"""Per-layer recompute: a virtual stage holds L layers (``recompute_layers``) and an item
 may recompute r of them. Loader, checker, the hand-computed instance where r = 1 of 2 beats both
 keep and whole-item recompute, the oracle's L = 2 instances, and the schedules that use it."""
 

@@ -12,8 +12,8 @@ import pytest
 from coopt.instance import load
 from coopt.problem import NoSolution
 from coopt.problems.pipeline import PROBLEM
-from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.heuristics import list_schedule, timing
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 
@@ -89,8 +89,8 @@ CASES = list(_cases())
 def test_heap_dispatch_equals_the_plain_dispatch(name, instance):
     p = instance.stages
     rank = {"B": 0, "F": 1, "W": 2}
-    variants = [(schedules._chronos_window(instance), schedules._chronos_priority, None)]
-    variants.append((lambda k, w=variants[0][0]: w(k) + 2, schedules._chronos_priority, None))
+    variants = [(list_schedule._chronos_window(instance), list_schedule._chronos_priority, None)]
+    variants.append((lambda k, w=variants[0][0]: w(k) + 2, list_schedule._chronos_priority, None))
     if instance.chunks == 1 and instance.split_backward:
         variants.append((lambda k: 2 * (p - k) - 1, lambda x, _: (rank[x[0]], x[2]),
                          lambda d: 2 * p * instance.activation_bytes[d]))
@@ -99,12 +99,12 @@ def test_heap_dispatch_equals_the_plain_dispatch(name, instance):
         for window, priority, budget in variants:
             want = plain_dispatch(target, window, priority, budget)
             try:
-                got = schedules._list_schedule(target, window, priority, "test", budget=budget).start
+                got = list_schedule._list_schedule(target, window, priority, "test", budget=budget).start
             except NoSolution as error:
                 if want != "deadlock":  # a finished schedule _fits rejects: so must it the reference's
                     assert "deadlock" not in str(error)
                     with pytest.raises(NoSolution):
-                        schedules._fits(target, pm.Timed(start=want, modes={}, d2h={}, h2d={}), "reference")
+                        timing._fits(target, pm.Timed(start=want, modes={}, d2h={}, h2d={}), "reference")
                     continue
                 got = "deadlock"
             assert got == want

@@ -1,4 +1,4 @@
-"""The schedules as the field defines them (issue 23): 1F1B fuses B and W before the send, ZB-H2 is
+"""The schedules as the field defines them: 1F1B fuses B and W before the send, ZB-H2 is
 bounded and falls back to ZB-H1, ZB-V reaches the span optimum, the controllable-memory schedules
 stay within their papers' memory, PipeOffload's validity rule, span timing."""
 
@@ -14,6 +14,7 @@ from coopt.problem import NoSolution, SolveOptions
 from coopt.problems.pipeline import PROBLEM
 from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.heuristics import blocks
 from coopt.run import run
 from tests.known.test_pipeline_known import toy
 
@@ -72,7 +73,7 @@ def test_no_uncapped_schedule_exceeds_its_papers_memory(method, chunks, times):
 
 
 def test_zb_h2_falls_back_to_zb_h1_at_1f1b_memory():
-    """Issue 23: 0-p3m4-cap6 gave 15 against ZB-H1's 14."""
+    """On 0-p3m4-cap6 ZB-H1 (14) beats ZB-H2's own list schedule (15): ZB-H2 falls back to it."""
     instance = load(INSTANCES / "0-p3m4-cap6.toml").instance
     assert schedules.zb_h2(instance)["objective"] <= schedules.zb_h1(instance)["objective"] + 1e-9
 
@@ -138,7 +139,7 @@ def test_block_search_alone_reaches_zb_v_span_at_zb_v_budget():
     """On 1-p4m8-stage-span with two chunks (cap 8 GB = 1F1B's p a), the blocks alone (without
     ZB-V among the candidates) reach span 24 = m (T_F + T_B + T_W), the MILP's bound."""
     v = two_chunks(load(INSTANCES / "1-p4m8-stage-span.toml").instance, 8.0)
-    found, _ = schedules._block_search(v)
+    found, _ = blocks._block_search(v)
     assert found is not None and pm.check(v, found) == []
     assert found["objective"] == pytest.approx(24.0)
     assert schedules.v_auto(v)["objective"] == pytest.approx(schedules.zb_v(v)["objective"])
@@ -151,7 +152,7 @@ def test_block_search_fits_v_min_budget_and_is_no_worse(ratio):
     v = two_chunks(replace(toy(4, 16, None), forward_s=(f,) * 4, backward_s=(b,) * 4, weight_s=(w,) * 4))
     lean = schedules.v_min(v)
     capped = replace(v, memory_cap_bytes=(peak(v, lean),) * 4)
-    found, _ = schedules._block_search(capped)
+    found, _ = blocks._block_search(capped)
     assert found is not None and pm.check(capped, found) == []
     assert found["objective"] <= lean["objective"] + 1e-9
 

@@ -1,4 +1,4 @@
-"""The recompute warm-up dispatch behind local_search's second start (issue 19)."""
+"""The recompute warm-up dispatch behind local_search's second start."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from coopt.instance import load
 from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.heuristics import combined, warmup
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "pipeline"
 #: Single-chunk instances (the multi-chunk ones take ZB-V's start and have bound = optimum).
@@ -45,7 +46,7 @@ def test_warmup_dispatch_completes_within_the_cap_and_its_windows(name, instance
     ev = _compiled(instance)
     for wname, window in _windows(instance).items():
         for rank in ((0, 1, 2), (1, 0, 2)):
-            got = schedules._warmup_orders(ev, window, rank)
+            got = warmup._warmup_orders(ev, window, rank)
             assert got is not None, (wname, rank)
             orders, modes = got
             assert instance.allow_recompute or not modes
@@ -72,13 +73,13 @@ def test_warmup_reaches_the_recompute_optimum():
     every keep-first start stops at 17."""
     instance = load(INSTANCES / "0-p3m4-recompute.toml").instance
     ev = _compiled(instance)
-    orders, modes = schedules._warmup_orders(ev, lambda k: instance.stages - k, schedules.SEARCH_WARMUP_RANK)
+    orders, modes = warmup._warmup_orders(ev, lambda k: instance.stages - k, schedules.SEARCH_WARMUP_RANK)
     assert set(modes) == {(0, 1), (0, 2), (1, 2)}
     assert [x for x, _, _ in orders[0][:4]] == ["F", "F", "F", "B"]
     timed = pm.simulate(instance, orders, modes)
     assert pm.check(instance, pm.to_solution(instance, timed)) == []
     assert timed.makespan(instance) == pytest.approx(RECOMPUTE_OPTIMUM)
-    start = schedules._best_of(instance, schedules.SEARCH_STARTS)
+    start = combined._best_of(instance, schedules.SEARCH_STARTS)
     assert start["objective"] > RECOMPUTE_OPTIMUM + 0.5
 
 
@@ -86,7 +87,7 @@ def test_warmup_reaches_the_recompute_optimum():
 def test_local_search_is_never_worse_than_the_warmup(name):
     """local_search returns a checked schedule no longer than its recompute warm-up start."""
     instance = load(INSTANCES / name).instance
-    got = schedules._warmup_orders(_compiled(instance), lambda k: instance.virtual_stages - k,
+    got = warmup._warmup_orders(_compiled(instance), lambda k: instance.virtual_stages - k,
                                    schedules.SEARCH_WARMUP_RANK)
     warm = pm.simulate(instance, *got).value(instance)
     solution = schedules.local_search(instance, seed=0)

@@ -144,7 +144,7 @@ OVERTAKE = Path(__file__).resolve().parents[2] / "instances" / "pipeline" / "0-p
 def test_fifo_loses_where_recompute_and_offload_meet_a_cap():
     """Issue 13: the FIFO-restricted model proves 23, the checker accepts a schedule of 22 in
     which micro-batch 1 overtakes the offloaded micro-batch 0; `exact` (no FIFO there) finds 22.
-    (Model T, which never imposed FIFO, agrees: benchmarks/pipeline_exact.py --only overtake.)"""
+    (Model T, which never imposed FIFO, agrees: benchmarks/figures/pipeline_exact.py --only overtake.)"""
     instance = load(OVERTAKE).instance
     report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.status == "optimal" and report.check["feasible"], report.check["violations"]

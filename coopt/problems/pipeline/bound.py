@@ -5,9 +5,9 @@ checker accepts, so none can cut off an optimum.
 
 * **Critical path**: the longest path through the precedence graph (P1) plus the lossless
   symmetry-breaking edges of Model P (P2: FIFO on keep-only instances, the F(0, j) chain
-  otherwise; both keep some optimum, see :mod:`.milp`), with keep-mode durations (a mode only
-  lengthens a pass) and lags. Model P's LP relaxation contains the same edges, so this part
-  alone is what the LP gets from precedence.
+  otherwise; both keep some optimum, see :mod:`.milp`; the edges are :mod:`.order`'s), with
+  keep-mode durations (a mode only lengthens a pass) and lags. Model P's LP relaxation contains
+  the same edges, so this part alone is what the LP gets from precedence.
 * **Device load**: device d cannot start before the forwards of the stages in front of its
   first chunk have run (``head_d``), then runs its whole load, and on a fused backward the
   upstream backwards of the micro-batch it finishes last still follow (``tail_d``). This is
@@ -18,7 +18,7 @@ checker accepts, so none can cut off an optimum.
   intervals overlap (releases come first at equal times), so by colouring the interval graph
   with ``n_s`` colours some colour holds ``ceil(m / n_s)`` disjoint intervals:
   ``C >= head_s + ceil(m / n_s) R_s + tail_s`` and ``span >= ceil(m / n_s) R_s``.
-* **Memory-aware release times** (:func:`releases`; keep-only, one chunk per device, issue 20):
+* **Memory-aware release times** (:func:`releases`; keep-only, one chunk per device):
   a lower bound ``r_x`` on the start of every pass in every FIFO schedule, hence (FIFO is
   lossless there, Model P's (P2)) a lower bound on the makespan of every schedule:
   ``C >= max_x r_x + d_x``. Micro-batches are taken in order j = 0..m-1 and, within j, along
@@ -63,8 +63,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from coopt.problems.pipeline.milp import fifo_is_lossless, successors, topological_order
 from coopt.problems.pipeline.model import Instance, PassKey
+from coopt.problems.pipeline.order import fifo_is_lossless, successors, topological_order
 
 
 def _lag(instance: Instance, x: PassKey, y: PassKey) -> float:

@@ -36,6 +36,7 @@ import math
 import random
 from dataclasses import replace
 
+from coopt.problem import SolveOptions
 from coopt.problems.pipeline.model import (
     GB,
     Deadlock,
@@ -44,6 +45,9 @@ from coopt.problems.pipeline.model import (
     peaks,
     simulate,
 )
+from coopt.problems.pipeline.timeindexed import build_time_indexed
+from coopt.problems.pipeline.warm import incumbent
+from coopt.solvers.highs import solve_model
 
 #: (stages, micro-batches, chunks, placement, split backward) of the tiny instances.
 SHAPES = (
@@ -134,9 +138,7 @@ def enumerate_optimum(instance: Instance) -> float | None:
 
 def horizon(instance: Instance) -> int:
     """A horizon no shorter than the optimum: the best schedule among the heuristics' that the
-    checker accepts, else the serial bound (:func:`coopt.problems.pipeline.milp.incumbent`)."""
-    from coopt.problems.pipeline.milp import incumbent
-
+    checker accepts, else the serial bound (:func:`.warm.incumbent`)."""
     return int(math.floor(incumbent(instance)[0] + 1e-9))
 
 
@@ -148,10 +150,6 @@ def time_indexed_optimum(instance: Instance) -> float | None:
     too_small = any(instance.a(k) > instance.cap(k) * (1 + 1e-9) for k in range(instance.stages))
     if instance.chunks == 1 and too_small:
         return None
-    from coopt.problem import SolveOptions
-    from coopt.problems.pipeline.timeindexed import build_time_indexed
-    from coopt.solvers.highs import solve_model
-
     model = build_time_indexed(instance, horizon(instance))
     result = solve_model(model, SolveOptions(time_limit=300, gap=1e-9))
     if result.status == "infeasible":

@@ -1,8 +1,8 @@
-"""Model S: the constraint program for keep-only pipeline schedules, solved by CP-SAT (issue 20).
+"""Model S: the constraint program for keep-only pipeline schedules, solved by CP-SAT.
 
 Where it applies (:func:`applies`): keep-only (no recompute, no offload), one chunk per device,
 the makespan objective, and every duration and the lag an integer multiple of one time unit ``q``
-(:func:`coopt.problems.pipeline.counts.time_unit`; the generator's integer seconds). There it
+(:func:`coopt.problems.pipeline.grid.time_unit`; the generator's integer seconds). There it
 is the ``exact`` method; everywhere else ``exact`` is Model P (:mod:`.milp`), which stays
 registered as ``milp`` on every instance.
 
@@ -10,14 +10,14 @@ Why a constraint program
 ------------------------
 Model P orders every same-device pair with a binary and big-M rows, and its LP relaxation
 cannot see that a device runs one pass at a time: on the generator's size 16 seed 0 (p = 16,
-m = 32) its root takes the whole 60 s and ends at 662.7 against an optimum of 677. Seven rounds
-of cuts, windows and relaxations (docs/pipeline.md) moved the bound to 670 and no further. The
+m = 32) its root takes the whole 60 s and ends at 662.7 against an optimum of 677; cuts, windows
+and relaxations (docs/notes/pipeline.md) moved the bound to 670 and no further. The
 same disjunctive structure is what constraint programming with lazy clause generation is built
 for (job-shop and RCPSP are its home ground): a NoOverlap propagator per device (edge finding,
 not-first / not-last, energetic reasoning), precedences kept as difference constraints, and the
 memory cap as a small disjunction per forward pass whose literals it learns clauses over. That
-proves size 16 seed 0 optimal on one thread within the issue's 60 s (benchmarks in
-docs/pipeline.md), where Model P does not. CP-SAT is Google OR-tools' solver; its ``OPTIMAL`` is
+proves size 16 seed 0 optimal on one thread within 60 s (benchmarks in docs/pipeline.md), where
+Model P does not. CP-SAT is Google OR-tools' solver; its ``OPTIMAL`` is
 a complete search on integers (no tolerance), so on the grid below it is exact.
 
 What the restriction to FIFO and the grid loses: nothing
@@ -26,12 +26,13 @@ What the restriction to FIFO and the grid loses: nothing
 optimal schedule runs every lane in micro-batch order (Model P's (P2), proof in :mod:`.milp`).
 
 *Integer starts.* Some optimal FIFO schedule starts every pass at a multiple of ``q`` (the
-argument of :mod:`.counts`: the event order of a schedule, kept as a weak order, is a system of
+argument of :mod:`.grid`: the event order of a schedule, kept as a weak order, is a system of
 difference constraints with right-hand sides on the grid, whose least solution is integral and
 keeps every memory level). Times below are in units of ``q``.
 
-*Horizon.* ``C <= H``, the best heuristic makespan (or the serial bound when no heuristic fits):
-a schedule no longer than it exists. ``C >= LB``, the dual bound of :mod:`.bound`. Every pass
+*Horizon.* ``C <= H``, the makespan of the warm start (:mod:`.warm`, handed in by the runner as
+``incumbent``, also CP-SAT's hint), or the serial bound without one: a schedule no longer than
+it exists. ``C >= LB``, the dual bound of :mod:`.bound`. Every pass
 lies in its window ``[r_x, H - q_x]`` (release times and tails of :mod:`.bound`, valid for every
 FIFO schedule, as Model P's (P8)), and ``C >= S_x + q_x``.
 
@@ -77,14 +78,13 @@ show are not needed; the checker has no counterpart for them, by design.
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination
-from coopt.problems.pipeline.counts import time_unit
+from coopt.problems.pipeline.bound import lower_bound, releases, tails
+from coopt.problems.pipeline.grid import time_unit
 from coopt.problems.pipeline.model import (
     Instance,
     PassKey,
@@ -93,8 +93,8 @@ from coopt.problems.pipeline.model import (
     serial_bound,
     to_solution,
 )
-
-Watch = Callable[[float | None, float | None], None]
+from coopt.solvers import cpsat as cp_route
+from coopt.solvers.cpsat import Watch
 
 #: Slack when a bound in seconds is turned into grid units (the values are sums of grid durations).
 _EPS = 1e-6
@@ -145,70 +145,91 @@ def build(instance: Instance, upper: float, floor: float = 0.0, hint: Solution |
     ``windows``, and ``hint`` (a FIFO schedule on the grid) as CP-SAT's hint."""
     from ortools.sat.python import cp_model
 
-    from coopt.problems.pipeline.bound import releases, tails
-
     q = time_unit(instance)
     assert q is not None and applies(instance), "Model S applies to keep-only one-chunk grid instances"
     H = math.floor(upper / q + _EPS)
     LB = min(H, max(0, math.ceil(floor / q - _EPS)))
     units = {x: round(instance.duration(x) / q) for x in instance.passes()}
-    lag = round(instance.lag_s / q)
-    passes = instance.passes()
-    release = releases(instance) if windows else {}
-    tail = tails(instance) if windows else {}
-    if any(math.isinf(v) for v in release.values()) or any(math.isinf(v) for v in tail.values()):
-        release, tail = {}, {}
+    release, tail = _windows(instance, windows)
     model = cp_model.CpModel()
     start: dict[PassKey, Any] = {}
-    for x in passes:
+    for x in instance.passes():
         lo = math.ceil(release[x] / q - _EPS) if x in release else 0
         hi = H - (math.ceil(tail[x] / q - _EPS) if x in tail else units[x])
         if lo > hi:
             return Built(model, start, None, q, H, LB, infeasible=True)
         start[x] = model.NewIntVar(lo, hi, f"S_{x[0]}_{x[1]}_{x[2]}")
     C = model.NewIntVar(LB, H, "C")
-    m, kinds = instance.microbatches, instance.kinds
     for k in range(instance.stages):
-        intervals = [model.NewFixedSizeIntervalVar(start[(x, k, j)], units[(x, k, j)], "")
-                     for x in kinds for j in range(m)]
-        model.AddNoOverlap(intervals)  # (S2)
-        for x in kinds:
-            for j in range(m - 1):  # (S1) FIFO
-                model.Add(start[(x, k, j + 1)] >= start[(x, k, j)] + units[(x, k, j)])
-        last = (kinds[-1], k, m - 1)
-        model.Add(start[last] + units[last] <= C)  # (S4)
-        if instance.memory_cap_bytes is None:
-            continue
-        for j in range(m):  # (S3)
-            options = memory_options(instance, k, j)
-            if not options:
-                return Built(model, start, C, q, H, LB, infeasible=True)
-            if options == [(0, 0)]:
-                continue
-            chosen = []
-            for x, y in options:
-                literal = model.NewBoolVar(f"mem_{k}_{j}_{x}_{y}")
-                chosen.append(literal)
-                if x:
-                    b = ("B", k, x - 1)
-                    model.Add(start[("F", k, j)] >= start[b] + units[b]).OnlyEnforceIf(literal)
-                if y:
-                    w = ("W", k, y - 1)
-                    model.Add(start[("F", k, j)] >= start[w] + units[w]).OnlyEnforceIf(literal)
-            model.AddBoolOr(chosen)
-    for x in passes:  # (S1) data flow
+        _stage_rows(instance, model, start, units, C, k)
+        if instance.memory_cap_bytes is not None and not _memory_rows(instance, model, start, units, k):
+            return Built(model, start, C, q, H, LB, infeasible=True)
+    lag = round(instance.lag_s / q)
+    for x in instance.passes():  # (S1) data flow
         for y, c in instance.predecessors(x):
             model.Add(start[x] >= start[y] + units[y] + (lag if c else 0))
         if x in tail:  # the tails: C >= S_x + q_x
             model.Add(start[x] + math.ceil(tail[x] / q - _EPS) <= C)
     model.Minimize(C)
     if hint is not None:
-        timed, bad = parse(instance, hint)
-        if timed is not None and not bad:
-            for x, var in start.items():
-                model.AddHint(var, round(timed.start[x] / q))
-            model.AddHint(C, round(timed.makespan(instance) / q))
+        _hint(instance, model, start, C, q, hint)
     return Built(model, start, C, q, H, LB)
+
+
+def _windows(instance: Instance, windows: bool) -> tuple[dict[PassKey, float], dict[PassKey, float]]:
+    """The release times and tails of :mod:`.bound` (seconds) where ``windows`` and all finite."""
+    release = releases(instance) if windows else {}
+    tail = tails(instance) if windows else {}
+    if any(math.isinf(v) for v in release.values()) or any(math.isinf(v) for v in tail.values()):
+        return {}, {}
+    return release, tail
+
+
+def _stage_rows(instance: Instance, model: Any, start: dict[PassKey, Any], units: dict[PassKey, int],
+                C: Any, k: int) -> None:
+    """(S2) stage k's passes in one NoOverlap, (S1) FIFO per lane, (S4) C after its last pass."""
+    m, kinds = instance.microbatches, instance.kinds
+    intervals = [model.NewFixedSizeIntervalVar(start[(x, k, j)], units[(x, k, j)], "")
+                 for x in kinds for j in range(m)]
+    model.AddNoOverlap(intervals)  # (S2)
+    for x in kinds:
+        for j in range(m - 1):  # (S1) FIFO
+            model.Add(start[(x, k, j + 1)] >= start[(x, k, j)] + units[(x, k, j)])
+    last = (kinds[-1], k, m - 1)
+    model.Add(start[last] + units[last] <= C)  # (S4)
+
+
+def _memory_rows(instance: Instance, model: Any, start: dict[PassKey, Any], units: dict[PassKey, int],
+                 k: int) -> bool:
+    """(S3) one fitting option per forward start of stage k; False when some forward never fits."""
+    for j in range(instance.microbatches):
+        options = memory_options(instance, k, j)
+        if not options:
+            return False
+        if options == [(0, 0)]:
+            continue
+        chosen = []
+        for x, y in options:
+            literal = model.NewBoolVar(f"mem_{k}_{j}_{x}_{y}")
+            chosen.append(literal)
+            if x:
+                b = ("B", k, x - 1)
+                model.Add(start[("F", k, j)] >= start[b] + units[b]).OnlyEnforceIf(literal)
+            if y:
+                w = ("W", k, y - 1)
+                model.Add(start[("F", k, j)] >= start[w] + units[w]).OnlyEnforceIf(literal)
+        model.AddBoolOr(chosen)
+    return True
+
+
+def _hint(instance: Instance, model: Any, start: dict[PassKey, Any], C: Any, q: float,
+          hint: Solution) -> None:
+    """A FIFO grid schedule as CP-SAT's hint (ignored where it does not parse)."""
+    timed, bad = parse(instance, hint)
+    if timed is not None and not bad:
+        for x, var in start.items():
+            model.AddHint(var, round(timed.start[x] / q))
+        model.AddHint(C, round(timed.makespan(instance) / q))
 
 
 def extract(instance: Instance, built: Built, values: dict[PassKey, int]) -> Solution:
@@ -217,111 +238,56 @@ def extract(instance: Instance, built: Built, values: dict[PassKey, int]) -> Sol
     return to_solution(instance, timed)
 
 
-def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None) -> ExactOutcome:
-    """Model S from the best heuristic (horizon and hint) and the dual bound, solved by CP-SAT on
-    ``options.threads`` workers within what is left of ``options.time_limit``. ``watch(primal,
-    dual)`` hears every incumbent and bound (seconds); a Ctrl-C (:data:`coopt.limits.STOP`) ends
-    the search with its incumbent, status ``interrupted``."""
-    from ortools.sat.python import cp_model
-
-    from coopt.problems.pipeline.bound import lower_bound
-    from coopt.problems.pipeline.milp import incumbent
-
+def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
+          incumbent: Solution | None = None) -> ExactOutcome:
+    """Model S from the warm start ``incumbent`` (a checked FIFO schedule, the problem's
+    ``warm_start``: horizon and hint; without it the serial bound is the horizon) and the dual
+    bound, solved by CP-SAT on ``options.threads`` workers within what is left of
+    ``options.time_limit``. ``watch(primal, dual)`` hears every incumbent and bound (seconds); a
+    Ctrl-C (:data:`coopt.limits.STOP`) ends the search with its incumbent, status ``interrupted``."""
     t0 = time.perf_counter()
-    value, warm = incumbent(instance)  # FIFO-relabelled and checked; else the serial bound, None
-    upper = value if warm is not None else serial_bound(instance)
+    warm = incumbent
+    value = serial_bound(instance) if warm is None else float(warm["objective"])
+    upper = value
     floor = lower_bound(instance)
     built = None if math.isinf(floor) else build(instance, upper, floor, warm)  # inf: no schedule
     t_build = time.perf_counter() - t0
     if built is None or built.infeasible:
-        return _outcome(None, "infeasible", None, t_build, 0.0)
+        return _outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
     if warm is not None and built.floor >= built.horizon:
-        return _outcome(warm, "optimal", value, t_build, 0.0)  # the bound meets the heuristic
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = max(1, int(options.threads))
-    params.random_seed = int(options.seed)
-    params.relative_gap_limit = float(options.gap)
-    # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
-    # larger instance decides (docs/pipeline.md, "Model S")
-    params.cp_model_probing_level = 0
-    params.catch_sigint_signal = False  # coopt's handler decides what a Ctrl-C does (_search)
-    if options.time_limit is not None:
-        params.max_time_in_seconds = max(0.1, options.time_limit - (time.perf_counter() - t0))
+        return _outcome(warm, Termination.OPTIMAL, value, t_build, 0.0)  # the bound meets the heuristic
     if watch is not None:
         watch(value if warm is not None else None, built.floor * built.q)
-    t1 = time.perf_counter()
-    status, stopped = _search(solver, built, watch)
-    t_solve = time.perf_counter() - t1
-    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
+    # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
+    # larger instance decides (docs/pipeline.md, "Model S")
+    result = cp_route.solve(built.model, replace(options, time_limit=left), scale=built.q, watch=watch,
+                            parameters={"cp_model_probing_level": 0})
+    solver = result.solver
     solution = warm
-    if found and (warm is None or solver.ObjectiveValue() * built.q < value - _EPS * built.q):
+    if result.objective is not None and (warm is None or result.objective < value - _EPS * built.q):
         solution = extract(instance, built, {x: solver.Value(v) for x, v in built.start.items()})
-    if status == cp_model.OPTIMAL:  # within relative_gap_limit: the bound says how close
-        return _outcome(solution, "optimal", solver.BestObjectiveBound() * built.q, t_build, t_solve,
-                        solver.NumBranches())
-    if status == cp_model.INFEASIBLE:
+    if result.termination is Termination.OPTIMAL:  # within relative_gap_limit: the bound says how close
+        return _outcome(solution, Termination.OPTIMAL, result.bound, t_build, result.solve, result.branches)
+    if result.termination is Termination.INFEASIBLE:
         # C <= H admits every schedule some optimum dominates: with a heuristic schedule inside
         # that cannot happen; without one, H is the serial bound and no schedule exists
         if warm is not None:
             raise RuntimeError("Model S is infeasible although a heuristic schedule fits its horizon")
-        return _outcome(None, "infeasible", None, t_build, t_solve, solver.NumBranches())
+        return _outcome(None, Termination.INFEASIBLE, None, t_build, result.solve, result.branches)
     bound = max(built.floor, solver.BestObjectiveBound()) * built.q
-    termination = Termination.INTERRUPTED if stopped else Termination.LIMIT
-    return _outcome(solution, termination, bound, t_build, t_solve, solver.NumBranches())
-
-
-def _search(solver: Any, built: Built, watch: Watch | None) -> tuple[Any, bool]:
-    """CP-SAT's search on a worker thread while this one waits, so that the Ctrl-C handler of
-    :mod:`coopt.limits` runs (Python handles signals on the main thread only) and ends the search;
-    returns CP-SAT's status and whether it was stopped that way."""
-    from ortools.sat.python import cp_model
-
-    from coopt.limits import STOP, in_solver
-
-    q = built.q
-
-    class Heard(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            watch(self.ObjectiveValue() * q, self.BestObjectiveBound() * q)
-
-        OnSolutionCallback = on_solution_callback  # the name older OR-tools call
-
-    if watch is not None:
-        solver.best_bound_callback = lambda bound: watch(None, bound * q)
-    outcome: list[Any] = []
-
-    def search() -> None:
-        try:
-            outcome.append(solver.Solve(built.model, Heard() if watch is not None else None))
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome.append(exc)
-
-    worker = threading.Thread(target=search, name="cp-sat", daemon=True)
-    stopped = False
-    with in_solver():  # a Ctrl-C now sets STOP instead of raising
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-            if STOP.is_set() and not stopped:
-                solver.StopSearch()
-                stopped = True
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0], stopped
+    return _outcome(solution, result.termination, bound, t_build, result.solve, result.branches)
 
 
 def _outcome(solution: Solution | None, termination: Termination, bound: float | None, build_s: float,
              solve_s: float, nodes: int | None = None) -> ExactOutcome:
     """The report's outcome; the hand-off to CP-SAT (the model's protocol buffer) happens inside
     ``Solve`` and is counted in ``solve_s``."""
-    from ortools import __version__ as version
-
     return ExactOutcome(
         solution=solution,
         termination=termination,
         bound=bound,
         times={"build": build_s, "handoff": 0.0, "solve": solve_s},
-        solver={"name": "cp-sat", "version": version},
+        solver={"name": "cp-sat", "version": cp_route.version()},
         nodes=nodes,
     )

@@ -4,6 +4,11 @@ Structure of Zero Bubble's ILP (Qi et al., ICLR 2024; sail-sg/zero-bubble-pipeli
 ``auto_schedule.py``), extended to a true makespan, virtual stages, recompute and offload modes
 (research-pipeline-memory.md b.1, with its offload gap closed below).
 
+``build(instance, incumbent=None)`` never runs a heuristic: the warm start (:mod:`.warm`) is the
+runner's, and only sets the horizon, HiGHS' first incumbent and the cuts (P9)-(P10) that read it.
+The order edges of (P1)-(P2) and the relabellings that put a schedule into their form are in
+:mod:`.order`.
+
 Symbols (times in units ``u`` = the longest keep-mode pass, memory in units ``g`` = the largest
 per-stage activation; x ranges over compute passes F/B/W(k, j), i = (k, j) over items):
 
@@ -33,17 +38,18 @@ Constraints:
     the objective, are unchanged.
   - *with recompute or offload*: items of one lane may differ in mode (a recomputing B is longer,
     an offloaded item releases memory early), the relabelling carries modes along and the
-    matching argument fails. Issue 13's instance (``0-p3m3-offload-overtake``) has optimum 22
+    matching argument fails. The shipped ``0-p3m3-offload-overtake`` has optimum 22
     against a FIFO optimum of 23. Only two restrictions are kept: (a) ``F(0, j-1)`` before
     ``F(0, j)``: micro-batches are identical, so a global relabelling (all stages and modes at
     once) orders the first lane; (b) (P2') the W passes of a stage run in the order of its B passes
     (``P_{W(k,j),W(k,j')} = P_{B(k,j),B(k,j')}``, no binary of its own): W's duration and release
     do not depend on j or on the mode, W has no successor, and the sorted matching of the W lane to
     the B lane's ends keeps ``S_W >= E_B``. Copy lanes are not FIFO either (every pair of copies
-    of a device gets an order binary). ``build(..., fifo=True)`` is the restricted model, a
-    labelled heuristic (``fifo_milp``), never ``exact``;
-* (P3) exclusivity ``S_y >= E_x - M(1 - P_xy)``, ``S_x >= E_y - M P_xy``, M = best heuristic
-  makespan (or the serial bound); order implied by (P1)+(P2) (transitive closure) needs no binary;
+    of a device gets an order binary). ``build(..., fifo=True)`` is the restricted model, never
+    ``exact``;
+* (P3) exclusivity ``S_y >= E_x - M(1 - P_xy)``, ``S_x >= E_y - M P_xy``, M = the warm start's
+  makespan (:mod:`.warm`, handed in by the runner as ``incumbent``; without one, the serial
+  bound); order implied by (P1)+(P2) (transitive closure) needs no binary;
 * (P4) memory at every allocation event e (F starts; B starts when recompute is allowed; H2D starts
   when offload is allowed): sum of the deltas of events before e plus e's own allocation <= cap.
   Between compute passes "before" is the order indicator; the products with r are linearised
@@ -118,10 +124,13 @@ for every j (every pass of d follows some forward of its first chunk) and ``Z >=
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import pyomo.environ as pyo
 
-from coopt.problem import NoSolution, Solution
+from coopt.problem import Solution
+from coopt.problems.pipeline.bound import lower_bound, releases, tails
 from coopt.problems.pipeline.model import (
     KEEP,
     OFFLOAD,
@@ -136,329 +145,276 @@ from coopt.problems.pipeline.model import (
     serial_bound,
     to_solution,
 )
-
-
-# --------------------------------------------------------------------------------------------
-# Order implied by precedence and FIFO (transitive closure)
-# --------------------------------------------------------------------------------------------
-def fifo_is_lossless(instance: Instance) -> bool:
-    """True when FIFO per (kind, virtual stage) loses nothing: keep-only instances (proof in the
-    module docstring, (P2)). With recompute or offload it can lose (issue 13's instance)."""
-    return not (instance.allow_recompute or instance.allow_offload)
-
-
-def successors(instance: Instance, fifo: bool | None = None) -> dict[PassKey, list[PassKey]]:
-    """Direct successors of every pass: data-flow edges (P1) and the symmetry-breaking edges (P2):
-    FIFO per (kind, k) where it is lossless (``fifo``, default :func:`fifo_is_lossless`), else the
-    relabelling edges F(0, j-1) -> F(0, j) only."""
-    fifo = fifo_is_lossless(instance) if fifo is None else fifo
-    succ: dict[PassKey, list[PassKey]] = {x: [] for x in instance.passes()}
-    for x in instance.passes():
-        for q, _ in instance.predecessors(x):
-            succ[q].append(x)
-        kind, k, j = x
-        if j > 0 and (fifo or (kind, k) == ("F", 0)):
-            succ[(kind, k, j - 1)].append(x)
-    return succ
-
-
-def topological_order(succ: dict[PassKey, list[PassKey]]) -> list[PassKey]:
-    """The passes in an order that puts every pass after its predecessors (Kahn)."""
-    indegree = dict.fromkeys(succ, 0)
-    for targets in succ.values():
-        for y in targets:
-            indegree[y] += 1
-    order = [x for x in succ if indegree[x] == 0]
-    for x in order:
-        for y in succ[x]:
-            indegree[y] -= 1
-            if indegree[y] == 0:
-                order.append(y)
-    return order
-
-
-def reachability(instance: Instance, fifo: bool | None = None) -> dict[PassKey, set[PassKey]]:
-    """For every pass, every pass that must start after it ends (by (P1) and (P2))."""
-    succ = successors(instance, fifo)
-    order = topological_order(succ)
-    reach: dict[PassKey, set[PassKey]] = {}
-    for x in reversed(order):
-        reach[x] = set()
-        for y in succ[x]:
-            reach[x] |= {y} | reach[y]
-    return reach
-
-
-def fifo_relabel(instance: Instance, solution: Solution) -> Solution:
-    """A keep-only schedule with every lane (kind, k) relabelled FIFO: its i-th pass to start
-    becomes micro-batch i's. Same start times, so the same exclusivity, memory profile and
-    objective, and the sorted matching keeps every precedence (the proof of (P2)); this is how
-    a schedule in which micro-batches overtake becomes a start for the FIFO model."""
-    if not fifo_is_lossless(instance):
-        raise ValueError("relabelling is lossless only on keep-only instances")
-    lanes: dict[tuple[str, int], list[float]] = {}
-    for x in solution["passes"]:
-        lanes.setdefault((x["kind"], x["stage"]), []).append(x["start"])
-    start = {(kind, k, j): t for (kind, k), times in lanes.items() for j, t in enumerate(sorted(times))}
-    return to_solution(instance, Timed(start=start, modes={}, d2h={}, h2d={}))
-
-
-def first_lane_relabel(instance: Instance, solution: Solution) -> Solution:
-    """The schedule with its micro-batches renumbered in the order their F(0, j) start (ties by
-    number), every pass, mode and copy carried along: the global relabelling of (P2)(a), so the
-    same times, memory and objective, and the form whose F(0, j) chain Model P imposes."""
-    first = {x["microbatch"]: (x["start"], x["microbatch"])
-             for x in solution["passes"] if x["kind"] == "F" and x["stage"] == 0}
-    new = {j: i for i, j in enumerate(sorted(first, key=first.__getitem__))}
-    return {
-        **solution,
-        "passes": [{**x, "microbatch": new[x["microbatch"]]} for x in solution["passes"]],
-        "recompute": sorted([k, new[j]] for k, j in solution.get("recompute", [])),
-        "recompute_layers": sorted([k, new[j], r] for k, j, r in solution.get("recompute_layers", [])),
-        "offload": sorted(({**o, "microbatch": new[o["microbatch"]]} for o in solution.get("offload", [])),
-                          key=lambda o: (o["stage"], o["microbatch"])),
-    }
-
-
-def incumbent(instance: Instance) -> tuple[float, Solution | None]:
-    """The best heuristic schedule that the checker accepts, with its objective, or the serial
-    bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
-    the others); ``local_search`` is taken, it is the one that searches beyond them; then, where
-    the best of them is above the dual bound, the pattern schedules of :mod:`.pattern` (issue 20,
-    fifth and sixth rounds: greedy crossings and the pair table's). The schedule
-    is relabelled into the form Model P admits: FIFO on keep-only instances (:func:`fifo_relabel`),
-    else the F(0, j) chain (:func:`first_lane_relabel`); a relabelling the checker rejects is not
-    used."""
-    from coopt.problems.pipeline.bound import lower_bound
-    from coopt.problems.pipeline.heuristics import COMBINED, HEURISTICS
-    from coopt.problems.pipeline.pattern import pattern_incumbent
-
-    best: tuple[float, Solution | None] = (serial_bound(instance), None)
-    for name, fn in HEURISTICS.items():
-        if name in COMBINED:
-            continue
-        try:
-            solution = fn(instance)
-        except NoSolution:
-            continue
-        if solution["objective"] < best[0] and not check(instance, solution):
-            best = (solution["objective"], solution)
-    if best[0] > lower_bound(instance) + 1e-9:
-        value, solution = pattern_incumbent(instance, best[0])  # checked, FIFO by construction
-        if solution is not None:
-            best = (value, solution)
-    if best[1] is not None:
-        relabel = fifo_relabel if fifo_is_lossless(instance) else first_lane_relabel
-        relabelled = relabel(instance, best[1])
-        if not check(instance, relabelled):
-            best = (relabelled["objective"], relabelled)
-    return best
+from coopt.problems.pipeline.order import fifo_is_lossless, reachability
+from coopt.problems.pipeline.window import lower_bound as window_bound
 
 
 def horizon(instance: Instance, best: float | None = None) -> float:
-    """An upper bound on every start and end time of some optimal schedule: the best heuristic
-    makespan (``best``, else computed), capped by the serial bound (every pass, lag and copy one
-    after another, which bounds any semi-active schedule). For the per-stage span, whose optima
-    may delay whole devices, twice the serial bound."""
+    """An upper bound on every start and end time of some optimal schedule: the makespan ``best``
+    of a checked schedule (the warm start) where there is one, capped by the serial bound (every
+    pass, lag and copy one after another, which bounds any semi-active schedule). For the
+    per-stage span, whose optima may delay whole devices, twice the serial bound."""
     if instance.objective == "stage_span":
         return 2 * serial_bound(instance)
-    return min(serial_bound(instance), incumbent(instance)[0] if best is None else best)
+    return serial_bound(instance) if best is None else min(serial_bound(instance), best)
 
 
 # --------------------------------------------------------------------------------------------
 # Build
 # --------------------------------------------------------------------------------------------
-def build(instance: Instance, upper: float | None = None, fifo: bool | None = None) -> pyo.ConcreteModel:
-    """Model P for ``instance``; ``upper`` overrides the big-M / makespan bound (seconds).
-    ``fifo=True`` imposes FIFO per (kind, stage) and per copy lane even where it may lose (the
-    restricted model of :func:`coopt.problems.pipeline.heuristics.fifo_milp`); the default imposes it only
-    where it is lossless."""
+@dataclass
+class _Frame:
+    """What the row families of Model P share: the instance and its model, the scales (``u`` time,
+    ``g`` memory), the horizon ``M`` (in ``u``), the implied order ``reach``, the windows (``lo``
+    and the tails) and, once (P3) is built, each device's passes and its order indicators."""
+
+    instance: Instance
+    model: Any
+    fifo: bool
+    u: float
+    g: float
+    M: float
+    reach: dict[PassKey, set[PassKey]]
+    lo: dict[PassKey, float]
+    tail: dict[PassKey, float]
+    by_device: dict[int, list[PassKey]]
+    aliased: dict[tuple[PassKey, PassKey], tuple[PassKey, PassKey]] = field(default_factory=dict)
+    free_pairs: list[tuple[PassKey, PassKey]] = field(default_factory=list)
+    pair_set: set[tuple[PassKey, PassKey]] = field(default_factory=set)
+
+    def add(self, row: Any) -> None:
+        self.model.cons.add(row)
+
+    def r(self, i: tuple[int, int]) -> Any:
+        """The recomputed fraction of item i (0 where recompute is not allowed)."""
+        return self.model.r[i] if self.instance.allow_recompute else 0
+
+    def dur(self, x: PassKey) -> Any:
+        """d_x in units u: a B pass grows by T_R r_i where it recomputes."""
+        kind, k, j = x
+        base = self.instance.duration(x) / self.u
+        if kind == "B" and self.instance.allow_recompute:
+            return base + self.instance.t_r(k) / self.u * self.r((k, j))
+        return base
+
+    def E(self, x: PassKey) -> Any:
+        return self.model.S[x] + self.dur(x)
+
+    def latest_end(self, x: PassKey) -> float:
+        """E_x <= C - (tail_x - d_x) <= M - (tail_x - d_x), whatever x's mode."""
+        return self.M - (self.tail[x] - self.instance.duration(x)) / self.u
+
+    def precedes(self, x: PassKey, y: PassKey) -> bool:
+        """x ends before y starts in every schedule of the model: implied by (P1)-(P2), or by
+        the windows (x's latest end no later than y's earliest start)."""
+        return y in self.reach[x] or self.latest_end(x) <= self.lo[y]
+
+    def before(self, x: PassKey, y: PassKey) -> Any:
+        """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
+        if self.precedes(x, y):
+            return 1
+        if self.precedes(y, x):
+            return 0
+        if (x, y) in self.aliased:
+            return self.before(*self.aliased[x, y])
+        if (y, x) in self.aliased:
+            return 1 - self.before(*self.aliased[y, x])
+        P = self.model.P
+        return P[x, y] if (x, y) in self.pair_set else 1 - P[y, x]
+
+
+def build(instance: Instance, upper: float | None = None, fifo: bool | None = None,
+          incumbent: Solution | None = None) -> pyo.ConcreteModel:
+    """Model P for ``instance``. ``incumbent`` (a checked schedule in the form of
+    :mod:`.order`, the problem's warm start) gives the horizon, HiGHS' first incumbent and, where
+    the dual bound meets it, (P10); without it the horizon is the serial bound and no heuristic
+    runs. ``upper`` overrides the big-M / makespan bound (seconds). ``fifo=True`` imposes FIFO per
+    (kind, stage) and per copy lane even where it may lose (a restricted model, never ``exact``);
+    the default imposes it only where it is lossless."""
     fifo = fifo_is_lossless(instance) if fifo is None else fifo
-    K, m = instance.virtual_stages, instance.microbatches
+    best = None if incumbent is None else float(incumbent["objective"])
+    frame = _frame(instance, upper, fifo, best)
+    _precedence(frame)
+    _exclusivity(frame)
+    _load_cut(frame)
+    if instance.allow_offload:
+        _copies(frame)
+    if instance.memory_cap_bytes is not None:
+        _memory(frame)
+    _objective(frame)
+    floor = _bound_cut(frame, best)
+    if incumbent is not None and best <= frame.M * frame.u:  # above an ``upper`` below it: no solution
+        _warm_start(frame.model, instance, incumbent, frame.u, frame.free_pairs)
+        if (instance.objective == "makespan" and fifo_is_lossless(instance)
+                and floor >= best * (1 - 1e-9) and _exactly_feasible(instance, incumbent)):
+            # (P10) the dual bound proves the warm start optimal: fix it (module docstring)
+            for var in (frame.model.S, frame.model.P, frame.model.C):
+                for v in var.values():
+                    v.fix()
+    return frame.model
+
+
+def _windows(instance: Instance, fifo: bool) -> tuple[dict[PassKey, float], dict[PassKey, float]]:
+    """(P8) the release times and tails (from the start) of every pass, where they are valid for
+    the model (module docstring); else releases 0 and tails the durations."""
     passes = instance.passes()
-    u = max(instance.duration(x) for x in passes)
-    g = max(instance.a(k) for k in range(K))
-    best, start = incumbent(instance)
-    M = (upper if upper is not None else horizon(instance, best)) / u * (1 + 1e-6) + 1e-6
-    items = [(k, j) for k in range(K) for j in range(m)]
-    reach = reachability(instance, fifo)
-
-    # (P8) windows: every start within [release, M - tail], see the module docstring
-    from coopt.problems.pipeline.bound import releases, tails
-
     release = releases(instance)
     windows = (instance.objective == "makespan" and (fifo or not fifo_is_lossless(instance))
                and not any(map(math.isinf, release.values())))
     tail = tails(instance) if windows else {x: instance.duration(x) for x in passes}
     if not windows:
         release = dict.fromkeys(passes, 0.0)
+    return release, tail
+
+
+def _frame(instance: Instance, upper: float | None, fifo: bool, best: float | None) -> _Frame:
+    """The scales, horizon, implied order and windows, and the model with its variables: starts
+    S within their windows, C, the modes r (or rho) and o, the copy starts D and U."""
+    K, m = instance.virtual_stages, instance.microbatches
+    passes = instance.passes()
+    u = max(instance.duration(x) for x in passes)
+    g = max(instance.a(k) for k in range(K))
+    M = (upper if upper is not None else horizon(instance, best)) / u * (1 + 1e-6) + 1e-6
+    release, tail = _windows(instance, fifo)
     lo = {x: min(release[x] / u, M) for x in passes}
     hi = {x: max(lo[x], M - tail[x] / u) for x in passes}  # tail: from the start, see bound.tails
+    by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
+    for x in passes:
+        by_device[instance.device(x[1])].append(x)
 
     model = pyo.ConcreteModel(name="pipeline")
     model.objective_unit = u
     model.S = pyo.Var(passes, bounds=lambda _, *x: (lo[x], hi[x]))
     model.C = pyo.Var(bounds=(0, M))
     model.cons = pyo.ConstraintList()
-    add = model.cons.add
-    rec = instance.allow_recompute
-    off = instance.allow_offload
+    items = [(k, j) for k in range(K) for j in range(m)]
     if instance.partial_recompute:
         # per-layer recompute: r_i = rho_i / L, rho_i the recomputed layers (module docstring)
         model.rho = pyo.Var(items, domain=pyo.NonNegativeIntegers,
                             bounds=lambda _, k, j: (0, instance.layers(k)))
         model.r = pyo.Expression(items, rule=lambda mdl, k, j: mdl.rho[k, j] / instance.layers(k))
-    elif rec:
+    elif instance.allow_recompute:
         model.r = pyo.Var(items, domain=pyo.Binary)
-    if off:
+    if instance.allow_offload:
         model.o = pyo.Var(items, domain=pyo.Binary)
         model.D = pyo.Var(items, bounds=(0, M))
         model.U = pyo.Var(items, bounds=(0, M))
-    if rec and off:
+    if instance.allow_recompute and instance.allow_offload:
         for i in items:
-            add(model.r[i] + model.o[i] <= 1)
+            model.cons.add(model.r[i] + model.o[i] <= 1)
+    return _Frame(instance, model, fifo, u, g, M, reachability(instance, fifo), lo, tail, by_device)
 
-    def r(i):
-        return model.r[i] if rec else 0
 
-    def dur(x: PassKey):
+def _precedence(f: _Frame) -> None:
+    """(P1) precedence with lags, (P2) FIFO or the first lane's relabelling, C after every sink."""
+    model, u = f.model, f.u
+    for x in f.instance.passes():
+        for q, lag in f.instance.predecessors(x):
+            f.add(model.S[x] >= f.E(q) + lag / u)
         kind, k, j = x
-        base = instance.duration(x) / u
-        return base + instance.t_r(k) / u * r((k, j)) if kind == "B" and rec else base
+        if j > 0 and (f.fifo or (kind, k) == ("F", 0)):
+            f.add(model.S[x] >= f.E((kind, k, j - 1)))
+        if not f.reach[x]:
+            f.add(f.E(x) <= model.C)
 
-    def E(x: PassKey):
-        return model.S[x] + dur(x)
 
-    # (P1) precedence, (P2) FIFO or relabelling, makespan
-    for x in passes:
-        for q, lag in instance.predecessors(x):
-            add(model.S[x] >= E(q) + lag / u)
-        kind, k, j = x
-        if j > 0 and (fifo or (kind, k) == ("F", 0)):
-            add(model.S[x] >= E((kind, k, j - 1)))
-        if not reach[x]:
-            add(E(x) <= model.C)
-
-    # (P3) exclusivity with order binaries where the order is not implied
-    by_device: dict[int, list[PassKey]] = {d: [] for d in range(instance.stages)}
-    for x in passes:
-        by_device[instance.device(x[1])].append(x)
-
-    def latest_end(x: PassKey) -> float:
-        """E_x <= C - (tail_x - d_x) <= M - (tail_x - d_x), whatever x's mode."""
-        return M - (tail[x] - instance.duration(x)) / u
-
-    def precedes(x: PassKey, y: PassKey) -> bool:
-        """x ends before y starts in every schedule of the model: implied by (P1)-(P2), or by
-        the windows (x's latest end no later than y's earliest start)."""
-        return y in reach[x] or latest_end(x) <= lo[y]
-
+def _exclusivity(f: _Frame) -> None:
+    """(P3) one compute pass per device at a time, with order binaries P where the order is not
+    implied ((P2') aliases a stage's W pairs to its B pairs); big-Ms from the windows."""
     unordered = [
         (x, y)
-        for d in range(instance.stages)
-        for n, x in enumerate(by_device[d])
-        for y in by_device[d][n + 1 :]
-        if not precedes(x, y) and not precedes(y, x)
+        for d in range(f.instance.stages)
+        for n, x in enumerate(f.by_device[d])
+        for y in f.by_device[d][n + 1 :]
+        if not f.precedes(x, y) and not f.precedes(y, x)
     ]
     # (P2') without FIFO, the W passes of a stage run in the order of their B passes
-    aliased = {
+    f.aliased = {
         (x, y): (("B", x[1], x[2]), ("B", y[1], y[2]))
         for x, y in unordered
-        if not fifo and x[0] == y[0] == "W" and x[1] == y[1]
+        if not f.fifo and x[0] == y[0] == "W" and x[1] == y[1]
     }
-    free_pairs = [pair for pair in unordered if pair not in aliased]
-    pair_set = set(free_pairs)
-    model.P = pyo.Var(free_pairs, domain=pyo.Binary)
-
-    def before(x: PassKey, y: PassKey):
-        """1 if compute pass x runs before compute pass y on their device (constant or binary)."""
-        if precedes(x, y):
-            return 1
-        if precedes(y, x):
-            return 0
-        if (x, y) in aliased:
-            return before(*aliased[x, y])
-        if (y, x) in aliased:
-            return 1 - before(*aliased[y, x])
-        return model.P[x, y] if (x, y) in pair_set else 1 - model.P[y, x]
-
+    f.free_pairs = [pair for pair in unordered if pair not in f.aliased]
+    f.pair_set = set(f.free_pairs)
+    f.model.P = pyo.Var(f.free_pairs, domain=pyo.Binary)
+    S = f.model.S
     for x, y in unordered:  # big-M from the windows: E_x - S_y <= latest_end(x) - lo[y]
-        add(model.S[y] >= E(x) - (latest_end(x) - lo[y]) * (1 - before(x, y)))
-        add(model.S[x] >= E(y) - (latest_end(y) - lo[x]) * before(x, y))
+        f.add(S[y] >= f.E(x) - (f.latest_end(x) - f.lo[y]) * (1 - f.before(x, y)))
+        f.add(S[x] >= f.E(y) - (f.latest_end(y) - f.lo[x]) * f.before(x, y))
 
-    # (P7) load cut
+
+def _load_cut(f: _Frame) -> None:
+    """(P7) C >= head_d + the work of device d."""
+    instance = f.instance
     for d in range(instance.stages):
         first = min(instance.stages_on(d))
-        head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first)) / u
-        add(head + sum(dur(x) for x in by_device[d]) <= model.C)
+        head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(first)) / f.u
+        f.add(head + sum(f.dur(x) for x in f.by_device[d]) <= f.model.C)
 
-    # (P5) offload copies
-    if off:
-        for k, j in items:
-            i = (k, j)
-            add(model.D[i] >= E(("F", k, j)))
-            add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
-            add(model.S[("B", k, j)] >= model.U[i] + instance.tau_u(k) / u * model.o[i])
-            if fifo and j > 0:
-                add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
-                add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
-        cross = [
-            (i, i2)
-            for i in items
-            for i2 in items
-            if i < i2
-            and (i[0] != i2[0] or not fifo)
-            and instance.device(i[0]) == instance.device(i2[0])
-        ]
-        model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
-        for i, i2 in cross:
-            for lane, (V, tau) in enumerate(((model.D, instance.tau_d), (model.U, instance.tau_u))):
-                q = model.Q[i, i2, lane]
-                add(V[i2] >= V[i] + tau(i[0]) / u * model.o[i] - M * (1 - q))
-                add(V[i] >= V[i2] + tau(i2[0]) / u * model.o[i2] - M * q)
 
-    if instance.memory_cap_bytes is not None:
-        _memory(instance, model, by_device, reach, before, E, u, g, M)
+def _copies(f: _Frame) -> None:
+    """(P5) each offloaded item's D2H after its F, H2D after the D2H, B after the H2D; the copies
+    of one device's engine one at a time (binaries Q; FIFO per chunk only under ``fifo``)."""
+    instance, model, u, M = f.instance, f.model, f.u, f.M
+    items = [(k, j) for k in range(instance.virtual_stages) for j in range(instance.microbatches)]
+    for k, j in items:
+        i = (k, j)
+        f.add(model.D[i] >= f.E(("F", k, j)))
+        f.add(model.U[i] >= model.D[i] + instance.tau_d(k) / u * model.o[i])
+        f.add(model.S[("B", k, j)] >= model.U[i] + instance.tau_u(k) / u * model.o[i])
+        if f.fifo and j > 0:
+            f.add(model.D[i] >= model.D[(k, j - 1)] + instance.tau_d(k) / u * model.o[(k, j - 1)])
+            f.add(model.U[i] >= model.U[(k, j - 1)] + instance.tau_u(k) / u * model.o[(k, j - 1)])
+    cross = [
+        (i, i2)
+        for i in items
+        for i2 in items
+        if i < i2
+        and (i[0] != i2[0] or not f.fifo)
+        and instance.device(i[0]) == instance.device(i2[0])
+    ]
+    model.Q = pyo.Var(cross, [0, 1], domain=pyo.Binary)
+    for i, i2 in cross:
+        for lane, (V, tau) in enumerate(((model.D, instance.tau_d), (model.U, instance.tau_u))):
+            q = model.Q[i, i2, lane]
+            f.add(V[i2] >= V[i] + tau(i[0]) / u * model.o[i] - M * (1 - q))
+            f.add(V[i] >= V[i2] + tau(i2[0]) / u * model.o[i2] - M * q)
 
-    if instance.objective == "stage_span":
-        model.Z = pyo.Var(bounds=(0, M))
-        model.A = pyo.Var(range(instance.stages), bounds=(0, M))  # first start on each device
-        for d, on_device in by_device.items():
-            k_first = min(instance.stages_on(d))  # every pass on d follows some F(k_first, j)
-            if fifo or k_first == 0:  # (P2) makes F(k_first, 0) the first pass on d
-                add(model.A[d] == model.S[("F", k_first, 0)])
-            else:
-                for j in range(m):
-                    add(model.A[d] <= model.S[("F", k_first, j)])
-            for x in on_device:
-                if not any(y in reach[x] for y in on_device):
-                    add(E(x) - model.A[d] <= model.Z)
-            add(sum(dur(x) for x in on_device) <= model.Z)
-        model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
-    else:
+
+def _objective(f: _Frame) -> None:
+    """min C, or (P6) min Z for the per-stage span."""
+    model = f.model
+    if f.instance.objective != "stage_span":
         model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
-    # (P9) the dual bound of :mod:`.bound` as a cut on the objective
-    from coopt.problems.pipeline.bound import lower_bound
+        return
+    model.Z = pyo.Var(bounds=(0, f.M))
+    model.A = pyo.Var(range(f.instance.stages), bounds=(0, f.M))  # first start on each device
+    for d, on_device in f.by_device.items():
+        k_first = min(f.instance.stages_on(d))  # every pass on d follows some F(k_first, j)
+        if f.fifo or k_first == 0:  # (P2) makes F(k_first, 0) the first pass on d
+            f.add(model.A[d] == model.S[("F", k_first, 0)])
+        else:
+            for j in range(f.instance.microbatches):
+                f.add(model.A[d] <= model.S[("F", k_first, j)])
+        for x in on_device:
+            if not any(y in f.reach[x] for y in on_device):
+                f.add(f.E(x) - model.A[d] <= model.Z)
+        f.add(sum(f.dur(x) for x in on_device) <= model.Z)
+    model.objective = pyo.Objective(expr=model.Z, sense=pyo.minimize)
 
-    floor = lower_bound(instance)
-    if start is not None and math.isfinite(floor) and floor < best * (1 - 1e-9):
-        # the one-stage window relaxations of :mod:`.window` where a cap binds (issue 20)
-        from coopt.problems.pipeline import window
 
-        floor = max(floor, window.lower_bound(instance, best))
+def _bound_cut(f: _Frame, best: float | None) -> float:
+    """(P9) the objective is at least the dual bound of :mod:`.bound`, lifted by the one-stage
+    windows of :mod:`.window` where a warm start of makespan ``best`` lies above it; returns the
+    bound."""
+    floor = lower_bound(f.instance)
+    if best is not None and math.isfinite(floor) and floor < best * (1 - 1e-9):
+        floor = max(floor, window_bound(f.instance, best))
     if math.isinf(floor):
-        add(model.C <= -1)  # not even one micro-batch fits a device: infeasible
+        f.add(f.model.C <= -1)  # not even one micro-batch fits a device: infeasible
     else:
-        add(model.objective.expr >= floor / u * (1 - 1e-9))
-    if start is not None and best <= M * u:  # a warm start above an ``upper`` below it is no solution
-        _warm_start(model, instance, start, u, free_pairs)
-        if (instance.objective == "makespan" and fifo_is_lossless(instance)
-                and floor >= best * (1 - 1e-9) and _exactly_feasible(instance, start)):
-            # (P10) the dual bound proves the warm start optimal: fix it (module docstring)
-            for var in (model.S, model.P, model.C):
-                for v in var.values():
-                    v.fix()
-    return model
+        f.add(f.model.objective.expr >= floor / f.u * (1 - 1e-9))
+    return floor
 
 
 def _exactly_feasible(instance: Instance, solution: Solution) -> bool:
@@ -512,126 +468,167 @@ def _warm_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution
     model.warm_start = True
 
 
-def _memory(instance, model, by_device, reach, before, E, u, g, M) -> None:
-    """(P4)/(P5): the memory level at every allocation event is within the cap."""
-    rec, off = instance.allow_recompute, instance.allow_offload
-    add = model.cons.add
-    Mc = M + max((instance.tau_d(k) / u for k in range(instance.virtual_stages)), default=0.0)
-    model.z = pyo.Var(pyo.Any, bounds=(0, 1), dense=False)
-    model.bin = pyo.Var(pyo.Any, domain=pyo.Binary, dense=False)
+class _MemoryRows:
+    """(P4)/(P5) for one model: the scaled activation sizes, the linearised products of a mode
+    and an order indicator, and the copy indicators, shared by the event and reload rows."""
 
-    def product(name: tuple, mode, indicator, raises: bool):
+    def __init__(self, f: _Frame) -> None:
+        instance = f.instance
+        self.f = f
+        self.rec, self.off = instance.allow_recompute, instance.allow_offload
+        K = range(instance.virtual_stages)
+        self.Mc = f.M + max((instance.tau_d(k) / f.u for k in K), default=0.0)
+        f.model.z = pyo.Var(pyo.Any, bounds=(0, 1), dense=False)
+        f.model.bin = pyo.Var(pyo.Any, domain=pyo.Binary, dense=False)
+        self.a = {k: instance.a(k) / f.g for k in K}
+        self.a_w = {k: instance.a_w(k) / f.g for k in K}
+        self.a_c = {k: instance.a_c(k) / f.g for k in K}
+        self.a_o = {k: instance.a_o(k) / f.g for k in K}
+
+    def product(self, name: tuple, mode: Any, indicator: Any, raises: bool) -> Any:
         """mode * indicator (both 0/1), bounded on the side the memory constraint needs."""
         if isinstance(indicator, int):
             return mode * indicator
-        z = model.z[name]
+        z = self.f.model.z[name]
         if raises:
-            add(z >= mode + indicator - 1)
+            self.f.add(z >= mode + indicator - 1)
         else:
-            add(z <= mode)
-            add(z <= indicator)
+            self.f.add(z <= mode)
+            self.f.add(z <= indicator)
         return z
 
-    def binary(name: tuple):
-        return model.bin[name]
+    def binary(self, name: tuple) -> Any:
+        return self.f.model.bin[name]
 
-    def copies_after(i: tuple[int, int], e: PassKey) -> bool:
+    def copied_out(self, i: tuple[int, int], at: Any, out: tuple, back: tuple) -> tuple[Any, Any]:
+        """Item i's copy indicators at the time ``at`` of an allocation: ``delta`` (its D2H has
+        ended, conservative: delta = 1 forces it) and ``nu`` (its H2D has started, forcing: nu = 0
+        forces U_i >= at), both 0 unless i is offloaded."""
+        f, model = self.f, self.f.model
+        delta, nu = self.binary(out), self.binary(back)
+        f.add(delta <= model.o[i])
+        f.add(nu <= model.o[i])
+        f.add(at >= model.D[i] + f.instance.tau_d(i[0]) / f.u - self.Mc * (1 - delta))
+        f.add(model.U[i] >= at - f.M * nu - f.M * (1 - model.o[i]))
+        return delta, nu
+
+    def copies_after(self, i: tuple[int, int], e: PassKey) -> bool:
         """True when item i's copies cannot touch the level at event e: i is e's own item (its F
         precedes its D2H; its reload is netted with its release), or F(i) starts after e ends."""
-        return i == (e[1], e[2]) or ("F", *i) in reach[e]
+        return i == (e[1], e[2]) or ("F", *i) in self.f.reach[e]
 
-    a = {k: instance.a(k) / g for k in range(instance.virtual_stages)}
-    a_w = {k: instance.a_w(k) / g for k in a}
-    a_c = {k: instance.a_c(k) / g for k in a}
-    a_o = {k: instance.a_o(k) / g for k in a}
-
-    def net(x: PassKey, indicator, tag: tuple):
+    def net(self, x: PassKey, indicator: Any, tag: tuple) -> Any:
         """Net memory change of compute pass x, times its 'x before e' indicator."""
         kind, k, j = x
-        i = (k, j)
+        r = self.f.model.r[(k, j)] if self.rec else None
+        a, a_c = self.a[k], self.a_c[k]
         if kind == "F":
-            term = a[k] * indicator
-            if rec:
-                term -= (a[k] - a_c[k]) * product(("Fr", *tag), model.r[i], indicator, raises=False)
+            term = a * indicator
+            if self.rec:
+                term -= (a - a_c) * self.product(("Fr", *tag), r, indicator, raises=False)
             return term
         if kind == "B":
-            term = -(a[k] - a_w[k]) * indicator
-            if rec:
-                term += (a[k] - a_c[k]) * product(("Br", *tag), model.r[i], indicator, raises=True)
+            term = -(a - self.a_w[k]) * indicator
+            if self.rec:
+                term += (a - a_c) * self.product(("Br", *tag), r, indicator, raises=True)
             return term
-        return -a_w[k] * indicator
+        return -self.a_w[k] * indicator
 
-    for d, on_device in by_device.items():
-        cap = instance.cap(d) / g
-        items = sorted({(x[1], x[2]) for x in on_device})
-        events = [x for x in on_device if x[0] == "F" or (x[0] == "B" and rec)]
-        for e in events:
-            kind, k, j = e
-            level = sum(net(x, before(x, e), (x, e)) for x in on_device if x != e)
-            if kind == "F":
-                level += a[k] - ((a[k] - a_c[k]) * model.r[(k, j)] if rec else 0)
-            else:
-                level += (a[k] - a_c[k]) * model.r[(k, j)]
-            if off:
-                for i in items:
-                    ki, ji = i
-                    if copies_after(i, e):
-                        continue
-                    delta, nu = binary(("dE", i, e)), binary(("nE", i, e))
-                    add(delta <= model.o[i])
-                    add(nu <= model.o[i])
-                    add(model.S[e] >= model.D[i] + instance.tau_d(ki) / u - Mc * (1 - delta))
-                    add(model.U[i] >= model.S[e] - M * nu - M * (1 - model.o[i]))
-                    level += a_o[ki] * (nu - delta)
-            _at_most(model, level, cap)
-        if not off:
-            continue
-        big = sum(a[k] for k, _ in items)
+    def event_level(self, on_device: list[PassKey], items: list[tuple[int, int]], e: PassKey) -> Any:
+        """The level right after allocation event e (an F start, or a B start under recompute):
+        the passes before it, its own allocation, and the offloaded items copied out (D2H ended,
+        ``delta``) and not yet back (H2D not started, ``nu``)."""
+        f, model = self.f, self.f.model
+        kind, k, j = e
+        level = sum(self.net(x, f.before(x, e), (x, e)) for x in on_device if x != e)
+        if kind == "F":
+            level += self.a[k] - ((self.a[k] - self.a_c[k]) * model.r[(k, j)] if self.rec else 0)
+        else:
+            level += (self.a[k] - self.a_c[k]) * model.r[(k, j)]
+        if not self.off:
+            return level
         for i in items:
-            k, j = i
-            own_f, own_b = ("F", k, j), ("B", k, j)
-            level = a[k]  # own F allocation; own D2H release and own H2D allocation cancel
-            for x in on_device:
-                if x in (own_f, own_b, ("W", k, j)) or x in reach[own_b]:
-                    continue  # own passes are counted above or come after the reload
-                xk, xj = x[1], x[2]
-                if own_f in reach[x]:
-                    level += net(x, 1, (x, "U", i))
-                    continue
-                sigma, eps = binary(("sU", x, i)), binary(("eU", x, i))
-                add(model.S[x] >= model.U[i] - M * sigma)
-                add(model.U[i] >= E(x) - M * (1 - eps))
-                if x[0] == "F":
-                    level += a[xk] * sigma
-                    if rec:
-                        level -= (a[xk] - a_c[xk]) * product(
-                            ("sUr", x, i), model.r[(xk, xj)], sigma, raises=False
-                        )
-                    if not copies_after(i, x):
-                        add(sigma + binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
-                elif x[0] == "B":
-                    if rec:
-                        level += (a[xk] - a_c[xk]) * product(
-                            ("sUr", x, i), model.r[(xk, xj)], sigma, raises=True
-                        )
-                        if not copies_after(i, x):
-                            add(sigma + binary(("nE", i, x)) >= model.o[i])
-                    level -= (a[xk] - a_w[xk]) * eps
-                else:
-                    level -= a_w[xk] * eps
-            for i2 in items:
-                if i2 == i:
-                    continue
-                k2 = i2[0]
-                delta, nu = binary(("dU", i2, i)), binary(("nU", i2, i))
-                add(delta <= model.o[i2])
-                add(nu <= model.o[i2])
-                add(model.U[i] >= model.D[i2] + instance.tau_d(k2) / u - Mc * (1 - delta))
-                add(model.U[i2] >= model.U[i] - M * nu - M * (1 - model.o[i2]))
-                if i2 < i:
-                    add(nu + binary(("nU", i, i2)) >= model.o[i] + model.o[i2] - 1)
-                level += a_o[k2] * (nu - delta)
-            _at_most(model, level, cap + big * (1 - model.o[i]))
+            if self.copies_after(i, e):
+                continue
+            delta, nu = self.copied_out(i, model.S[e], ("dE", i, e), ("nE", i, e))
+            level += self.a_o[i[0]] * (nu - delta)
+        return level
+
+    def reload_level(self, on_device: list[PassKey], items: list[tuple[int, int]],
+                     i: tuple[int, int]) -> Any:
+        """The level right after item i's H2D starts (binding only where i is offloaded)."""
+        k, j = i
+        level = self.a[k]  # own F allocation; own D2H release and own H2D allocation cancel
+        return level + self._passes_at_reload(on_device, i) + self._copies_at_reload(items, i)
+
+    def _passes_at_reload(self, on_device: list[PassKey], i: tuple[int, int]) -> Any:
+        """The compute passes before item i's H2D start: started (``sigma``, forcing) for an
+        allocation, ended (``epsilon``, conservative) for a release."""
+        f, model, M = self.f, self.f.model, self.f.M
+        k, j = i
+        own_f, own_b = ("F", k, j), ("B", k, j)
+        level: Any = 0
+        for x in on_device:
+            if x in (own_f, own_b, ("W", k, j)) or x in f.reach[own_b]:
+                continue  # own passes are counted above or come after the reload
+            xk, xj = x[1], x[2]
+            if own_f in f.reach[x]:
+                level += self.net(x, 1, (x, "U", i))
+                continue
+            sigma, eps = self.binary(("sU", x, i)), self.binary(("eU", x, i))
+            f.add(model.S[x] >= model.U[i] - M * sigma)
+            f.add(model.U[i] >= f.E(x) - M * (1 - eps))
+            if x[0] == "F":
+                level += self.a[xk] * sigma
+                if self.rec:
+                    level -= (self.a[xk] - self.a_c[xk]) * self.product(
+                        ("sUr", x, i), model.r[(xk, xj)], sigma, raises=False
+                    )
+                if not self.copies_after(i, x):
+                    f.add(sigma + self.binary(("nE", i, x)) >= model.o[i])  # same-instant allocations
+            elif x[0] == "B":
+                if self.rec:
+                    level += (self.a[xk] - self.a_c[xk]) * self.product(
+                        ("sUr", x, i), model.r[(xk, xj)], sigma, raises=True
+                    )
+                    if not self.copies_after(i, x):
+                        f.add(sigma + self.binary(("nE", i, x)) >= model.o[i])
+                level -= (self.a[xk] - self.a_w[xk]) * eps
+            else:
+                level -= self.a_w[xk] * eps
+        return level
+
+    def _copies_at_reload(self, items: list[tuple[int, int]], i: tuple[int, int]) -> Any:
+        """The other items of the device copied out (``delta``) and not yet back (``nu``) when
+        item i's H2D starts."""
+        f, model = self.f, self.f.model
+        level: Any = 0
+        for i2 in items:
+            if i2 == i:
+                continue
+            delta, nu = self.copied_out(i2, model.U[i], ("dU", i2, i), ("nU", i2, i))
+            if i2 < i:
+                f.add(nu + self.binary(("nU", i, i2)) >= model.o[i] + model.o[i2] - 1)
+            level += self.a_o[i2[0]] * (nu - delta)
+        return level
+
+
+def _memory(f: _Frame) -> None:
+    """(P4)/(P5): the memory level at every allocation event is within the cap, and so is the
+    level at every H2D start of an offloaded item."""
+    rows = _MemoryRows(f)
+    instance = f.instance
+    for d, on_device in f.by_device.items():
+        cap = instance.cap(d) / f.g
+        items = sorted({(x[1], x[2]) for x in on_device})
+        events = [x for x in on_device if x[0] == "F" or (x[0] == "B" and rows.rec)]
+        for e in events:
+            _at_most(f.model, rows.event_level(on_device, items, e), cap)
+        if not rows.off:
+            continue
+        big = sum(rows.a[k] for k, _ in items)
+        for i in items:
+            _at_most(f.model, rows.reload_level(on_device, items, i), cap + big * (1 - f.model.o[i]))
 
 
 def _at_most(model: pyo.ConcreteModel, level, cap) -> None:
@@ -684,15 +681,26 @@ def _polish(instance: Instance, timed: Timed) -> Timed | None:
     makespan microseconds below the optimum); keeping the weak event order keeps every memory
     level at or below one the checker accepted (ties release first), and the least times are
     sums of durations and lags. None when the system does not settle (it always should)."""
-    modes = timed.modes
-
-    def dur(x: PassKey) -> float:
-        return instance.duration(x, modes.get(x[1:], KEEP))
-
     value: dict[tuple, float] = {("S", x): t for x, t in timed.start.items()}
     value |= {("D", i): t for i, t in timed.d2h.items()}
     value |= {("U", i): t for i, t in timed.h2d.items()}
-    edges: list[tuple[tuple, tuple, float]] = []  # (a, b, w): b >= a + w
+    out = _least_times(value, _polish_edges(instance, timed, value), 1e-12 * max(1.0, instance.time_scale))
+    if out is None:
+        return None
+    return Timed(start={x: out[("S", x)] for x in timed.start}, modes=dict(timed.modes),
+                 d2h={i: out[("D", i)] for i in timed.d2h}, h2d={i: out[("U", i)] for i in timed.h2d})
+
+
+def _polish_edges(instance: Instance, timed: Timed, value: dict[tuple, float]
+                  ) -> list[tuple[tuple, tuple, float]]:
+    """The difference constraints ``(a, b, w)``, ``b >= a + w``, that keep the schedule's data
+    flow, its order on every compute lane and copy engine, and the weak order of every device's
+    events (events within the checker's tolerance become one instant)."""
+
+    def dur(x: PassKey) -> float:
+        return instance.duration(x, timed.modes.get(x[1:], KEEP))
+
+    edges: list[tuple[tuple, tuple, float]] = []
     for x in timed.start:
         for q, lag in instance.predecessors(x):
             edges.append((("S", q), ("S", x), dur(q) + lag))
@@ -718,6 +726,13 @@ def _polish(instance: Instance, timed: Timed) -> Timed | None:
             edges.append((a, b, ca - cb))  # b + cb >= a + ca
             if value[b] + cb - value[a] - ca <= tol:
                 edges.append((b, a, cb - ca))  # one instant
+    return edges
+
+
+def _least_times(value: dict[tuple, float], edges: list[tuple[tuple, tuple, float]], slack: float
+                 ) -> dict[tuple, float] | None:
+    """The least non-negative times meeting ``edges`` (Bellman-Ford passes in the order of
+    ``value``), or None when 100 passes do not settle them."""
     order = sorted(value, key=value.__getitem__)
     out = dict.fromkeys(value, 0.0)
     by_source: dict[tuple, list[tuple[tuple, float]]] = {v: [] for v in value}
@@ -727,12 +742,9 @@ def _polish(instance: Instance, timed: Timed) -> Timed | None:
         changed = False
         for a in order:
             for b, w in by_source[a]:
-                if out[b] < out[a] + w - 1e-12 * max(1.0, instance.time_scale):
+                if out[b] < out[a] + w - slack:
                     out[b] = out[a] + w
                     changed = True
         if not changed:
-            break
-    else:
-        return None
-    return Timed(start={x: out[("S", x)] for x in timed.start}, modes=dict(modes),
-                 d2h={i: out[("D", i)] for i in timed.d2h}, h2d={i: out[("U", i)] for i in timed.h2d})
+            return out
+    return None

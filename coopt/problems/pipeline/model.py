@@ -609,37 +609,59 @@ def _tolerance(instance: Instance) -> float:
     return 1e-6 * max(1.0, instance.time_scale)
 
 
+def _index(value: Any, upper: int) -> int | None:
+    """``value`` if it is an int (not a bool) in 0..upper-1, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < upper else None
+
+
+def _number(value: Any) -> float | None:
+    """A finite number (inf and NaN are malformed)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _listed(solution: Mapping, key: str, bad: list[Violation]) -> list:
+    """``solution[key]`` (default empty); a non-list is a format violation and reads as empty."""
+    value = solution.get(key, [])
+    if not isinstance(value, list):
+        bad.append(Violation("format", f"'{key}' is not a list"))
+        return []
+    return value
+
+
 def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violation]]:
     """Read a solution dict into a Timed schedule; every malformed part is a violation."""
-    bad: list[Violation] = []
     if not isinstance(solution, Mapping):
         return None, [Violation("format", "solution is not a table")]
-    K, m = instance.virtual_stages, instance.microbatches
-
-    def index(value: Any, upper: int) -> int | None:
-        return (
-            value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < upper else None
-        )
-
-    def number(value: Any) -> float | None:
-        """A finite number (inf and NaN are malformed)."""
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            return None
-        return float(value)
-
-    start: dict[PassKey, float] = {}
     passes = solution.get("passes")
     if not isinstance(passes, list):
         return None, [Violation("format", "missing list 'passes'")]
+    bad: list[Violation] = []
+    start = _parse_passes(instance, passes, bad)
+    modes: dict[Item, str] = {}
+    _parse_recompute(instance, _listed(solution, "recompute", bad), modes, bad)
+    _parse_layers(instance, _listed(solution, "recompute_layers", bad), modes, bad)
+    d2h, h2d = _parse_offload(instance, _listed(solution, "offload", bad), modes, bad)
+    if bad and any(v.constraint in ("format", "completeness") for v in bad):
+        return None, bad
+    return Timed(start=start, modes=modes, d2h=d2h, h2d=h2d), bad
+
+
+def _parse_passes(instance: Instance, passes: list, bad: list[Violation]) -> dict[PassKey, float]:
+    """The start of every listed pass; malformed, repeated, negative and missing passes are
+    violations."""
+    K, m = instance.virtual_stages, instance.microbatches
+    start: dict[PassKey, float] = {}
     for n, item in enumerate(passes):
         if not isinstance(item, Mapping):
             bad.append(Violation("format", f"passes[{n}] is not a table"))
             continue
         kind, k, j, t = (
             item.get("kind"),
-            index(item.get("stage"), K),
-            index(item.get("microbatch"), m),
-            number(item.get("start")),
+            _index(item.get("stage"), K),
+            _index(item.get("microbatch"), m),
+            _number(item.get("start")),
         )
         if kind not in instance.kinds or k is None or j is None or t is None:
             bad.append(Violation("format", f"passes[{n}] = {dict(item)} is not a valid pass"))
@@ -652,34 +674,37 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
     for key in instance.passes():
         if key not in start:
             bad.append(Violation("completeness", f"pass {key[0]}({key[1]},{key[2]}) is missing"))
-    modes: dict[Item, str] = {}
-    recompute = solution.get("recompute", [])
-    if not isinstance(recompute, list):
-        bad.append(Violation("format", "'recompute' is not a list"))
-        recompute = []
+    return start
+
+
+def _parse_recompute(instance: Instance, recompute: list, modes: dict[Item, str],
+                     bad: list[Violation]) -> None:
+    """Whole-item recompute entries ``[stage, microbatch]`` into ``modes``."""
+    K, m = instance.virtual_stages, instance.microbatches
     for n, item in enumerate(recompute):
         if (
             not isinstance(item, list)
             or len(item) != 2
-            or index(item[0], K) is None
-            or index(item[1], m) is None
+            or _index(item[0], K) is None
+            or _index(item[1], m) is None
         ):
             bad.append(Violation("format", f"recompute[{n}] = {item!r} is not [stage, microbatch]"))
             continue
         if not instance.allow_recompute:
             bad.append(Violation("mode", f"recompute of {tuple(item)} but the instance does not allow it"))
         modes[(item[0], item[1])] = RECOMPUTE
-    partial = solution.get("recompute_layers", [])
-    if not isinstance(partial, list):
-        bad.append(Violation("format", "'recompute_layers' is not a list"))
-        partial = []
+
+
+def _parse_layers(instance: Instance, partial: list, modes: dict[Item, str], bad: list[Violation]) -> None:
+    """Per-layer recompute entries ``[stage, microbatch, layers]`` into ``modes``."""
+    K, m = instance.virtual_stages, instance.microbatches
     for n, item in enumerate(partial):
         if (
             not isinstance(item, list)
             or len(item) != 3
-            or index(item[0], K) is None
-            or index(item[1], m) is None
-            or number(item[2]) is None
+            or _index(item[0], K) is None
+            or _index(item[1], m) is None
+            or _number(item[2]) is None
         ):
             bad.append(Violation(
                 "format", f"recompute_layers[{n}] = {item!r} is not [stage, microbatch, layers]"))
@@ -697,18 +722,20 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
             bad.append(Violation(
                 "mode", f"recompute of {r} layers of {(k, j)} but the instance does not allow it"))
         modes[(k, j)] = instance.recompute_mode(k, r)
+
+
+def _parse_offload(instance: Instance, offload: list, modes: dict[Item, str], bad: list[Violation]
+                   ) -> tuple[dict[Item, float], dict[Item, float]]:
+    """Offload copy pairs into ``modes``; returns their D2H and H2D starts."""
+    K, m = instance.virtual_stages, instance.microbatches
     d2h: dict[Item, float] = {}
     h2d: dict[Item, float] = {}
-    offload = solution.get("offload", [])
-    if not isinstance(offload, list):
-        bad.append(Violation("format", "'offload' is not a list"))
-        offload = []
     for n, item in enumerate(offload):
         if not isinstance(item, Mapping):
             bad.append(Violation("format", f"offload[{n}] is not a table"))
             continue
-        k, j = index(item.get("stage"), K), index(item.get("microbatch"), m)
-        td, tu = number(item.get("d2h_start")), number(item.get("h2d_start"))
+        k, j = _index(item.get("stage"), K), _index(item.get("microbatch"), m)
+        td, tu = _number(item.get("d2h_start")), _number(item.get("h2d_start"))
         if k is None or j is None or td is None or tu is None:
             bad.append(Violation("format", f"offload[{n}] = {dict(item)} is not a valid copy pair"))
             continue
@@ -718,9 +745,7 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
             bad.append(Violation("mode", f"{(k, j)} is both recomputed and offloaded"))
         modes[(k, j)] = OFFLOAD
         d2h[(k, j)], h2d[(k, j)] = td, tu
-    if bad and any(v.constraint in ("format", "completeness") for v in bad):
-        return None, bad
-    return Timed(start=start, modes=modes, d2h=d2h, h2d=h2d), bad
+    return d2h, h2d
 
 
 def check(instance: Instance, solution: Solution) -> list[Violation]:

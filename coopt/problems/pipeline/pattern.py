@@ -1,41 +1,40 @@
-"""Pattern schedules (issue 20, fifth and sixth rounds): a cheap primal for the crossing structure.
+"""Pattern schedules: a cheap primal for the crossing structure, part of the warm start.
 
-Where the crossing relaxation of :mod:`.crossing` applies (keep-only, one chunk per device, a
-cap, makespan, durations on a common grid ``q``) and one stage ``s`` (the largest memory fill)
-holds ``n_s <= 3`` micro-batches, the good schedules of the generator's size 16 seed 0 enter
-stage s in a repeating pattern of offsets ``(d_0, ..., d_{n-1})``: the 692 schedule of the local
-search every 62 with (10, 19, 33), the 682 schedule of the fourth round every 60 with
-(16, 16, 28). The fourth round found the latter by solving Model P once per pattern (71-74 CPU
-s); here each pattern costs one or two list schedules instead:
+Where the pair table of :mod:`.crossing` applies (keep-only, one chunk per device, a cap,
+makespan, durations on a common grid ``q``) and one stage ``s`` (the largest memory fill) holds
+``n_s <= 3`` micro-batches, the good schedules of the generator's size 16 seed 0 enter stage s in
+a repeating pattern of offsets ``(d_0, ..., d_{n-1})``: the 692 schedule of the local search every
+62 with (10, 19, 33), a 682 schedule every 60 with (16, 16, 28). Each pattern costs one or two
+list schedules:
 
 * :func:`admitted` / :func:`periodic_patterns`: the patterns of one period whose pairs the
   crossing table admits with every trip in ``[R_s, period - T_W]`` (a necessary condition for a
   zero-drift repeat; the table of :func:`.crossing.crossing_table` says which offsets let two
   micro-batches in flight cross without waiting), with the trips ``tau`` that fit;
-* :func:`crossing_orders` (sixth round): for each two micro-batches in flight together, the
-  order ``sigma`` of the pair table (on the stages s..sigma-1 the later one's forward runs
-  before the earlier one's backward, after it from sigma on) whose trips fit ``tau``;
+* :func:`crossing_orders`: for each two micro-batches in flight together, the order ``sigma`` of
+  the pair table (on the stages s..sigma-1 the later one's forward runs before the earlier one's
+  backward, after it from sigma on) whose trips fit ``tau``;
 * :func:`entry_schedule`: a list schedule in which F(s, j) starts no earlier than the pattern's
   j-th entry and everything else runs as early as the lanes (FIFO per (kind, stage)), the data
   flow, the caps and the given crossing orders allow, B before F before W, a W deferred where it
   would delay a forward or backward that is ready before it ends (unless the cap blocks the
   next forward); without orders the crossings fall out greedily;
 * :func:`pattern_incumbent`: the best checker-accepted schedule over the patterns of the
-  shortest admitted period: greedy crossings for the first ``limit`` patterns (the fifth
-  round's schedules, unchanged), the pair table's crossings for all of them.
+  shortest admitted period: greedy crossings for the first ``limit`` patterns, the pair table's
+  crossings for all of them.
 
-The greedy timing of the crossings is what lost the fifth round 682: on (16, 16, 28) it lets
-each micro-batch's forward wave run ahead of the earlier one's backward wherever it is ready
-first, and the entries slip by 2-4 (706). Model P's 682 schedule crosses every pair exactly as
-the pair table's least-sum order for the trips (58, 58, 58) says (sigma 12, 9, 8 and 5 at the
-offsets 16, 28, 32 and 44; a test reads them off that schedule), and the list schedule with
-those orders and the entries anchored so that F(s, n) may enter at its earliest (F(s, 0)'s
-release plus R_s + T_W) reproduces 682 (1.8 CPU s for all of :func:`pattern_incumbent`).
+Greedy crossings lose on (16, 16, 28): they let each micro-batch's forward wave run ahead of the
+earlier one's backward wherever it is ready first, and the entries slip by 2-4 (706). Model P's
+682 schedule crosses every pair exactly as the pair table's least-sum order for the trips
+(58, 58, 58) says (sigma 12, 9, 8 and 5 at the offsets 16, 28, 32 and 44), and the list schedule
+with those orders and the entries anchored so that F(s, n) may enter at its earliest (F(s, 0)'s
+release plus R_s + T_W) gives 682 (1.8 CPU s for all of :func:`pattern_incumbent`; pinned by
+benchmarks/regression/pipeline_pattern.py).
 
-Nothing here is a bound or a proof: the schedules are candidates for Model P's warm start
-(:func:`.milp.incumbent`), and every one is judged by the checker before it is used. The
-screens (``late`` of :func:`entry_schedule`, the tail test of :func:`pattern_incumbent`) only
-skip candidates; they cannot make a schedule wrong.
+Nothing here is a bound or a proof: the schedules are candidates for the warm start
+(:func:`.warm.incumbent`), and every one is judged by the checker before it is used. The screens
+(``late`` of :func:`entry_schedule`, the tail test of :func:`pattern_incumbent`) only skip
+candidates; they cannot make a schedule wrong.
 """
 
 from __future__ import annotations
@@ -46,9 +45,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from coopt.problem import Solution
 from coopt.problems.pipeline.bound import _fill, _room, releases, tails
-from coopt.problems.pipeline.counts import time_unit
 from coopt.problems.pipeline.crossing import applies as crossing_applies
 from coopt.problems.pipeline.crossing import crossing_table, pair_trips, round_trip
+from coopt.problems.pipeline.grid import time_unit
 from coopt.problems.pipeline.model import Instance, PassKey, Timed, check, to_solution
 
 #: At most this many patterns are tried with greedy crossings by :func:`pattern_incumbent` (about

@@ -19,6 +19,10 @@ Size about (2|modes| + 1) p v m H binaries: only for p m <= ~12.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import pyomo.environ as pyo
 
 from coopt.problem import Solution
@@ -44,9 +48,65 @@ def _effective(instance: Instance, k: int, mu: str) -> str:
     return mu if mu in (KEEP, OFFLOAD) else instance.recompute_mode(k, instance.recomputed(k, mu))
 
 
+@dataclass
+class _Slots:
+    """Model T under construction: its variables, the modes, the slots and the durations in slots."""
+
+    instance: Instance
+    model: Any
+    modes: list[str]
+    T: range
+    H: int
+    tf: dict[int, int]
+    tw: dict[int, int]
+    tb: dict[tuple[int, str], int]
+    td: dict[int, int]
+    tu: dict[int, int]
+    lag: int
+
+    def add(self, row: Any) -> None:
+        self.model.cons.add(row)
+
+    def S(self, kind: str, i: tuple[int, int]) -> Any:
+        """The start slot of pass ``kind`` of item i (linear in the start binaries)."""
+        if kind == "W":
+            return sum(t * self.model.w[i, t] for t in self.T)
+        var = self.model.f if kind == "F" else self.model.b
+        return sum(t * var[i, mu, t] for mu in self.modes for t in self.T)
+
+    def E(self, kind: str, i: tuple[int, int]) -> Any:
+        """The end slot of pass ``kind`` of item i (B's duration depends on the mode)."""
+        k = i[0]
+        if kind == "F":
+            return self.S("F", i) + self.tf[k]
+        if kind == "W":
+            return self.S("W", i) + self.tw[k]
+        return sum((t + self.tb[k, mu]) * self.model.b[i, mu, t] for mu in self.modes for t in self.T)
+
+
+def _covering(var_start: Callable[[int], Any], duration: int, t: int) -> Any:
+    """The starts of a pass of ``duration`` slots that cover slot t."""
+    return sum(var_start(t0) for t0 in range(max(0, t - duration + 1), t + 1))
+
+
 def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> pyo.ConcreteModel:
     """Model T over slots 0..horizon-1 (horizon must bound the optimal makespan)."""
-    K, m, H = instance.virtual_stages, instance.microbatches, int(horizon)
+    slots = _slots(instance, int(horizon))
+    items = [(k, j) for k in range(instance.virtual_stages) for j in range(instance.microbatches)]
+    for i in items:
+        _item_rows(slots, i, fifo)
+    for dev in range(instance.stages):
+        on = [(k, j) for k in instance.stages_on(dev) for j in range(instance.microbatches)]
+        _exclusivity_rows(slots, on)
+        if instance.memory_cap_bytes is not None:
+            _memory_rows(slots, on, dev)
+    slots.model.objective = pyo.Objective(expr=slots.model.C, sense=pyo.minimize)
+    return slots.model
+
+
+def _slots(instance: Instance, H: int) -> _Slots:
+    """The modes, the durations in slots (integers, else ValueError) and the variables."""
+    K, m = instance.virtual_stages, instance.microbatches
     items = [(k, j) for k in range(K) for j in range(m)]
     layers = max((instance.layers(k) for k in range(K)), default=1)
     modes = (
@@ -77,85 +137,75 @@ def build_time_indexed(instance: Instance, horizon: int, fifo: bool = False) -> 
         model.u = pyo.Var(items, T, domain=pyo.Binary)
     model.C = pyo.Var(bounds=(0, H))
     model.cons = pyo.ConstraintList()
-    add = model.cons.add
+    return _Slots(instance, model, modes, T, H, tf, tw, tb, td, tu, lag)
 
-    def S(kind, i):
-        if kind == "W":
-            return sum(t * model.w[i, t] for t in T)
-        var = model.f if kind == "F" else model.b
-        return sum(t * var[i, mu, t] for mu in modes for t in T)
 
-    def E(kind, i):
-        k = i[0]
-        if kind == "F":
-            return S("F", i) + tf[k]
-        if kind == "W":
-            return S("W", i) + tw[k]
-        return sum((t + tb[k, mu]) * model.b[i, mu, t] for mu in modes for t in T)
+def _item_rows(x: _Slots, i: tuple[int, int], fifo: bool) -> None:
+    """Item i: one mode, its passes once in that mode, precedence (FIFO under ``fifo``), C after
+    every end, and its copies where it is offloaded."""
+    instance, model, T, modes = x.instance, x.model, x.T, x.modes
+    k, j = i
+    x.add(sum(model.y[i, mu] for mu in modes) == 1)
+    for mu in modes:
+        x.add(sum(model.f[i, mu, t] for t in T) == model.y[i, mu])
+        x.add(sum(model.b[i, mu, t] for t in T) == model.y[i, mu])
+    if instance.split_backward:
+        x.add(sum(model.w[i, t] for t in T) == 1)
+    for kind in instance.kinds:
+        for (qkind, qk, qj), q_lag in instance.predecessors((kind, k, j)):
+            x.add(x.S(kind, i) >= x.E(qkind, (qk, qj)) + (x.lag if q_lag else 0))
+        if fifo and j > 0:
+            x.add(x.S(kind, i) >= x.E(kind, (k, j - 1)))
+        x.add(x.E(kind, i) <= model.C)
+    if instance.allow_offload:
+        y = model.y[i, OFFLOAD]
+        D = sum(t * model.d[i, t] for t in T)
+        U = sum(t * model.u[i, t] for t in T)
+        x.add(sum(model.d[i, t] for t in T) == y)
+        x.add(sum(model.u[i, t] for t in T) == y)
+        x.add(x.E("F", i) - x.H * (1 - y) <= D)
+        x.add(D + x.td[k] * y <= U)
+        x.add(x.S("B", i) >= U + x.tu[k] * y - x.H * (1 - y))
 
-    for i in items:
-        k, j = i
-        add(sum(model.y[i, mu] for mu in modes) == 1)
-        for mu in modes:
-            add(sum(model.f[i, mu, t] for t in T) == model.y[i, mu])
-            add(sum(model.b[i, mu, t] for t in T) == model.y[i, mu])
-        if instance.split_backward:
-            add(sum(model.w[i, t] for t in T) == 1)
-        for kind in instance.kinds:
-            for (qkind, qk, qj), q_lag in instance.predecessors((kind, k, j)):
-                add(S(kind, i) >= E(qkind, (qk, qj)) + (lag if q_lag else 0))
-            if fifo and j > 0:
-                add(S(kind, i) >= E(kind, (k, j - 1)))
-            add(E(kind, i) <= model.C)
-        if instance.allow_offload:
-            y = model.y[i, OFFLOAD]
-            D = sum(t * model.d[i, t] for t in T)
-            U = sum(t * model.u[i, t] for t in T)
-            add(sum(model.d[i, t] for t in T) == y)
-            add(sum(model.u[i, t] for t in T) == y)
-            add(E("F", i) - H * (1 - y) <= D)
-            add(D + td[k] * y <= U)
-            add(S("B", i) >= U + tu[k] * y - H * (1 - y))
 
-    def covering(var_start, duration, t):
-        return sum(var_start(t0) for t0 in range(max(0, t - duration + 1), t + 1))
+def _exclusivity_rows(x: _Slots, on: list[tuple[int, int]]) -> None:
+    """One compute pass per device, and one copy per engine, in every slot."""
+    model = x.model
+    for t in x.T:
+        busy = 0
+        for i in on:
+            k = i[0]
+            for mu in x.modes:
+                busy += _covering(lambda t0, i=i, mu=mu: model.f[i, mu, t0], x.tf[k], t)
+                busy += _covering(lambda t0, i=i, mu=mu: model.b[i, mu, t0], x.tb[k, mu], t)
+            if x.instance.split_backward:
+                busy += _covering(lambda t0, i=i: model.w[i, t0], x.tw[k], t)
+        x.add(busy <= 1)
+        if x.instance.allow_offload:
+            x.add(sum(_covering(lambda t0, i=i: model.d[i, t0], x.td[i[0]], t) for i in on) <= 1)
+            x.add(sum(_covering(lambda t0, i=i: model.u[i, t0], x.tu[i[0]], t) for i in on) <= 1)
 
-    for dev in range(instance.stages):
-        on = [(k, j) for k in instance.stages_on(dev) for j in range(m)]
-        for t in T:
-            busy = 0
-            for i in on:
-                k = i[0]
-                for mu in modes:
-                    busy += covering(lambda t0, i=i, mu=mu: model.f[i, mu, t0], tf[k], t)
-                    busy += covering(lambda t0, i=i, mu=mu: model.b[i, mu, t0], tb[k, mu], t)
-                if instance.split_backward:
-                    busy += covering(lambda t0, i=i: model.w[i, t0], tw[k], t)
-            add(busy <= 1)
+
+def _memory_rows(x: _Slots, on: list[tuple[int, int]], dev: int) -> None:
+    """The level at every slot: cumulative allocations minus cumulative releases within the cap."""
+    instance, model = x.instance, x.model
+    for t in x.T:
+        level = 0
+        for i in on:
+            k = i[0]
+            a, a_w = instance.a(k), instance.a_w(k)
+            for mu in x.modes:
+                alloc, remat = instance.resident(k, _effective(instance, k, mu))
+                level += alloc * sum(model.f[i, mu, t0] for t0 in range(t + 1))
+                if remat:
+                    level += remat * sum(model.b[i, mu, t0] for t0 in range(t + 1))
+                level -= (a - a_w) * sum(model.b[i, mu, t0] for t0 in range(t + 1 - x.tb[k, mu]))
+            if instance.split_backward:
+                level -= a_w * sum(model.w[i, t0] for t0 in range(t + 1 - x.tw[k]))
             if instance.allow_offload:
-                add(sum(covering(lambda t0, i=i: model.d[i, t0], td[i[0]], t) for i in on) <= 1)
-                add(sum(covering(lambda t0, i=i: model.u[i, t0], tu[i[0]], t) for i in on) <= 1)
-        if instance.memory_cap_bytes is None:
-            continue
-        for t in T:
-            level = 0
-            for i in on:
-                k = i[0]
-                a, a_w = instance.a(k), instance.a_w(k)
-                for mu in modes:
-                    alloc, remat = instance.resident(k, _effective(instance, k, mu))
-                    level += alloc * sum(model.f[i, mu, t0] for t0 in range(t + 1))
-                    if remat:
-                        level += remat * sum(model.b[i, mu, t0] for t0 in range(t + 1))
-                    level -= (a - a_w) * sum(model.b[i, mu, t0] for t0 in range(t + 1 - tb[k, mu]))
-                if instance.split_backward:
-                    level -= a_w * sum(model.w[i, t0] for t0 in range(t + 1 - tw[k]))
-                if instance.allow_offload:
-                    level -= instance.a_o(k) * sum(model.d[i, t0] for t0 in range(t + 1 - td[k]))
-                    level += instance.a_o(k) * sum(model.u[i, t0] for t0 in range(t + 1))
-            add(level <= instance.cap(dev))
-    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
-    return model
+                level -= instance.a_o(k) * sum(model.d[i, t0] for t0 in range(t + 1 - x.td[k]))
+                level += instance.a_o(k) * sum(model.u[i, t0] for t0 in range(t + 1))
+        x.add(level <= instance.cap(dev))
 
 
 def extract_time_indexed(model: pyo.ConcreteModel, instance: Instance) -> Solution:

@@ -1,4 +1,4 @@
-"""The window relaxation bound (issue 20): a few stages kept exactly, the rest relaxed.
+"""The window relaxation bound: a few stages kept exactly, the rest relaxed.
 
 Applies where the memory rule of :mod:`.bound` does (keep-only, one chunk per device, a cap,
 makespan objective), so that FIFO per lane is lossless (Model P's (P2)): some optimal schedule
@@ -36,19 +36,23 @@ and the optimum of R(s, e), and every dual bound HiGHS proves for it (after any 
 is at most OPT. Nothing of the relaxation enters the checker: it only bounds.
 
 What the window sees that :func:`.bound.releases` does not: several micro-batches in flight at
-once on the window's devices, whose forwards and backwards cross there (issue 20, size 16 seed 0:
-stage 2 holds three micro-batches whose round trips lengthen where they cross downstream).
+once on the window's devices, whose forwards and backwards cross there (the generator's size 16
+seed 0: stage 2 holds three micro-batches whose round trips lengthen where they cross
+downstream). Model P's cut (P9) takes the one-stage windows R(s, s) of :func:`lower_bound`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import pyomo.environ as pyo
 
 from coopt.problem import SolveOptions
 from coopt.problems.pipeline.bound import _fill, _head, _room, _tail, memory_rule_applies, releases, tails
 from coopt.problems.pipeline.model import Instance, PassKey
+from coopt.solvers.highs import solve_model
 
 
 def applies(instance: Instance) -> bool:
@@ -64,6 +68,26 @@ def _delay(instance: Instance, e: int) -> float:
     trip = sum(instance.t_f(k) + instance.t_b(k) for k in range(e + 1, K))
     lags = sum(instance.lag(k, k + 1) + instance.lag(k + 1, k) for k in range(e, K - 1))
     return trip + lags
+
+
+@dataclass
+class _Window:
+    """R(s, e) under construction: the window's stages and passes, the time unit ``u``, the
+    start windows ``lo``/``hi`` and the model."""
+
+    instance: Instance
+    stages: range
+    passes: list[PassKey]
+    u: float
+    lo: dict[PassKey, float]
+    hi: dict[PassKey, float]
+    model: Any
+
+    def d(self, x: PassKey) -> float:
+        return self.instance.duration(x) / self.u
+
+    def E(self, x: PassKey) -> Any:
+        return self.model.S[x] + self.d(x)
 
 
 def build_window(instance: Instance, s: int, e: int, upper: float) -> pyo.ConcreteModel:
@@ -82,52 +106,67 @@ def build_window(instance: Instance, s: int, e: int, upper: float) -> pyo.Concre
     model.S = pyo.Var(passes, bounds=lambda _, *x: (lo[x], hi[x]))
     model.C = pyo.Var(bounds=(0, M))
     model.cons = pyo.ConstraintList()
-    add = model.cons.add
+    w = _Window(instance, stages, passes, u, lo, hi, model)
+    _flow(w, tail, s, e)
+    order = _order(w)
+    _memory(w, order)
+    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
+    return model
 
-    def d(x: PassKey) -> float:
-        return instance.duration(x) / u
 
-    def E(x: PassKey):
-        return model.S[x] + d(x)
-
-    for x in passes:  # (W1) tails; (W2) data flow inside the window and FIFO
+def _flow(w: _Window, tail: dict[PassKey, float], s: int, e: int) -> None:
+    """(W1) tails; (W2) data flow inside the window and FIFO; (W3) the stages after the window
+    as a pure delay."""
+    instance, model, add, u = w.instance, w.model, w.model.cons.add, w.u
+    for x in w.passes:
         kind, k, j = x
         add(model.S[x] + tail[x] / u <= model.C)
         if j > 0:
-            add(model.S[x] >= E((kind, k, j - 1)))
+            add(model.S[x] >= w.E((kind, k, j - 1)))
         if kind == "F" and k > s:
-            add(model.S[x] >= E(("F", k - 1, j)) + instance.lag(k - 1, k) / u)
+            add(model.S[x] >= w.E(("F", k - 1, j)) + instance.lag(k - 1, k) / u)
         if kind == "B" and k < e:
-            add(model.S[x] >= E(("B", k + 1, j)) + instance.lag(k + 1, k) / u)
+            add(model.S[x] >= w.E(("B", k + 1, j)) + instance.lag(k + 1, k) / u)
         if kind == "W":
-            add(model.S[x] >= E(("B", k, j)))
-    for j in range(m):  # (W3) the stages after the window as a pure delay
-        add(model.S[("B", e, j)] >= E(("F", e, j)) + _delay(instance, e) / u)
+            add(model.S[x] >= w.E(("B", k, j)))
+    for j in range(instance.microbatches):
+        add(model.S[("B", e, j)] >= w.E(("F", e, j)) + _delay(instance, e) / u)
 
-    # (W4) exclusivity: P[x, y] = 1 iff x runs first; constant where the windows decide it
-    order: dict[tuple[PassKey, PassKey], object] = {}
+
+def _second(instance: Instance) -> tuple[str, ...]:
+    """The kinds that run after a later micro-batch's forward is ordered against them."""
+    return ("B", "W") if instance.split_backward else ("B",)
+
+
+def _order(w: _Window) -> dict[tuple[PassKey, PassKey], Any]:
+    """(W4) exclusivity: P[x, y] = 1 iff x runs first; a constant where the windows decide it."""
+    model, add, lo, hi = w.model, w.model.cons.add, w.lo, w.hi
+    order: dict[tuple[PassKey, PassKey], Any] = {}
     free = []
-    second = ("B", "W") if instance.split_backward else ("B",)
-    for k in stages:
-        for i in range(m):
+    for k in w.stages:
+        for i in range(w.instance.microbatches):
             for j in range(i):
-                for y_kind in second:
+                for y_kind in _second(w.instance):
                     for x_kind in ("F", "B") if y_kind == "W" else ("F",):
                         x, y = (x_kind, k, i), (y_kind, k, j)
-                        if hi[x] + d(x) <= lo[y]:
+                        if hi[x] + w.d(x) <= lo[y]:
                             order[x, y] = 1
-                        elif hi[y] + d(y) <= lo[x]:
+                        elif hi[y] + w.d(y) <= lo[x]:
                             order[x, y] = 0
                         else:
                             free.append((x, y))
     model.P = pyo.Var(free, domain=pyo.Binary)
     for x, y in free:
         order[x, y] = model.P[x, y]
-        add(model.S[y] >= E(x) - (hi[x] + d(x) - lo[y]) * (1 - model.P[x, y]))
-        add(model.S[x] >= E(y) - (hi[y] + d(y) - lo[x]) * model.P[x, y])
+        add(model.S[y] >= w.E(x) - (hi[x] + w.d(x) - lo[y]) * (1 - model.P[x, y]))
+        add(model.S[x] >= w.E(y) - (hi[y] + w.d(y) - lo[x]) * model.P[x, y])
+    return order
 
-    # (W5) the cap at every forward start; (W6) FIFO consequences on the binaries
-    for k in stages:
+
+def _memory(w: _Window, order: dict[tuple[PassKey, PassKey], Any]) -> None:
+    """(W5) the cap at every forward start; (W6) FIFO consequences on the binaries."""
+    instance, model, add, m = w.instance, w.model, w.model.cons.add, w.instance.microbatches
+    for k in w.stages:
         a, a_w = instance.a(k), instance.a_w(k)
         g = max(a, 1.0)
         room = instance.cap_room(k) / g
@@ -141,7 +180,7 @@ def build_window(instance: Instance, s: int, e: int, upper: float) -> pyo.Concre
                 add(level <= room)
             elif level > room:
                 add(model.C <= -1)  # cannot happen for a FIFO schedule's restriction
-        for kind in second:
+        for kind in _second(instance):
             for i in range(m):
                 for j in range(i):
                     here = order[("F", k, i), (kind, k, j)]
@@ -151,8 +190,6 @@ def build_window(instance: Instance, s: int, e: int, upper: float) -> pyo.Concre
                         _at_most(add, order[("F", k, i + 1), (kind, k, j)], here)
                     if kind == "W":
                         _at_most(add, order[("F", k, i), ("B", k, j)], here)
-    model.objective = pyo.Objective(expr=model.C, sense=pyo.minimize)
-    return model
 
 
 def _at_most(add, x, y) -> None:
@@ -166,8 +203,6 @@ def window_bound(instance: Instance, s: int, e: int, upper: float, time_limit: f
                  ) -> tuple[float, float | None, str]:
     """(HiGHS' dual bound on R(s, e) in seconds, the relaxation's best value found, status);
     a valid lower bound on the optimum (module docstring) whatever the time limit."""
-    from coopt.solvers.highs import solve_model
-
     model = build_window(instance, s, e, upper)
     result = solve_model(model, SolveOptions(time_limit=time_limit, gap=1e-9, threads=1))
     if result.status == "infeasible":

@@ -1,5 +1,5 @@
-"""The triple relaxation T(s) of :mod:`coopt.problems.pipeline.triple` (issue 20, sixth
-round): its triple table against an enumeration of every per-device order of three micro-batches
+"""The triple relaxation T(s) of :mod:`research.pipeline.triple`: its triple table against an
+enumeration of every per-device order of three micro-batches
 (no prefix or nesting assumed, the caps read at every forward), and the dynamic program never
 above an optimum found without it."""
 
@@ -11,15 +11,16 @@ import random
 
 import pytest
 
-from coopt.problems.pipeline import PROBLEM, brute, counts, milp
+from coopt.problems.pipeline import PROBLEM, brute, milp
 from coopt.problems.pipeline import model as pm
-from coopt.problems.pipeline.counts import time_unit
 from coopt.problems.pipeline.crossing import crossing_table, round_trip
-from coopt.problems.pipeline.milp import incumbent
-from coopt.problems.pipeline.triple import TripleTable, dp_bound, token_stages
+from coopt.problems.pipeline.grid import time_unit
+from coopt.problems.pipeline.warm import incumbent
 from coopt.solvers.highs import solve_model
-from tests.test_pipeline_bound_crossing import longest_starts
+from research.pipeline import counts
+from research.pipeline.triple import TripleTable, dp_bound, token_stages
 from tests.test_pipeline_bound_release import OPTIONS, keep_only
+from tests.test_pipeline_pair_table import longest_starts
 
 
 def _triples_by_enumeration(instance, s: int, d1: int, d2: int) -> set[tuple[int, int, int]]:
@@ -150,7 +151,7 @@ def test_dp_bound_never_above_the_enumerated_optimum(seed):
     assert token_stages(instance)
     for s in token_stages(instance):
         assert dp_bound(instance, s, upper) <= best + 1e-9, s
-        # T_sigma(s) (seventh round) only removes solutions of T(s)
+        # T_sigma(s) only removes solutions of T(s)
         assert dp_bound(instance, s, upper) - 1e-9 <= dp_bound(instance, s, upper, agree=True) <= best + 1e-9, s
 
 
@@ -180,15 +181,15 @@ def test_dp_bound_never_above_model_p_on_the_generator(size, seed):
     """Model P's proven optima on the generator (sizes 3-4) bound T(s) and T_sigma(s) on every
     token stage."""
     instance = PROBLEM.generate(seed, size)
-    result = solve_model(milp.build(instance), OPTIONS)
+    upper, start = incumbent(instance)
+    result = solve_model(milp.build(instance, incumbent=start), OPTIONS)
     assert result.status == "optimal"
-    upper, _ = incumbent(instance)
     for s in token_stages(instance):
         assert dp_bound(instance, s, upper) <= result.objective * (1 + 1e-9) + 1e-9, s
         assert dp_bound(instance, s, upper, agree=True) <= result.objective * (1 + 1e-9) + 1e-9, s
 
 
-# --- T_sigma(s): consecutive triples agree on their shared pair's crossing order (seventh round)
+# --- T_sigma(s): consecutive triples agree on their shared pair's crossing order
 
 
 def _sigma(first: dict, s: int, K: int, x: int, y: int) -> int:

@@ -1,26 +1,16 @@
-"""The crossing relaxation X(S) of :mod:`coopt.problems.pipeline.crossing` (issue 20): its pair
-table against an enumeration of every per-device order of two micro-batches, and the relaxation
-never above the enumerated optimum of the whole problem."""
+"""The pair table of :mod:`coopt.problems.pipeline.crossing` (the crossings the pattern schedules
+of the warm start follow) against an enumeration of every per-device order of two micro-batches."""
 
 from __future__ import annotations
 
 import itertools
-import random
 
 import pytest
 
-from coopt.problems.pipeline import PROBLEM, brute, counts
-from coopt.problems.pipeline.bound import lower_bound
-from coopt.problems.pipeline.counts import time_unit
-from coopt.problems.pipeline.crossing import (
-    applies,
-    crossing_bound,
-    crossing_table,
-    round_trip,
-)
-from coopt.problems.pipeline.milp import incumbent
-from coopt.solvers.highs import solve_model
-from tests.test_pipeline_bound_release import OPTIONS, SHAPES, keep_only
+from coopt.problems.pipeline import PROBLEM
+from coopt.problems.pipeline.crossing import crossing_table, round_trip
+from coopt.problems.pipeline.grid import time_unit
+from tests.test_pipeline_bound_release import keep_only
 
 
 def longest_starts(instance, edges, start: dict) -> dict | None:
@@ -90,61 +80,10 @@ def test_pair_table_equals_the_enumeration_of_every_order(seed):
 
 def test_zero_wait_offsets_on_size_16_seed_0():
     """Stage 2 of the generator's size 16 seed 0 (round trip 57): two micro-batches cross
-    without waiting only at the offsets an earlier round enumerated (docs/pipeline.md)."""
+    without waiting only at these offsets (an enumeration, docs/notes/pipeline.md)."""
     instance = PROBLEM.generate(0, 16)
     assert round_trip(instance, 2) == 57
     table = crossing_table(instance, 2)
     zero = [d for d, points in table.items() if (57, 57) in points]
     assert zero == [7, 10, 15, 19, 23, 28, 31, 35, 38, 43, 49, 54]
     assert all(a >= 57 and b >= 57 for points in table.values() for a, b in points)
-
-
-def _check(instance) -> None:
-    best = brute.enumerate_optimum(instance)
-    if best is None:
-        pytest.skip("no schedule fits the caps")
-    upper, _ = incumbent(instance)
-    K = instance.virtual_stages
-    for stages in [[s] for s in range(K)] + [[s, t] for s in range(K) for t in range(s + 1, K)]:
-        bound, value, status = crossing_bound(instance, stages, upper, time_limit=30)
-        assert status == "optimal"
-        assert bound <= best + 1e-9, stages
-        assert value is not None and value <= upper * (1 + 1e-6) + time_unit(instance)  # H's grid
-
-
-#: The oracle's seeds (of the first 60) whose instance the crossing relaxation applies to.
-CROSSING_SEEDS = [seed for seed in range(60) if applies(brute.tiny(seed))]
-
-
-def test_the_oracle_gives_the_crossing_relaxation_enough_instances():
-    assert len(CROSSING_SEEDS) >= 15
-
-
-@pytest.mark.parametrize("seed", CROSSING_SEEDS)
-def test_crossing_bound_never_above_the_enumerated_optimum(seed):
-    """The oracle's keep-only one-chunk instances (integer times, lags), every token stage and
-    every two of them."""
-    _check(brute.tiny(seed))
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_crossing_bound_never_above_the_enumerated_optimum_under_tight_caps(seed):
-    """Caps of one to three micro-batches, a_W 0 or a / 2, lags, every one or two token stages."""
-    p, m, split = SHAPES[seed % len(SHAPES)]
-    _check(keep_only(seed, p, m, split=split))
-
-
-@pytest.mark.parametrize("seed", [3, 21, 56])
-def test_crossing_bound_lifts_the_release_bound_and_stays_below_model_n(seed):
-    """Instances of test_pipeline_bound_release's Model N family (p 2-4, m 4-8) where X({s}) is
-    above bound.py (3 of its first 60 seeds; it closes the gap on 3 and 56): never above
-    Model N's optimum, solved without a dual-bound floor so that it owes nothing to either bound."""
-    rng = random.Random(1000 + seed)
-    instance = keep_only(1000 + seed, rng.randint(2, 4), rng.randint(4, 8), split=rng.random() < 0.8)
-    assert applies(instance)
-    upper, start = incumbent(instance)
-    found = max(crossing_bound(instance, [s], upper, time_limit=30)[0] for s in range(instance.virtual_stages))
-    model = counts.build_counts(instance, counts.horizon_slots(instance, upper), 0.0, start)
-    result = solve_model(model, OPTIONS)
-    assert result.status == "optimal"
-    assert lower_bound(instance) + 0.5 < found <= result.objective + 1e-9

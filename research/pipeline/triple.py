@@ -103,9 +103,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from coopt.problems.pipeline.bound import _fill, _room, releases, tails
-from coopt.problems.pipeline.counts import time_unit
 from coopt.problems.pipeline.crossing import applies as crossing_applies
 from coopt.problems.pipeline.crossing import round_trip
+from coopt.problems.pipeline.grid import time_unit
 from coopt.problems.pipeline.model import Instance
 
 #: Trips (of i, k, l) in units of q.

@@ -71,36 +71,18 @@ show are not needed; the checker has no counterpart for them, by design.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import pyomo.environ as pyo
 
 from coopt.problem import Solution
+from coopt.problems.pipeline.bound import releases, tails
+from coopt.problems.pipeline.grid import time_unit
 from coopt.problems.pipeline.model import Instance, PassKey, Timed, serial_bound, to_solution
 
 #: Largest slot grid (lanes x slots) Model N is built for; beyond it the build is Model P's.
 MAX_CELLS = 150_000
 
 Lane = tuple[str, int]  # (kind, virtual stage)
-
-
-def time_unit(instance: Instance) -> float | None:
-    """The largest q such that every pass duration and the lag are integer multiples of q, or
-    None when the durations have no common unit with a denominator below 10^6."""
-    values = [instance.duration((x, k, 0)) for x in instance.kinds for k in range(instance.virtual_stages)]
-    values.append(instance.lag_s)
-    fractions = []
-    for value in values:
-        fraction = Fraction(value).limit_denominator(10**6)
-        if abs(float(fraction) - value) > 1e-12 * max(1.0, abs(value)):
-            return None
-        if fraction:
-            fractions.append(fraction)
-    numerator, denominator = 0, 1
-    for fraction in fractions:
-        numerator = math.gcd(numerator, fraction.numerator)
-        denominator = denominator * fraction.denominator // math.gcd(denominator, fraction.denominator)
-    return numerator / denominator
 
 
 def applies(instance: Instance, upper: float | None = None) -> bool:
@@ -138,8 +120,6 @@ def windows(instance: Instance, horizon: int, q: float) -> dict[Lane, tuple[list
     """Per lane, the earliest and latest start slot of its j-th pass (j = 0..m-1) within
     ``horizon`` slots: heads and tails along the precedence graph with the FIFO edges (the
     lossless edges of keep-only instances, where Model N applies)."""
-    from coopt.problems.pipeline.bound import releases, tails
-
     release, tail = releases(instance, memory=False), tails(instance, memory=False)
     out = {}
     for x, k in lanes(instance):
