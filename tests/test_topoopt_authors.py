@@ -14,7 +14,7 @@ from coopt.problem import NoSolution
 from coopt.problems.topoopt import authors as A
 from coopt.problems.topoopt import heuristics as H
 from coopt.problems.topoopt import model as T
-from coopt.problems.topoopt.fabric import EcmpRouting
+from coopt.problems.topoopt.ecmp import EcmpRouting
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 RNG = np.random.default_rng(0)

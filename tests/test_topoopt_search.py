@@ -13,7 +13,7 @@ from coopt.instance import load, to_toml
 from coopt.problems import topoopt
 from coopt.problems.topoopt import heuristics as H
 from coopt.problems.topoopt import model as T
-from coopt.problems.topoopt.fabric import hop_matrix
+from coopt.problems.topoopt.ecmp import hop_matrix
 from coopt.registry import closed_form as get
 
 SMALL_DLRM = dataclasses.replace(H.dlrm(tables=8), batch_per_server=64)

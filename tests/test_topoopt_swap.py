@@ -43,7 +43,7 @@ def test_the_fast_lp_equals_p1s_pyomo_model_on_fixed_links(seed, symmetric):
     inst = instance(seed, symmetric)
     lp = TopologyLP(inst)
     for links in walk(inst, seed, 4):
-        result = solve_model(milp.build(inst, links), OPTIONS)
+        result = solve_model(milp.build(inst, links=links), OPTIONS)
         fast = lp.solve(links)
         assert result.status == "optimal"
         assert fast == pytest.approx(result.objective, rel=1e-7, abs=1e-9)

@@ -20,9 +20,9 @@ Two problems, one package:
   server pair inside a region, at most ``alpha`` per server, OCS and EPS rates per ordered pair,
   hose-model EPS; maximise the concurrent throughput ``theta`` (the all-to-all takes
   ``1 / theta``). Several regions, and several traffic matrices per region, give the worst case:
-  the slowest region, and the robust allocation over scenario matrices (issue 15's "beyond the
-  paper") is the same model with more than one matrix, so it is not a problem of its own.
-* ``mixnet_plan`` (:mod:`.plan`, :mod:`.plan_milp`): the cross-layer reconfiguration plan. The
+  the slowest region, and the robust allocation over scenario matrices (beyond the paper) is
+  the same model with more than one matrix, so it is not a problem of its own.
+* ``mixnet_plan`` (:mod:`.plan_model`, :mod:`.plan_milp`): the cross-layer reconfiguration plan. The
   layers of one iteration in order, a reconfiguration delay and the compute that hides part of
   it: where to re-plan and which circuits each stretch of layers keeps, minimising the
   iteration's all-to-all time plus the exposed reconfiguration. It reads M1's fabric and evaluates
@@ -35,7 +35,7 @@ the bench and the oracle; a library function would have had none of these.
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.mixnet import brute, circuits, milp, model, plan_heuristics, plan_milp
 from coopt.problems.mixnet import plan_model as plan
 
@@ -44,18 +44,13 @@ PROBLEM = Problem(
     summary="Regional optical circuits for an MoE all-to-all (max worst-case concurrent throughput)",
     source="Liao et al., MixNet, SIGCOMM 2025 (arXiv 2501.03905); M1 of the research notes, s. 2(b)",
     sense="max",
-    load=model.load,
-    dump=model.dump,
-    check=model.check,
-    objective=model.objective,
-    generate=model.generate,
-    build=milp.build,
-    extract=milp.extract,
+    **model_fields(model),
+    **exact_fields(milp),
+    warm_start=circuits.fill_and_swap,
     heuristics=circuits.HEURISTICS,
     exact=circuits.exact,
     sizes=(1, 2, 3),
     size_doc="regions (4 to 16 servers each)",
-    schema=model.SCHEMA,
     objective_name="worst-case all-to-all throughput (1 / all-to-all time)",
     objective_unit="1/s",
     bound=circuits.lp_bound,
@@ -66,20 +61,15 @@ PROBLEM = Problem(
 PLAN = Problem(
     name="mixnet_plan",
     summary="Where to reconfigure a region's circuits across an iteration's MoE layers (min time)",
-    source="Liao et al., MixNet, SIGCOMM 2025 (arXiv 2501.03905); cross-layer plan of issue 15",
+    source="Liao et al., MixNet, SIGCOMM 2025 (arXiv 2501.03905); cross-layer reconfiguration plan (ours)",
     sense="min",
-    load=plan.load,
-    dump=plan.dump,
-    check=plan.check,
-    objective=plan.objective,
-    generate=plan.generate,
-    build=plan_milp.build,
-    extract=plan_milp.extract,
+    **model_fields(plan),
+    **exact_fields(plan_milp),
+    warm_start=plan_heuristics.segment_dp,
     heuristics=plan_heuristics.HEURISTICS,
     exact=plan_heuristics.exact,
     sizes=(1, 2, 3),
     size_doc="MoE layers (forward then backward: 2 x size plan layers) on 4 to 8 servers",
-    schema=plan.SCHEMA,
     objective_name="all-to-all plus exposed reconfiguration time per iteration",
     objective_unit="s",
     bound=plan_heuristics.bound,

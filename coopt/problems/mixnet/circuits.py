@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pyomo.environ as pyo
@@ -170,7 +171,7 @@ class RegionPlanner:
     # A move changes the rows of at most four servers, and the same rows recur from move to move
     # and round to round: every server's roots are cached by its circuit row, and each round
     # computes the rows it has not seen in one batch (the per-call overhead of numpy on a region's
-    # small arrays, not the arithmetic, was the cost in the profile of issue 19). Rows are tuples.
+    # small arrays, not the arithmetic, is the cost in a profile). Rows are tuples.
 
     def _compute(self, keys: list[tuple[int, tuple[int, ...]]]) -> None:
         """Cache the roots (and their smallest) of the keys not cached yet, in one
@@ -261,7 +262,7 @@ class RegionPlanner:
         With a ``floor``, the moves that leave a touched server other than ``b`` certainly below
         it on some matrix (:meth:`_sinking`) are left out before their rows are built: a move's
         worst case is at most every touched server's, so each of them is worse than ``floor``.
-        (In the profile of issue 19, 160 of 525 moves at ``floor = theta (1 - 1e-12)`` were kept.)
+        (In one profile, 160 of 525 moves at ``floor = theta (1 - 1e-12)`` were kept.)
 
         Every move keeps every port budget, by construction: a removal takes a circuit that is
         there (b-m with ``x_bm > 0``, u-w with ``x_uw > 0``, w not b or m), and a server's count
@@ -270,61 +271,12 @@ class RegionPlanner:
         one."""
         kept = self.lifting_trades(rows, free, b, theta, which)
         n = self.servers
-        servers = range(n)
-        spare = [v for v in servers if free[v] > 0 and v != b]
-        links = {u: [w for w in servers if rows[u][w] > 0 and w != b] for _, u in kept}
         sink = bytes(n * (n + 1) ** 2) if floor is None or not kept else self._sinking(rows, floor)
-        k = n + 1  # sink[(a k + x) k + y]: a's row less x and plus y is certainly below the floor
-
-        def changed(a: int, *steps: tuple[int, int]) -> tuple[int, tuple[int, ...]]:
-            row = list(rows[a])
-            for c, step in steps:
-                row[c] += step
-            return a, tuple(row)
-
-        trades = [(m, u, changed(b, (m, -1), (u, 1)) if m >= 0 else changed(b, (u, 1))) for m, u in kept]
-        found: list[tuple[Move, list[tuple[int, tuple[int, ...]]]]] = []
-        for m, u, kb in trades:  # b trades m for u (or just gains u), u having a free port
-            if free[u] > 0 and not sink[(u * k + n) * k + b]:
-                if m < 0:
-                    found.append((((b, u, 1),), [kb, changed(u, (b, 1))]))
-                elif not sink[(m * k + b) * k + n]:
-                    found.append((((b, m, -1), (b, u, 1)), [kb, changed(m, (b, -1)), changed(u, (b, 1))]))
-        for m, u, kb in trades:  # ... and m re-attaches to a server v with a free port
-            if m >= 0 and free[u] > 0:
-                ku = changed(u, (b, 1))
-                for v in spare:
-                    if v == m or sink[(m * k + b) * k + v]:
-                        continue
-                    if v != u:
-                        if not (sink[(u * k + n) * k + b] or sink[(v * k + n) * k + m]):
-                            found.append((((b, m, -1), (b, u, 1), (m, v, 1)),
-                                          [kb, changed(m, (b, -1), (v, 1)), ku, changed(v, (m, 1))]))
-                    elif free[u] > 1:
-                        found.append((((b, m, -1), (b, u, 1), (m, u, 1)),
-                                      [kb, changed(m, (b, -1), (u, 1)), changed(u, (b, 1), (m, 1))]))
-        for m, u, kb in trades:  # u drops w and m takes it (a swap)
-            if m >= 0:
-                found += [(((b, m, -1), (b, u, 1), (u, w, -1), (m, w, 1)),
-                           [kb, changed(m, (b, -1), (w, 1)), changed(u, (b, 1), (w, -1)),
-                            changed(w, (u, -1), (m, 1))]) for w in links[u]
-                          if w != m and not (sink[(m * k + b) * k + w] or sink[(u * k + w) * k + b]
-                                             or sink[(w * k + u) * k + m])]
-        for m, u, kb in trades:  # b used a free port: u drops w, and w stays free ...
-            if m < 0:
-                found += [(((b, u, 1), (u, w, -1)), [kb, changed(u, (b, 1), (w, -1)), changed(w, (u, -1))])
-                          for w in links[u] if not (sink[(u * k + w) * k + b] or sink[(w * k + u) * k + n])]
-        for m, u, kb in trades:  # ... or w re-attaches to a server v with a free port
-            if m < 0:
-                for w in links[u]:
-                    if sink[(u * k + w) * k + b]:
-                        continue
-                    ku = changed(u, (b, 1), (w, -1))
-                    found += [(((b, u, 1), (u, w, -1), (w, v, 1)),
-                               [kb, ku, changed(w, (u, -1), (v, 1)), changed(v, (w, 1))])
-                              for v in spare if v != u and v != w
-                              and not (sink[(w * k + u) * k + v] or sink[(v * k + n) * k + w])]
-        return found
+        at = _Around(rows, free, b, n, sink, [v for v in range(n) if free[v] > 0 and v != b],
+                     {u: [w for w in range(n) if rows[u][w] > 0 and w != b] for _, u in kept})
+        trades = [(m, u, at.changed(b, (m, -1), (u, 1)) if m >= 0 else at.changed(b, (u, 1)))
+                  for m, u in kept]
+        return _repoints(at, trades) + _swaps(at, trades) + _steals(at, trades)
 
     @staticmethod
     def _evaluate(touched: list[int], roots: list[tuple[float, ...]], ranked: list[list[int]],
@@ -452,6 +404,100 @@ class RegionPlanner:
         return self.fill(bound, self.improve(self.fill(bound, best)))
 
 
+#: A move with the ``(server, new row)`` of every server it touches.
+Listed = tuple[Move, list[tuple[int, tuple[int, ...]]]]
+#: A trade of the bottleneck ``b``: drop partner ``m`` (-1: none), add ``u``, and ``b``'s new row.
+Trade = tuple[int, int, tuple[int, tuple[int, ...]]]
+
+
+class _Around(NamedTuple):
+    """What the moves around one bottleneck server ``b`` are built from
+    (:meth:`RegionPlanner._neighbourhood`): the rows and free ports, the sinking table (index
+    ``(a k + x) k + y`` with ``k = n + 1``: ``a``'s row less ``x`` and plus ``y``, ``n`` for none, is
+    certainly below the floor), the servers with a free port other than ``b``, and each added
+    partner ``u``'s circuits to servers other than ``b``."""
+
+    rows: list[tuple[int, ...]]
+    free: list[int]
+    b: int
+    n: int
+    sink: bytes
+    spare: list[int]
+    links: dict[int, list[int]]
+
+    def changed(self, a: int, *steps: tuple[int, int]) -> tuple[int, tuple[int, ...]]:
+        row = list(self.rows[a])
+        for c, step in steps:
+            row[c] += step
+        return a, tuple(row)
+
+
+def _repoints(at: _Around, trades: list[Trade]) -> list[Listed]:
+    """``b`` trades ``m`` for ``u`` (or just gains ``u``), ``u`` having a free port; then the same
+    with ``m`` re-attached to a server ``v`` with a free port."""
+    b, n, free, sink, changed = at.b, at.n, at.free, at.sink, at.changed
+    k = n + 1
+    found: list[Listed] = []
+    for m, u, kb in trades:
+        if free[u] > 0 and not sink[(u * k + n) * k + b]:
+            if m < 0:
+                found.append((((b, u, 1),), [kb, changed(u, (b, 1))]))
+            elif not sink[(m * k + b) * k + n]:
+                found.append((((b, m, -1), (b, u, 1)), [kb, changed(m, (b, -1)), changed(u, (b, 1))]))
+    for m, u, kb in trades:
+        if m >= 0 and free[u] > 0:
+            ku = changed(u, (b, 1))
+            for v in at.spare:
+                if v == m or sink[(m * k + b) * k + v]:
+                    continue
+                if v != u:
+                    if not (sink[(u * k + n) * k + b] or sink[(v * k + n) * k + m]):
+                        found.append((((b, m, -1), (b, u, 1), (m, v, 1)),
+                                      [kb, changed(m, (b, -1), (v, 1)), ku, changed(v, (m, 1))]))
+                elif free[u] > 1:
+                    found.append((((b, m, -1), (b, u, 1), (m, u, 1)),
+                                  [kb, changed(m, (b, -1), (u, 1)), changed(u, (b, 1), (m, 1))]))
+    return found
+
+
+def _swaps(at: _Around, trades: list[Trade]) -> list[Listed]:
+    """``b`` trades ``m`` for ``u``, ``u`` drops ``w`` and ``m`` takes it."""
+    b, sink, changed = at.b, at.sink, at.changed
+    k = at.n + 1
+    found: list[Listed] = []
+    for m, u, kb in trades:
+        if m >= 0:
+            found += [(((b, m, -1), (b, u, 1), (u, w, -1), (m, w, 1)),
+                       [kb, changed(m, (b, -1), (w, 1)), changed(u, (b, 1), (w, -1)),
+                        changed(w, (u, -1), (m, 1))]) for w in at.links[u]
+                      if w != m and not (sink[(m * k + b) * k + w] or sink[(u * k + w) * k + b]
+                                         or sink[(w * k + u) * k + m])]
+    return found
+
+
+def _steals(at: _Around, trades: list[Trade]) -> list[Listed]:
+    """``b`` uses a free port: ``u`` drops ``w``, and ``w`` stays free; then the same with ``w``
+    re-attached to a server ``v`` with a free port."""
+    b, n, sink, changed = at.b, at.n, at.sink, at.changed
+    k = n + 1
+    found: list[Listed] = []
+    for m, u, kb in trades:
+        if m < 0:
+            found += [(((b, u, 1), (u, w, -1)), [kb, changed(u, (b, 1), (w, -1)), changed(w, (u, -1))])
+                      for w in at.links[u] if not (sink[(u * k + w) * k + b] or sink[(w * k + u) * k + n])]
+    for m, u, kb in trades:
+        if m < 0:
+            for w in at.links[u]:
+                if sink[(u * k + w) * k + b]:
+                    continue
+                ku = changed(u, (b, 1), (w, -1))
+                found += [(((b, u, 1), (u, w, -1), (w, v, 1)),
+                           [kb, ku, changed(w, (u, -1), (v, 1)), changed(v, (w, 1))])
+                          for v in at.spare if v != u and v != w
+                          and not (sink[(w * k + u) * k + v] or sink[(v * k + n) * k + w])]
+    return found
+
+
 def fill_and_swap(instance: Instance, seed: int = 0) -> Solution:
     """Ours: deficit fill at a target throughput, then swaps around the bottleneck, per region.
 
@@ -469,8 +515,7 @@ def fill_and_swap(instance: Instance, seed: int = 0) -> Solution:
     ``O(alpha R)`` trades of the bottleneck in ``O(T)`` each (two terms of its spill change),
     leaves out the moves that sink a touched server below the current level (one ``O(T R^3)``
     numpy pass) and evaluates at most ``O(alpha R^2)`` moves in ``O(R)`` each, plus
-    ``O(T R log R)`` per circuit row not seen before (rows are cached; issue 19). Source: ours
-    (issue 15)."""
+    ``O(T R log R)`` per circuit row not seen before (rows are cached). Source: ours."""
     f = instance.fabric
     circuits = []
     for region in range(instance.regions):
@@ -489,12 +534,13 @@ HEURISTICS = {
 # -- exact by decomposition over regions, and the LP bound ---------------------------------
 
 
-def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None = None) -> ExactOutcome:
     """The M1 MILP of each region alone, the worst region's throughput.
 
     Exact: regions share no decision (ports and circuits are per region), so the maximum over all
     circuit sets of ``min_r theta_r`` is ``min_r`` of each region's own maximum. Every region's
-    circuits are that region's optimum. The time limit is shared by the regions, in order."""
+    circuits are that region's optimum. The time limit is shared by the regions, in order. Each
+    region's MILP starts from that region's circuits of ``incumbent`` where one is given."""
     start = time.perf_counter()
     circuits, bound, status = [], np.inf, "optimal"
     for region in range(instance.regions):
@@ -503,7 +549,7 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
         left = None if options.time_limit is None else max(0.0, options.time_limit - elapsed)
         if left == 0.0:
             return ExactOutcome(None, Termination.LIMIT)
-        model = milp.build(part)
+        model = milp.build(part, milp.region_incumbent(incumbent, region))
         result = solve_model(model, SolveOptions(left, options.gap, options.threads, options.seed))
         if result.objective is None:
             return ExactOutcome(None, result.termination)
@@ -521,7 +567,7 @@ def lp_bound(instance: Instance, options: SolveOptions) -> float:
     any size, without branching."""
     best = np.inf
     for region in range(instance.regions):
-        model = milp.build(instance.only_region(region), limit=None, warm=False)
+        model = milp.build(instance.only_region(region), limit=None)
         pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
         result = solve_model(model, options)
         if result.status != "optimal" or result.objective is None:

@@ -169,7 +169,7 @@ BOUNDS = [
     Bound(
         name="mixnet.exposed_reconfiguration",
         summary="time a reconfiguration adds: max(0, delta - w)",
-        source=SOURCE + "; issue 15",
+        source=SOURCE + "; ours (the cross-layer plan)",
         output=Quantity("e", "exposed reconfiguration time", "s", "nonnegative"),
         inputs=(delay, overlap),
         expr=sp.Max(0, delay.symbol - overlap.symbol),

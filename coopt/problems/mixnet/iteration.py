@@ -31,7 +31,7 @@ top_k x hidden x 2`` bytes; its time per fabric:
 DP and PP traffic runs on each fabric's electrical share per GPU (fat-tree ``B``, MixNet
 ``(N - alpha) B / N``, TopoOpt ``B / N``: one ring NIC per server). The model ignores congestion,
 stragglers and overlap of communication with compute: it is the bandwidth arithmetic, and
-benchmarks/mixnet.py sets its figures beside the calculator's simulated ones.
+benchmarks/figures/mixnet.py sets its figures beside the calculator's simulated ones.
 """
 
 from __future__ import annotations

@@ -82,11 +82,13 @@ def pair_bounds(instance: Instance, unit: float) -> dict[tuple[int, int, int], i
 MAX_PAIRS = 40_000
 
 
-def build(instance: Instance, limit: int | None = MAX_PAIRS, warm: bool = True) -> pyo.ConcreteModel:
+def build(instance: Instance, incumbent: Solution | None = None, limit: int | None = MAX_PAIRS
+          ) -> pyo.ConcreteModel:
     """The MILP of the module docstring (refused beyond ``limit`` circuit variables; the LP bound
-    builds it without a limit and without the warm start). With ``warm``, HiGHS starts from the
-    circuits of :func:`coopt.problems.mixnet.circuits.fill_and_swap` (each count capped at its
-    ``u_ij``, which loses nothing by the proof above) and completes the rates itself."""
+    builds it without a limit). Given an ``incumbent`` (a checked solution: the problem's warm start
+    is :func:`coopt.problems.mixnet.circuits.fill_and_swap`), HiGHS starts from its circuits (each
+    count capped at its ``u_ij``, which loses nothing by the proof above) and completes the rates
+    itself; without one the model is cold."""
     f = instance.fabric
     unit = scale(instance)
     b_eps = f.eps_rate / f.nic_rate
@@ -151,14 +153,17 @@ def build(instance: Instance, limit: int | None = MAX_PAIRS, warm: bool = True) 
         sorted(receivers), rule=lambda m, k, j: sum(m.eps[q] for q in receivers[k, j]) <= b_eps
     )
     model.throughput = pyo.Objective(expr=model.theta, sense=pyo.maximize)
-    if warm:
-        from coopt.problems.mixnet.circuits import fill_and_swap  # the solvers floor, at call time
-
-        start = fill_and_swap(instance)["regions"]
+    if incumbent is not None:
+        start = incumbent["regions"]
         for r, i, j in model.P:
             model.x[r, i, j].value = min(start[r]["circuits"][i][j], bounds[r, i, j])
         model.warm_start = True
     return model
+
+
+def region_incumbent(incumbent: Solution | None, region: int) -> Solution | None:
+    """The part of a solution that is one region's (the incumbent of ``instance.only_region``)."""
+    return None if incumbent is None else {"regions": [incumbent["regions"][region]]}
 
 
 def circuits_from(model: pyo.ConcreteModel, instance: Instance) -> list[np.ndarray]:

@@ -123,7 +123,7 @@ def always_reconfigure(instance: Instance, seed: int = 0) -> Solution:
     """Re-plan before every layer with our per-layer circuits (:func:`circuits.fill_and_swap`).
 
     Guarantee: a valid plan, each layer on circuits planned for it alone; pays every exposed
-    delay. ``O(L)`` runs of the per-layer planner. Source: the always-reconfigure policy of issue 15."""
+    delay. ``O(L)`` runs of the per-layer planner. Source: ours, the always-reconfigure policy."""
     layers = len(instance.layers)
     return solution_of(instance, list(range(layers)), layer_plans(instance))
 
@@ -133,8 +133,8 @@ def never_reconfigure(instance: Instance, seed: int = 0) -> Solution:
     own plan and a fill over all layers, improved for that time by local search.
 
     Guarantee: a valid plan with one reconfiguration (the first), no slower than any layer's own
-    circuits kept throughout. ``O(L)`` planner runs and one local search. Source: the
-    never-reconfigure policy of issue 15 (a static topology, as TopoOpt)."""
+    circuits kept throughout. ``O(L)`` planner runs and one local search. Source: ours, the
+    never-reconfigure policy (a static topology, as TopoOpt)."""
     sets = [*layer_plans(instance), _cheap(_planner(instance, range(len(instance.layers))))]
     start = sets[int(np.argmin(candidate_times(instance, sets).sum(axis=1)))]
     return solution_of(instance, [0], [polished(instance, 0, len(instance.layers) - 1, start)])
@@ -146,7 +146,7 @@ def threshold(instance: Instance, seed: int = 0) -> Solution:
     ``n_l / theta_l(x_l) + e_l``; switch when that is smaller (myopic: the layer alone is predicted).
 
     Guarantee: a valid plan, never worse at any single layer than the better of keeping and
-    switching for that layer. ``O(L)`` planner runs. Source: the threshold policy of issue 15."""
+    switching for that layer. ``O(L)`` planner runs. Source: ours, the threshold policy."""
     plans = layer_plans(instance)
     starts, circuits = [0], [plans[0]]
     for layer in range(1, len(instance.layers)):
@@ -169,7 +169,7 @@ def segment_dp(instance: Instance, seed: int = 0) -> Solution:
     ``SEGMENT_CAP`` layers) each keep one candidate set, always-reconfigure and
     never-reconfigure on them included. ``O(L)`` deficit fills, one vectorised time evaluation per
     candidate, ``O(L SEGMENT_CAP C)`` additions and one local search per kept segment.
-    Source: ours (issue 15)."""
+    Source: ours."""
     layers = len(instance.layers)
     sets = candidates(instance)
     prefix = np.cumsum(candidate_times(instance, sets), axis=1)
@@ -204,12 +204,22 @@ HEURISTICS = {
 # -- exact DP over segments, and the bound ---------------------------------------------------
 
 
+def _layer_start(incumbent: Solution | None, layer: int) -> Solution | None:
+    """The circuits a plan keeps at ``layer``, as an M1 start for that layer alone."""
+    if incumbent is None:
+        return None
+    kept = [s for s in incumbent["segments"] if s["first_layer"] <= layer]
+    segment = max(kept, key=lambda s: s["first_layer"])
+    return {"regions": [{"circuits": segment["circuits"]}]}
+
+
 def _m1(
-    instance: Instance, layer: int, options: SolveOptions
+    instance: Instance, layer: int, options: SolveOptions, incumbent: Solution | None = None
 ) -> tuple[np.ndarray, float, float, Termination]:
-    """Layer ``layer`` alone by M1: (circuits, time, lower bound on the time, termination)."""
+    """Layer ``layer`` alone by M1: (circuits, time, lower bound on the time, termination); the MILP
+    starts from the circuits ``incumbent`` keeps there, where one is given."""
     part = layer_instance(instance, layer)
-    model = milp.build(part)
+    model = milp.build(part, _layer_start(incumbent, layer))
     result = solve_model(model, options)
     count = instance.layers[layer].all_to_alls
     if result.objective is None:
@@ -218,15 +228,16 @@ def _m1(
     return x, instance.layer_time(layer, x), count / result.bound, result.termination
 
 
-def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None = None) -> ExactOutcome:
     """The DP over segments with exact segment values: ``F(b) = min_a F(a - 1) + e_a + C(a, b)``.
 
     ``C(a, a)`` is M1 on layer ``a``; longer segments solve :func:`plan_milp.build_segment`. A
     segment is skipped, without loss, when even its lower bound cannot help: ``F(a - 1) + e_a +
     sum_{l in a..b} n_l / theta^UB_l`` (each layer alone at M1's proven dual bound) already reaches the best
-    ``F(b)`` found, or, with the rest of the iteration's lower bound added, exceeds the plan the
-    heuristic DP found (which is then the answer when nothing beats it: every plan better than it
-    has all its segments kept). Optimal when every segment MILP it solved is."""
+    ``F(b)`` found, or, with the rest of the iteration's lower bound added, exceeds the
+    ``incumbent`` (a checked plan, the problem's warm start :func:`segment_dp`, which is then the
+    answer when nothing beats it: every plan better than it has all its segments kept). Without an
+    incumbent only the first rule prunes. Optimal when every segment MILP it solved is."""
     start = time.perf_counter()
     layers = len(instance.layers)
     alone, lower, status = [], [], Termination.OPTIMAL
@@ -234,14 +245,13 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
         step = _options(options, start)
         if step is None:
             return ExactOutcome(None, Termination.LIMIT)
-        x, value, low, state = _m1(instance, layer, step)
+        x, value, low, state = _m1(instance, layer, step, incumbent)
         if state != "optimal":
             return ExactOutcome(None, state)
         alone.append((x, value))
         lower.append(low)
     prefix = np.concatenate([[0.0], np.cumsum(lower)])
-    heuristic = segment_dp(instance)
-    incumbent = heuristic["objective"]
+    known = np.inf if incumbent is None else incumbent["objective"]
     best = [0.0] + [np.inf] * layers
     choice: list[tuple[int, np.ndarray] | None] = [None] * (layers + 1)
     for last in range(layers):
@@ -251,7 +261,7 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
             rest = 0.0
             if last + 1 < layers:
                 rest = instance.exposed(last + 1) + prefix[layers] - prefix[last + 1]
-            if floor >= best[last + 1] or floor + rest > incumbent:
+            if floor >= best[last + 1] or floor + rest > known:
                 continue
             if first == last:
                 circuits, value = alone[first]
@@ -269,9 +279,9 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
                 value = sum(instance.layer_time(l, circuits) for l in range(first, last + 1))
             if reach + value < best[last + 1]:
                 best[last + 1], choice[last + 1] = reach + value, (first, circuits)
-    if choice[layers] is None or best[layers] >= incumbent:
-        # every plan better than the heuristic's survives the pruning, so none is
-        return ExactOutcome(heuristic, status)
+    if choice[layers] is None or best[layers] >= known:
+        # every plan better than the incumbent survives the pruning, so none is
+        return ExactOutcome(incumbent, status)
     starts, circuits, end = [], [], layers
     while end > 0:
         first, x = choice[end]
@@ -302,7 +312,7 @@ def bound(instance: Instance, options: SolveOptions) -> float:
     often the tighter). When the plan LP does not finish within the time limit (thousands of
     layers), :func:`layer_bound` alone, whose LPs are one layer each."""
     per_layer = layer_bound(instance, SolveOptions(None, options.gap, options.threads, options.seed))
-    model = plan_milp.build(instance, warm=False)
+    model = plan_milp.build(instance)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)
     if result.status == "optimal" and result.objective is not None:

@@ -129,10 +129,11 @@ def _add_ports(model: pyo.ConcreteModel, alpha: int, units: dict[tuple[int, int]
     )
 
 
-def build(instance: Instance, warm: bool = True) -> pyo.ConcreteModel:
-    """The whole plan (module docstring). With ``warm``, HiGHS starts from the plan of
-    :func:`coopt.problems.mixnet.plan_heuristics.segment_dp` (its reconfigurations and circuits, counts capped
-    at ``u_ij`` as above) and completes the times and volumes itself."""
+def build(instance: Instance, incumbent: Solution | None = None) -> pyo.ConcreteModel:
+    """The whole plan (module docstring). Given an ``incumbent`` (a checked plan: the problem's warm
+    start is :func:`coopt.problems.mixnet.plan_heuristics.segment_dp`), HiGHS starts from its
+    reconfigurations and circuits (counts capped at ``u_ij`` as above) and completes the times and
+    volumes itself; without one the model is cold."""
     layers = range(len(instance.layers))
     data = _data(instance, layers)
     units = data["units"]
@@ -162,10 +163,8 @@ def build(instance: Instance, warm: bool = True) -> pyo.ConcreteModel:
         + sum(instance.exposed(l) / tau * model.r[l] for l in model.R),
         sense=pyo.minimize,
     )
-    if warm:
-        from coopt.problems.mixnet.plan_heuristics import segment_dp  # the solvers floor, at call time
-
-        plan = segment_dp(instance)["segments"]
+    if incumbent is not None:
+        plan = incumbent["segments"]
         starts = [s["first_layer"] for s in plan]
         for l in model.R:
             model.r[l].value = int(l in starts)

@@ -18,13 +18,13 @@ time is::
 with ``theta_l(x)`` the exact throughput of :func:`model.throughput` (M1's closed form for fixed
 circuits). Minimise ``T`` (seconds).
 
-Why not M1 on the segment's summed or maximum demand (issue 15 offers both): with circuits fixed
+Why not M1 on the segment's summed or maximum demand (both are natural proposals): with circuits fixed
 the layers run one after another, each at its own throughput, so the segment's time is the sum of
 its layers' times. Planning on the summed matrix ``sum_l D_l`` charges ``1 / theta(sum_l D_l)``,
 which is smaller than that sum whenever layers have different bottlenecks (it lets one layer's
 traffic use the time of another); on the element-wise maximum it charges ``|s| / theta(max_l D_l)``,
 which is larger. So the segment's circuits here minimise the exact sum, the multi-layer
-generalisation of M1 (one layer: M1 itself); benchmarks/mixnet.py measures how far plans built
+generalisation of M1 (one layer: M1 itself); benchmarks/figures/mixnet.py measures how far plans built
 from the two aggregates fall from it.
 
 Checker (model constraint -> checker counterpart; :func:`check`):

@@ -6,13 +6,16 @@ Jobs", NSDI 2023 (arXiv 2202.00433); research notes section 1; the authors' Topo
 simulator, hipersys-team/FlexFlow at b1526834 (``src/runtime/network.cc``, class ``SpMulMat``).
 
 Layout: the data model, the declared fields, the checker and the generator are in :mod:`.model`;
-the registered exact model P1 (topology + routing + ring split) in :mod:`.milp`; the routing LP on
-fixed links and P1's LP relaxation in matrix form in :mod:`.routing`; the dual bounds in
+the registered exact model P1 (topology + routing + ring split) in :mod:`.milp`, built cold or from
+the incumbent the runner hands in (the warm start :func:`.heuristics.warm_start`); the routing LP
+on fixed links and P1's LP relaxation in matrix form in :mod:`.routing`; the dual bounds in
 :mod:`.bound`; the brute force (the oracle) in :mod:`.brute`; the paper's restricted search space
-P2 (stride rings + matchings) in :mod:`.rings_milp`; the b-matching P3 in :mod:`.matching`; the
-stride selection P4 in :mod:`.strides`; the heuristics (ours and the authors' TopologyFinder), the
-P2 outer loop, the parallelization search and the fat-tree baseline in
-:mod:`coopt.problems.topoopt.heuristics`; the closed forms in :mod:`coopt.problems.topoopt.closed_forms`.
+P2 (stride rings + matchings) in :mod:`.rings_milp` (outer loop :mod:`.p2`); the b-matching P3 in
+:mod:`.matching`; the stride selection P4 in :mod:`.strides`; the heuristics table in
+:mod:`.heuristics`, the heuristics by family in :mod:`.authors` (the authors' TopologyFinder),
+:mod:`.finder` and :mod:`.swap` (ours), on the building blocks of :mod:`.fabric`, :mod:`.ecmp` and
+:mod:`.screening`; the parallelization search and the fat-tree baseline in :mod:`.search`,
+:mod:`.workloads` and :mod:`.cost`; the closed forms in :mod:`.closed_forms`.
 
 What was reconstructed: the paper states no single model. P1 is the notes' proposal with the ring
 split as a decision (so every heuristic's multi-ring AllReduce lies inside its space), and
@@ -33,30 +36,24 @@ The related models of the paper's search space are library functions:
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
-from coopt.problems.topoopt import brute, heuristics
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
+from coopt.problems.topoopt import brute, heuristics, milp, model
 from coopt.problems.topoopt.bound import dual_bound
-from coopt.problems.topoopt.milp import build, extract
-from coopt.problems.topoopt.model import MAX_SIZE, SCHEMA, check, dump, generate, load, objective
+from coopt.problems.topoopt.model import MAX_SIZE
 
 PROBLEM = Problem(
     name="topoopt",
     summary="degree-d direct-connect topology, routing and AllReduce ring split (max concurrent flow)",
     source="Wang et al., TopoOpt, NSDI 2023 (arXiv 2202.00433)",
     sense="max",
-    load=load,
-    dump=dump,
-    check=check,
-    objective=objective,
-    generate=generate,
-    build=build,
-    extract=extract,
+    **model_fields(model),
+    **exact_fields(milp),
+    warm_start=heuristics.warm_start,
     heuristics=heuristics.HEURISTICS,
     sizes=(1, 2, 3),
     max_size=MAX_SIZE,
     size_doc="n = 2 size + 4 servers",
     showcase="0-exact-n6-d2.toml",
-    schema=SCHEMA,
     objective_name="communication rate theta",
     objective_unit="iterations/s",
     bound=dual_bound,

@@ -62,7 +62,8 @@ import math
 import numpy as np
 
 from coopt.problem import NoSolution, Solution
-from coopt.problems.topoopt.fabric import hop_matrix, max_weight_perfect_matching
+from coopt.problems.topoopt.ecmp import hop_matrix
+from coopt.problems.topoopt.fabric import max_weight_perfect_matching
 from coopt.problems.topoopt.model import Instance, candidate_strides, mp_matrix, objective
 
 
@@ -71,7 +72,16 @@ def degree_split(instance: Instance, split: str) -> tuple[int, int]:
     d = instance.degree
     if split == "head":
         return d, 0
-    n = instance.servers
+    dp, mp = _prefinal_split(instance)
+    if dp + mp != d:
+        raise NoSolution(f"the pre-final split gives dp = {dp}, mp = {mp} for degree {d} (network.cc l.1893 "
+                         "asserts)")
+    return dp, mp
+
+
+def _prefinal_split(instance: Instance) -> tuple[int, int]:
+    """The pre-final ``(dp, mp)`` before its ``dp + mp = d`` assertion (l.1864-1885)."""
+    n, d = instance.servers, instance.degree
     t_dp = sum((n // g.size) * g.bytes * (2 * g.size - 1) for g in instance.allreduce)
     t_mp = float(mp_matrix(instance).sum())
     total = t_dp + t_mp
@@ -80,10 +90,24 @@ def degree_split(instance: Instance, split: str) -> tuple[int, int]:
         dp, mp = dp + 1, mp - 1
     if dp == 0:
         dp, mp = dp + 2, mp - 2
-    if dp + mp != d:
-        raise NoSolution(f"the pre-final split gives dp = {dp}, mp = {mp} for degree {d} (network.cc l.1893 "
-                         "asserts)")
     return dp, mp
+
+
+def released_applies(instance: Instance) -> bool:
+    """Where ``topoopt_authors`` is built for: an even degree (the released code lays bidirectional
+    rings only, l.1929) and an AllReduce group of at least two servers (l.1940). A structural test;
+    the stride walk may still run out of candidates (l.1822), which the heuristic reports."""
+    return instance.degree % 2 == 0 and bool(size_weights(instance))
+
+
+def prefinal_applies(instance: Instance) -> bool:
+    """Where ``topoopt_authors_prefinal`` is built for: as :func:`released_applies`, and a pre-final
+    degree split the released code accepts (``dp + mp = d``, l.1893; an even ``mp``, l.2062; an even
+    ``n`` when there are matchings)."""
+    if not released_applies(instance):
+        return False
+    dp, mp = _prefinal_split(instance)
+    return dp + mp == instance.degree and mp % 2 == 0 and (mp == 0 or instance.servers % 2 == 0)
 
 
 def _lround(x: float) -> int:

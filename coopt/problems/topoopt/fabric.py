@@ -1,5 +1,5 @@
-"""Building blocks of the TopoOpt heuristics: stride rings, damped repeated matching, and routing
-(ECMP shortest paths as a linear map from demand to arc load, and the optimal routing LP).
+"""Building blocks of the TopoOpt heuristics: stride rings, damped repeated matching, and solutions
+routed on fixed links, by the ECMP map of :mod:`.ecmp` or by the optimal routing LP of :mod:`.routing`.
 
 Every routine that returns a solution returns one of :mod:`coopt.problems.topoopt`: links,
 ring shares and per-source flows, with ``objective`` recomputed by the checker's own function.
@@ -8,13 +8,13 @@ ring shares and per-source flows, with ``objective`` recomputed by the checker's
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterator, Sequence
 
 import networkx as nx
 import numpy as np
 
 from coopt.problem import NoSolution, Solution
+from coopt.problems.topoopt.ecmp import EcmpRouting, best_ecmp_split
 from coopt.problems.topoopt.model import Instance, demand_matrix, objective
 from coopt.problems.topoopt.routing import Routed, route
 from coopt.problems.topoopt.strides import circulant_distances
@@ -154,95 +154,6 @@ def assignment_rounds(weights: np.ndarray) -> Iterator[np.ndarray]:
 # -- routing ---------------------------------------------------------------------------------
 
 
-def hop_matrix(links: np.ndarray) -> np.ndarray:
-    """All-pairs hop counts on the link digraph (inf if unreachable): a breadth-first search from
-    every source at once, one vector step per level, each step expanding the frontier's ``(source,
-    server)`` pairs over the server's out-arcs. O(n (n + arcs)) work in all, O(diameter) numpy calls."""
-    links = np.asarray(links)
-    n = len(links)
-    tails, heads = np.nonzero(links)  # row-major: the out-arcs of each server are contiguous
-    first = np.searchsorted(tails, np.arange(n + 1))
-    hops = np.full((n, n), np.inf)
-    hops[np.arange(n), np.arange(n)] = 0
-    source, server = np.arange(n), np.arange(n)
-    level = 0
-    while len(source):
-        level += 1
-        count = first[server + 1] - first[server]
-        arc = np.repeat(first[server] - np.cumsum(np.r_[0, count[:-1]]), count) + np.arange(count.sum())
-        source, server = np.repeat(source, count), heads[arc]
-        new = hops[source, server] == np.inf
-        key = np.unique(source[new] * n + server[new])
-        source, server = np.divmod(key, n)
-        hops[source, server] = level
-    return hops
-
-
-class EcmpRouting:
-    """ECMP shortest-path routing on fixed links as a linear map from demand to arc load.
-
-    For source ``s``, the traffic ending at or passing through ``v`` is split over ``v``'s
-    shortest-path in-arcs in proportion to their link counts. The map is kept per source as its
-    shortest-path DAG: the ``(source, arc)`` pairs of the DAG ordered by the level of the arc's head,
-    deepest first, with each arc's fraction ``c_a / (links into its head on the DAG)``. Pricing a
-    demand walks the levels once for every source together: what reaches a server at a level (its
-    own demand plus what it forwards) is split over its DAG in-arcs and credited to their tails.
-    O(n (n + arcs)) to build and per demand priced, O(diameter) numpy calls.
-    """
-
-    def __init__(self, links: np.ndarray):
-        links = np.asarray(links)
-        n = len(links)
-        self.n = n
-        tails, heads = np.nonzero(links)
-        self.tails, self.heads = tails, heads
-        self.capacity = links[tails, heads].astype(float)
-        hops = hop_matrix(links)
-        self.reachable = np.isfinite(hops)
-        source, arc = np.nonzero((hops[:, tails] + 1 == hops[:, heads]) & self.reachable[:, heads])  # DAGs
-        head_key = source * n + heads[arc]
-        weight = np.bincount(head_key, weights=self.capacity[arc], minlength=n * n)
-        level = hops[source, heads[arc]].astype(int)
-        order = np.argsort(-level, kind="stable")
-        self.source, self.arc, level = source[order], arc[order], level[order]
-        self.head_key, self.tail_key = head_key[order], source[order] * n + tails[arc[order]]
-        self.fraction = self.capacity[self.arc] / weight[self.head_key]
-        self.bounds = np.flatnonzero(np.diff(level, prepend=-1, append=-1))  # one run per level
-
-    def source_loads(self, demand: np.ndarray) -> np.ndarray:
-        """The load of ``demand`` (``n x n``) on each ``(source, arc)`` pair of the DAGs, in their
-        order (``self.source``, ``self.arc``)."""
-        n = self.n
-        arriving = np.asarray(demand, dtype=float).reshape(-1).copy()  # per (source, server)
-        load = np.empty(len(self.arc))
-        for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True):
-            part = arriving[self.head_key[lo:hi]] * self.fraction[lo:hi]
-            load[lo:hi] = part
-            arriving += np.bincount(self.tail_key[lo:hi], weights=part, minlength=n * n)
-        return load
-
-    def loads(self, demand: np.ndarray) -> np.ndarray:
-        """Per-arc load of ``demand`` (same units)."""
-        return np.bincount(self.arc, weights=self.source_loads(demand), minlength=len(self.capacity))
-
-    def rate(self, demand: np.ndarray, port_rate: float) -> float:
-        """Concurrent-flow rate (iterations per second) of ``demand``; 0 if some of it is unreachable."""
-        if (demand[~self.reachable] > 0).any():
-            return 0.0
-        load = self.loads(demand)
-        loaded = load > 0
-        return float(np.min(port_rate * self.capacity[loaded] / load[loaded])) if loaded.any() else math.inf
-
-    def flows(self, demand: np.ndarray) -> list[list[float]]:
-        """The per-source flows ``[s, i, j, bytes]`` of ``demand`` routed by this map, by source and
-        arc."""
-        load = self.source_loads(demand)
-        keep = np.flatnonzero(load > 0)
-        keep = keep[np.lexsort((self.arc[keep], self.source[keep]))]
-        return [[int(x), int(self.tails[y]), int(self.heads[y]), float(b)]
-                for x, y, b in zip(self.source[keep], self.arc[keep], load[keep], strict=True)]
-
-
 def ecmp_flows(links: np.ndarray, demand: np.ndarray) -> list[list[float]]:
     """Shortest-path routing with equal-cost splitting (in proportion to link counts), one commodity
     per source. Guarantee: every demand is routed on shortest paths and flow is conserved; raises
@@ -301,8 +212,6 @@ def ecmp_split_solution(instance: Instance, links: np.ndarray) -> Solution:
     ``sum_q mu_gq = theta`` per group, where ``L_MP`` and ``R_q`` are the ECMP loads of the
     model-parallel demand and of "every server sends one byte to ``s + q``". Exact for ECMP
     routing (the load is linear in the split). One ECMP map plus one LP of ``arcs`` rows."""
-    from coopt.problems.topoopt.ringlp import best_ecmp_split
-
     links = np.asarray(links)
     routing = EcmpRouting(links)
     shares = best_ecmp_split(instance, routing)

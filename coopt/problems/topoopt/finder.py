@@ -43,6 +43,7 @@ from coopt.problems.topoopt.model import (
     ring_bytes,
 )
 from coopt.problems.topoopt.routing import route
+from coopt.problems.topoopt.screening import Cuts, best_screened
 from coopt.problems.topoopt.strides import circulant_distances
 
 # -- construction ------------------------------------------------------------------------------
@@ -344,8 +345,8 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
     candidate and the LP routes it optimally) and never below ``topoopt_authors`` with the same seed
     (their solution is a candidate); a checker-feasible ``d``-regular topology. O(d) LPs of ``n^2 d``
     flow columns (polynomial; simplex is far faster in practice than the interior-point bound) plus
-    the matchings' O(d n^3). Deterministic for a seed. Source: ours (coopt issue 21: "keep coopt's
-    topologies, but route them with the LP").
+    the matchings' O(d n^3). Deterministic for a seed. Source: ours (our topologies, routed
+    by the LP).
     """
     candidates, found = portfolio_candidates(instance, seed)
     if instance.servers > LP_SERVERS:
@@ -353,8 +354,6 @@ def topology_finder_lp(instance: Instance, seed: int = 0) -> Solution:
             with contextlib.suppress(NoSolution):
                 found.append(best_routed(instance, links))
     else:
-        from coopt.problems.topoopt.swap import Cuts, best_screened
-
         _, links, routed = best_screened(Cuts(instance), candidates)
         if links is not None:
             found.append(lp_routed_solution(instance, links, routed))
@@ -383,6 +382,12 @@ class _Evaluator:
             return solution["objective"], _Routing(solution["ring_share"], solution["flows"])
         routed = route(self.instance, links)
         return (0.0, None) if routed is None else (routed.theta, _Routing(routed.ring_share, routed.flows))
+
+    def visit(self, links: np.ndarray) -> tuple[float, _Routing | None]:
+        """:meth:`evaluate`, keeping ``theta`` in ``seen``."""
+        theta, routing = self.evaluate(links)
+        self.seen[links.tobytes()] = theta
+        return theta, routing
 
     def solution(self, links: np.ndarray) -> Solution:
         return best_routed(self.instance, links)
@@ -444,6 +449,14 @@ def _swap(links: np.ndarray, symmetric: bool, rng: np.random.Generator, target: 
     return None if (new < 0).any() or np.diag(new).any() else new
 
 
+def _kicked(links: np.ndarray, symmetric: bool, rng: np.random.Generator) -> np.ndarray:
+    """``links`` after two random swaps (a swap that would break the topology is skipped)."""
+    for _ in range(2):
+        kicked = _swap(links, symmetric, rng, None)
+        links = links if kicked is None else kicked
+    return links
+
+
 def _lightest(rng: np.random.Generator, candidates: np.ndarray, carried: np.ndarray) -> int:
     """One of ``candidates`` drawn in proportion to its spare bytes ``max - carried + 0.1 % max``
     (uniformly when none carries anything)."""
@@ -463,9 +476,10 @@ def guided_swap_search(
     instance: Instance, seed: int = 0, max_evaluations: int | None = None, time_limit: float | None = None
 ) -> Solution:
     """The load-guided link-swap search (``link_swap_search`` before the cut screening of
-    :mod:`.swap`, which calls this one above ``LP_SERVERS`` servers; ``benchmarks/topoopt.py`` compares
-    the two). Iterated local search over degree-preserving link swaps from
-    :func:`topology_finder_lp`'s topology, each move evaluated by the routing LP.
+    :mod:`.swap`, which calls this one above ``LP_SERVERS`` servers;
+    ``benchmarks/figures/topoopt.py`` compares the two). Iterated local search over
+    degree-preserving link swaps from :func:`topology_finder_lp`'s topology, each move evaluated by
+    the routing LP.
 
     A move removes two links and reconnects their ends (``s -> b, c -> t`` become ``s -> t, c -> b``;
     duplex edges ``{s, b}, {t, c}`` become ``{s, t}, {b, c}``), so every degree is kept. Every move
@@ -483,7 +497,7 @@ def guided_swap_search(
     start is one); a checker-feasible ``d``-regular topology. O(max_evaluations) routing LPs (ECMP
     with the LP-best split above ``LP_SERVERS`` servers), one per move: the move's routing gives the
     next guide (at most ``50 (max_evaluations + 1)`` moves are drawn, so it ends even where every move
-    lands on a topology already seen). Deterministic for a seed. Source: ours (coopt issues 19 and 21).
+    lands on a topology already seen). Deterministic for a seed. Source: ours.
     """
     rng = np.random.default_rng(seed)
     start = topology_finder_lp(instance, seed)
@@ -507,15 +521,11 @@ def guided_swap_search(
             deadline is None or time.perf_counter() < deadline):
         tries += 1
         if stale >= patience:  # restart from the best, kicked by two random swaps
-            links, theta, stale = best_links, best, 0
-            for _ in range(2):
-                kicked = _swap(links, instance.symmetric, rng, None)
-                links = links if kicked is None else kicked
+            links, theta, stale = _kicked(best_links, instance.symmetric, rng), best, 0
             if links.tobytes() in evaluator.seen:
                 theta = evaluator.seen[links.tobytes()]
                 continue  # a seen topology (its routing is not kept): the last guide serves
-            theta, routing = evaluator.evaluate(links)
-            evaluator.seen[links.tobytes()] = theta
+            theta, routing = evaluator.visit(links)
             evaluations += 1
             if routing is not None:
                 guide, load = _guide(instance, routing)
@@ -528,8 +538,7 @@ def guided_swap_search(
         if moved is None or moved.tobytes() in evaluator.seen:
             stale += 1
             continue
-        value, routing = evaluator.evaluate(moved)
-        evaluator.seen[moved.tobytes()] = value
+        value, routing = evaluator.visit(moved)
         evaluations += 1
         if value > 0 and routing is not None and value >= theta * (1 - THRESHOLD):
             stale = 0 if value > theta * (1 + 1e-9) else stale + 1

@@ -1,15 +1,20 @@
-"""TopoOpt heuristics, the authors' TopologyFinder, the parallelization search and the fat-tree baseline.
+"""The TopoOpt heuristics table (``HEURISTICS``), the warm start of P1 (:func:`warm_start`), and the
+library's heuristic-side names in one place (the parallelization search and the fat-tree baseline).
+
+The heuristics live by family:
 
 * :mod:`.authors`: ``topoopt_authors`` and ``topoopt_authors_prefinal``, the released TopologyFinder
   (hipersys-team/FlexFlow ``src/runtime/network.cc``) transcribed with line citations: the paper's
-  baseline.
+  baseline. Declared for even degrees with an AllReduce group (and, pre-final, a degree split the
+  released code accepts), where the released code does not abort.
 * :mod:`.finder`: ours. ``topology_finder`` (the paper's degree split as the paper describes it),
   ``rings_only``, ``matching_only``, ``topology_finder_lp`` (every ring/matching split of our
   construction, routed by the optimal LP) and ``guided_swap_search`` (the load-guided link-swap
   search, one routing LP per move).
-* :mod:`.swap`: ours, ``link_swap_search``: link swaps screened by the routing LPs' dual cuts, only
-  the promising ones routed.
-* :mod:`.fabric`: rings, matchings and routing (ECMP as a linear map, the routing LP).
+* :mod:`.swap`: ours, ``link_swap_search``: link swaps screened by the routing LPs' dual cuts
+  (:mod:`.screening`), only the promising ones routed.
+* :mod:`.fabric`, :mod:`.ecmp`, :mod:`.routing`: rings, matchings, the ECMP map with its best ring
+  split, and the routing LPs.
 * :mod:`.search`, :mod:`.workloads`, :mod:`.cost`: the alternating search over strategies and
   topologies with its iteration-time model, the six models of the paper's simulations with FlexFlow's
   measured compute times, and the similar-cost fat-tree.
@@ -21,7 +26,13 @@ Every ``HEURISTICS`` entry returns a solution of :mod:`coopt.problems.topoopt` w
 
 from __future__ import annotations
 
-from coopt.problems.topoopt.authors import topoopt_authors, topoopt_authors_prefinal
+from coopt.problem import Heuristic, NoSolution, Solution
+from coopt.problems.topoopt.authors import (
+    prefinal_applies,
+    released_applies,
+    topoopt_authors,
+    topoopt_authors_prefinal,
+)
 from coopt.problems.topoopt.cost import (
     fattree_cost,
     similar_cost_fattree,
@@ -29,8 +40,8 @@ from coopt.problems.topoopt.cost import (
     tier_at,
     topoopt_cost,
 )
+from coopt.problems.topoopt.ecmp import EcmpRouting
 from coopt.problems.topoopt.fabric import (
-    EcmpRouting,
     circulant_mean_hops,
     ecmp_flows,
     lp_solution,
@@ -45,6 +56,8 @@ from coopt.problems.topoopt.finder import (
     topology_finder,
     topology_finder_lp,
 )
+from coopt.problems.topoopt.milp import MAX_P1_SERVERS
+from coopt.problems.topoopt.model import Instance
 from coopt.problems.topoopt.p2 import solve_p2
 from coopt.problems.topoopt.search import (
     Fabric,
@@ -73,8 +86,12 @@ HEURISTICS = {
     "topology_finder": topology_finder,
     "rings_only": rings_only,
     "matching_only": matching_only,
-    "topoopt_authors": topoopt_authors,
-    "topoopt_authors_prefinal": topoopt_authors_prefinal,
+    "topoopt_authors": Heuristic(
+        topoopt_authors, applies=released_applies,
+        scope="even degrees with an AllReduce group (the released code asserts otherwise)"),
+    "topoopt_authors_prefinal": Heuristic(
+        topoopt_authors_prefinal, applies=prefinal_applies,
+        scope="even degrees with an AllReduce group whose pre-final degree split the released code accepts"),
     "topology_finder_lp": topology_finder_lp,
     "link_swap_search": link_swap_search,
 }
@@ -86,5 +103,31 @@ __all__ = [
     "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
     "select_permutations", "similar_cost_fattree", "similar_cost_fattree_gbps", "solve_p2",
     "strategy_traffic", "switch_comm_time", "tier_at", "topoopt_authors", "topoopt_authors_prefinal",
-    "topoopt_cost", "topology_finder", "topology_finder_lp", "vgg16", "workload_instance",
+    "topoopt_cost", "topology_finder", "topology_finder_lp", "vgg16", "warm_start", "workload_instance",
 ]
+
+
+#: Up to this many servers the warm start runs the link-swap search; above, the LP-routed portfolio
+#: alone. The search stops after ``40 + 2 n`` routing LPs, at the port/Moore bound, or after
+#: :data:`WARM_SEARCH_SECONDS`, whichever comes first (at n = 28 a routing LP takes 0.05-0.3 s).
+WARM_SEARCH_SERVERS = 28
+WARM_SEARCH_SECONDS = 20.0
+
+
+def warm_start(instance: Instance) -> Solution | None:
+    """The solution P1 starts from (the problem's warm start, run by the runner): ``link_swap_search``
+    with ``40 + 2 n`` routing LPs and no early stop before them (it restarts from every swap-local
+    optimum; at most :data:`WARM_SEARCH_SECONDS`) up to :data:`WARM_SEARCH_SERVERS` servers,
+    ``topology_finder_lp`` above; None where neither finds a solution, or where P1 is not built
+    (more than ``MAX_P1_SERVERS`` servers). Only the start depends on the time cap, never the
+    optimum."""
+    if instance.servers > MAX_P1_SERVERS:
+        return None
+    try:
+        if instance.servers <= WARM_SEARCH_SERVERS:
+            budget = 40 + 2 * instance.servers
+            return link_swap_search(instance, max_evaluations=budget, patience=budget, kicks=budget,
+                                    time_limit=WARM_SEARCH_SECONDS)
+        return topology_finder_lp(instance)
+    except NoSolution:
+        return None

@@ -69,15 +69,17 @@ def total_demand(instance: Instance) -> float:
 
 
 def build(
-    instance: Instance, links: np.ndarray | None = None, *, bound_cut: bool = True, warm_start: bool = True
+    instance: Instance, incumbent: Solution | None = None, *, links: np.ndarray | None = None,
+    bound_cut: bool = True,
 ) -> pyo.ConcreteModel:
     """P1 as in the module docstring, scaled so the busiest server sends 1 and a port carries 1.
 
     With ``links`` given the topology is fixed (a parameter, arcs restricted to existing links)
     and the model is the routing + ring-split LP on that topology. Otherwise, by default, ``theta``
     is capped by the port and Moore bounds (``bound_cut``, valid for every topology:
-    :mod:`.bound`) and HiGHS starts from the best heuristic's solution (``warm_start``, see
-    :func:`warm_solution`).
+    :mod:`.bound`), and HiGHS starts from ``incumbent`` where one is given (a checked solution; the
+    problem's warm start is :func:`coopt.problems.topoopt.heuristics.warm_start`). Without one the
+    model is complete and cold: nothing in it depends on a heuristic.
     """
     n = instance.servers
     if links is None and n > MAX_P1_SERVERS:
@@ -134,40 +136,14 @@ def build(
         if bound_cut:
             cap = min(port_bound(instance), moore_bound(instance)) / model.objective_unit
             model.theta_cap = pyo.Constraint(expr=model.theta <= cap * (1 + 1e-9))
-        if warm_start:
-            _set_start(model, instance, warm_solution(instance), unit)
+        if incumbent is not None:
+            _set_start(model, instance, incumbent, unit)
     model.obj = pyo.Objective(expr=model.theta, sense=pyo.maximize)
     return model
 
 
-#: Up to this many servers the warm start runs the link-swap search; above, the LP-routed portfolio
-#: alone. The search stops after ``40 + 2 n`` routing LPs, at the port/Moore bound, or after
-#: :data:`WARM_SEARCH_SECONDS`, whichever comes first (at n = 28 a routing LP takes 0.05-0.3 s).
-WARM_SEARCH_SERVERS = 28
-WARM_SEARCH_SECONDS = 20.0
-
-
-def warm_solution(instance: Instance) -> dict | None:
-    """The heuristic solution P1 starts from: ``link_swap_search`` with ``40 + 2 n`` routing LPs and no
-    early stop before them (it restarts from every swap-local optimum; at most
-    :data:`WARM_SEARCH_SECONDS`) up to :data:`WARM_SEARCH_SERVERS` servers, ``topology_finder_lp``
-    above; None if neither applies. Only the start depends on the time cap, never the optimum."""
-    from coopt.problems.topoopt.heuristics import link_swap_search, topology_finder_lp
-
-    try:
-        if instance.servers <= WARM_SEARCH_SERVERS:
-            budget = 40 + 2 * instance.servers
-            return link_swap_search(instance, max_evaluations=budget, patience=budget, kicks=budget,
-                                    time_limit=WARM_SEARCH_SECONDS)
-        return topology_finder_lp(instance)
-    except NoSolution:
-        return None
-
-
-def _set_start(model: pyo.ConcreteModel, instance: Instance, solution: dict | None, unit: float) -> None:
+def _set_start(model: pyo.ConcreteModel, instance: Instance, solution: Solution, unit: float) -> None:
     """Load a checker-feasible solution into P1's variables (scaled) and ask for a warm start."""
-    if solution is None:
-        return
     theta = solution["objective"] * unit / instance.port_rate
     x = solution["links"]
     if instance.symmetric:

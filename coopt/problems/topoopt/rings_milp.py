@@ -1,8 +1,9 @@
 """P2: TopoOpt's own search space (stride rings from the totient candidates plus matching links)
-as a minimum-time MILP; the outer loop over ring counts is ``coopt.problems.topoopt.heuristics.solve_p2``."""
+as a minimum-time MILP; the outer loop over ring counts is :func:`coopt.problems.topoopt.p2.solve_p2`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyomo.environ as pyo
@@ -91,6 +92,14 @@ def build_p2(instance: Instance, rings: int) -> pyo.ConcreteModel:
             on_ring(m, i, j) + m.match[min(i, j), max(i, j)] == sum(m.unit_link[i, j, l] for l in levels)
         ),
     )
+    _add_link_time(model, levels, d, tau_max)
+    _add_routing(model, n, mp, ring_load, on_ring, levels)
+    model.obj = pyo.Objective(expr=model.tau, sense=pyo.minimize)
+    return model
+
+
+def _add_link_time(model: pyo.ConcreteModel, levels: range, d: int, tau_max: float) -> None:
+    """``w_ijl = tau u_ijl`` exactly (McCormick on a binary), with the unary links ordered."""
     model.ordered = pyo.Constraint(
         model.A,
         levels,
@@ -108,6 +117,12 @@ def build_p2(instance: Instance, rings: int) -> pyo.ConcreteModel:
         rule=lambda m, i, j, l: m.scaled[i, j, l] >= m.tau - tau_max * (1 - m.unit_link[i, j, l]),
     )
 
+
+def _add_routing(model: pyo.ConcreteModel, n: int, mp: Any, ring_load: float,
+                 on_ring: Callable[[pyo.ConcreteModel, int, int], Any], levels: range) -> None:
+    """The model-parallel flows (one commodity per source) and the arc capacities they share with
+    the rings, ``B tau x_ij`` in the scaled units."""
+
     def conservation(m: pyo.ConcreteModel, s: int, v: int) -> Any:
         net = sum(m.flow[s, v, j] for j in range(n) if j != v) - sum(
             m.flow[s, i, v] for i in range(n) if i != v
@@ -122,5 +137,3 @@ def build_p2(instance: Instance, rings: int) -> pyo.ConcreteModel:
             <= sum(m.scaled[i, j, l] for l in levels)
         ),
     )
-    model.obj = pyo.Objective(expr=model.tau, sense=pyo.minimize)
-    return model

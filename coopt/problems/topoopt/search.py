@@ -19,14 +19,14 @@ backward ends) the AllReduce phases hide behind the backward pass:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from coopt.problem import NoSolution
 from coopt.problems.topoopt.authors import authors_topology
-from coopt.problems.topoopt.fabric import EcmpRouting
+from coopt.problems.topoopt.ecmp import EcmpRouting, best_ecmp_split
 from coopt.problems.topoopt.finder import _nearest_candidate, find_topology, portfolio_topologies
 from coopt.problems.topoopt.model import (
     BITS_PER_BYTE,
@@ -36,7 +36,6 @@ from coopt.problems.topoopt.model import (
     block_pairs,
     candidate_strides,
 )
-from coopt.problems.topoopt.ringlp import best_ecmp_split
 from coopt.problems.topoopt.workloads import Workload
 
 FINDERS = ("topology_finder", "topology_finder_lp", "topoopt_authors")
@@ -190,6 +189,18 @@ class SearchResult:
     fabric: Fabric | None
 
 
+def _heat_bath(rng: np.random.Generator, current: tuple[int, ...], op: int, choices: list[int], alpha: float,
+               price: Callable[[tuple[int, ...], Fabric | None], float], fabric: Fabric | None
+               ) -> tuple[tuple[int, ...], tuple[int, ...], float]:
+    """One heat-bath move of ``op`` (:func:`alternating_search`): the strategy moved to, and the
+    fastest of the op's degrees with its time."""
+    moves = [current[:op] + (m,) + current[op + 1 :] for m in choices]
+    times = np.array([price(move, fabric) for move in moves])
+    weights = np.exp(-alpha * (times - times.min()) / times.min())
+    pick = int(rng.choice(len(moves), p=weights / weights.sum()))
+    return moves[pick], moves[int(times.argmin())], float(times.min())
+
+
 def alternating_search(
     workload: Workload,
     n: int,
@@ -263,13 +274,8 @@ def alternating_search(
             current, fabric = best, best_fabric
         if not sweep:
             sweep = rng.permutation(len(workload.ops)).tolist()
-        op = sweep.pop()
-        moves = [current[:op] + (m,) + current[op + 1 :] for m in choices]
-        times = np.array([price(move, fabric) for move in moves])
-        weights = np.exp(-alpha * (times - times.min()) / times.min())
-        pick = int(rng.choice(len(moves), p=weights / weights.sum()))
-        current = moves[pick]
-        if times.min() < t_best:
-            best, t_best, best_fabric = moves[int(times.argmin())], float(times.min()), fabric
+        current, fastest, t_fastest = _heat_bath(rng, current, sweep.pop(), choices, alpha, price, fabric)
+        if t_fastest < t_best:
+            best, t_best, best_fabric = fastest, t_fastest, fabric
         history.append(t_best)
     return SearchResult(best, t_best, start, history, best_fabric)

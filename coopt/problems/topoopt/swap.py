@@ -9,11 +9,12 @@ basis as from scratch (measured: 35 / 74 / 176 / 617 iterations warm against 39 
 cold at n = 6 / 8 / 10 / 16). What pays is evaluating few topologies. Every routing LP's dual,
 extended to the arcs the topology lacks (:meth:`TopologyLP.prices`), is a price ``Y`` per arc with
 ``theta(c) <= sum_ij Y_ij c_ij`` for *every* link matrix ``c`` (weak duality; the dual's feasible set
-does not depend on the links). The search keeps every such cut and bounds every swap of the current
-topology by the least of them: ``O(cuts x swaps)`` arithmetic, no LP. Only a swap whose bound exceeds
-the current ``theta`` can improve it; those are evaluated exactly, best bound first, each LP adding
-its cut. When no swap's bound exceeds ``theta``, the topology is a proven local optimum of the swap
-neighbourhood (no single swap improves it, by the cuts alone).
+does not depend on the links). The search keeps every such cut (:class:`.screening.Cuts`) and
+bounds every swap of the current topology by the least of them: ``O(cuts x swaps)`` arithmetic, no
+LP. Only a swap whose bound exceeds the current ``theta`` can improve it; those are evaluated
+exactly, best bound first, each LP adding its cut. When no swap's bound exceeds ``theta``, the
+topology is a proven local optimum of the swap neighbourhood (no single swap improves it, by the
+cuts alone).
 
 The dual cuts are loose for a swap far from the topologies they were taken at (1.2-2x the swap's
 ``theta`` on the default families), so up to ``CUT_SERVERS`` servers a second bound screens the
@@ -23,8 +24,8 @@ of these sizes (the bottleneck is a cut). A swap's cut bound is the topology's c
 ``(m_s - m_c)(m_b - m_t)`` per set (``m`` the set's membership), computed for the best-bounded open
 swaps a batch at a time. With it most swaps that would not improve are never routed, and a
 swap-local optimum is usually proven with no LP at all; the search then stops there (on the default
-bench families this halves the routing LPs and finds better topologies than restarting from kicked
-ones did, docs/topoopt.md).
+bench families restarts from kicked topologies found nothing more, at more than twice the routing
+LPs).
 
 A swap removes two links and reconnects their ends: ``s -> b, c -> t`` become ``s -> t, c -> b``
 (with duplex links the edges ``{s, b}, {c, t}`` become ``{s, t}, {c, b}``), so every degree is kept;
@@ -43,11 +44,9 @@ from coopt.problems.topoopt.bound import moore_bound, port_bound
 from coopt.problems.topoopt.fabric import LP_SERVERS, lp_routed_solution, swapped_links
 from coopt.problems.topoopt.finder import guided_swap_search, portfolio_candidates
 from coopt.problems.topoopt.model import Instance
-from coopt.problems.topoopt.routing import CUT_SERVERS, Routed, SubsetCuts, TopologyLP
+from coopt.problems.topoopt.routing import Routed
+from coopt.problems.topoopt.screening import SCREEN, Cuts, best_screened, cut_levels
 
-#: A swap is evaluated only when its bound exceeds the current ``theta`` by this fraction (the cuts
-#: are exact to HiGHS' dual feasibility tolerance, 1e-7; improvements below 1e-6 are not sought).
-SCREEN = 1e-6
 #: Default wall-clock guard of :func:`link_swap_search`, seconds (the evaluation budget binds first
 #: on every shipped and generated instance; the guard only caps a pathological LP).
 GUARD_SECONDS = 30.0
@@ -55,31 +54,6 @@ GUARD_SECONDS = 30.0
 PLATEAU = 0.01
 #: Swaps whose cut bound (:class:`SubsetCuts`) is computed at once, best dual-cut bound first.
 REFINE = 32
-
-
-class Cuts:
-    """The routing LP per topology (:class:`TopologyLP`), and every LP's dual prices kept as cuts."""
-
-    def __init__(self, instance: Instance):
-        self.symmetric = instance.symmetric
-        self.lp = TopologyLP(instance)
-        self.prices: list[np.ndarray] = []  # W per cut, flattened n x n
-        self.evaluations = 0
-        self.seen: dict[bytes, float] = {}
-        self.sets = SubsetCuts(instance) if instance.servers <= CUT_SERVERS else None
-
-    def evaluate(self, links: np.ndarray) -> float:
-        """``theta`` of ``links`` in iterations/s (0 when some demand is unreachable); keeps the
-        LP's cut. A topology already evaluated costs nothing."""
-        key = links.tobytes()
-        if key not in self.seen:
-            theta = self.lp.solve(links)
-            self.evaluations += 1
-            if theta > 0:
-                y = self.lp.prices()
-                self.prices.append((y + y.T if self.symmetric else y).ravel())
-            self.seen[key] = theta
-        return self.seen[key]
 
 
 def _moves(links: np.ndarray, symmetric: bool) -> tuple[np.ndarray, ...]:
@@ -102,34 +76,13 @@ def _moves(links: np.ndarray, symmetric: bool) -> tuple[np.ndarray, ...]:
     return s[ok], bb[ok], c[ok], t[ok]
 
 
-def _level(prices: np.ndarray, links: np.ndarray, symmetric: bool) -> np.ndarray:
-    """Each cut's bound on ``theta(links)``: ``Y . c`` (``W . c`` counts a duplex edge twice)."""
-    return prices @ links.ravel().astype(float) / (2.0 if symmetric else 1.0)
-
-
 def _bounds(prices: np.ndarray, links: np.ndarray, symmetric: bool, s: np.ndarray, b: np.ndarray,
             c: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``cuts x swaps``: each cut's bound on each swap's ``theta`` (module docstring). ``prices`` holds
     ``W`` per cut (``n^2`` each)."""
     n = len(links)
-    return (_level(prices, links, symmetric)[:, None] + prices[:, s * n + t] + prices[:, c * n + b]
+    return (cut_levels(prices, links, symmetric)[:, None] + prices[:, s * n + t] + prices[:, c * n + b]
             - prices[:, s * n + b] - prices[:, c * n + t])
-
-
-def best_screened(cuts: Cuts, candidates: list[np.ndarray]) -> tuple[float, np.ndarray | None, Routed | None]:
-    """The best of ``candidates`` by the routing LP: ``(theta, links, routing)``, ``(0, None, None)``
-    when none routes the demand. Each is routed unless the cuts of those before it already bound it
-    by the best so far (then it is no better, up to :data:`SCREEN`); ties go to the first."""
-    best, best_links, answer = 0.0, None, None
-    for links in candidates:
-        if cuts.prices and _level(np.array(cuts.prices), links, cuts.symmetric).min() <= best * (1 + SCREEN):
-            continue  # a cut proves it no better than the best so far
-        if best > 0 and cuts.sets is not None and cuts.sets.bound(links) <= best * (1 + SCREEN):
-            continue
-        value = cuts.evaluate(links)
-        if value > best:
-            best, best_links, answer = value, links, cuts.lp.routed()
-    return best, best_links, answer
 
 
 def link_swap_search(
@@ -170,7 +123,7 @@ def link_swap_search(
     (the search's own LP values only rank topologies). Time: the portfolio's construction
     (``O(d n^3)`` matchings) and at most ``max_evaluations`` routing LPs of ``n^2 d`` flow columns,
     plus ``O(cuts x (n d)^2)`` arithmetic per screened move and ``O(2^n)`` per swap whose cut bound is
-    taken. Deterministic for a seed. Source: ours (coopt issues 19, 21); the dual cuts are Benders'
+    taken. Deterministic for a seed. Source: ours; the dual cuts are Benders'
     optimality cuts (Numer. Math. 4, 1962) of P1 with the routing as the subproblem, the cut bound
     the multicommodity cut condition (e.g. Leighton and Rao, J. ACM 46, 1999).
     """
@@ -179,33 +132,76 @@ def link_swap_search(
         return guided_swap_search(instance, seed, max_evaluations, time_limit)
     rng = np.random.default_rng(seed)
     deadline = time.perf_counter() + (GUARD_SECONDS if time_limit is None else time_limit)
-    budget = 4 * n if max_evaluations is None else max_evaluations
-    patience = max(6, n // 2) if patience is None else patience
-    symmetric = instance.symmetric
     cuts = Cuts(instance)
     best, best_links, answer = best_screened(cuts, portfolio_candidates(instance, seed)[0])
     if best_links is None:
         raise NoSolution("no construction routes the demand (a degree-1 duplex fabric is a matching)")
+    walk = _Walk(instance, cuts, rng, deadline, (best, best_links, answer),
+                 budget=4 * n if max_evaluations is None else max_evaluations,
+                 patience=max(6, n // 2) if patience is None else patience)
     links, theta = best_links, best
-    top = min(port_bound(instance), moore_bound(instance))
-    left: set[bytes] = set()  # topologies whose neighbourhood the plateau walk has left
-    improved = cuts.evaluations  # the evaluation count at the best's last strict improvement
-
-    def going() -> bool:
-        return (cuts.evaluations < budget and cuts.evaluations - improved < patience
-                and best < top * (1 - SCREEN) and time.perf_counter() < deadline)
-
     if kicks is None and cuts.sets is not None:
         kicks = 0  # the cut bounds prove swap-local optima, where the search then stops
-    while going():
+    while walk.going():
+        moved, plateau = walk.best_swap(links, theta)
+        if moved is not None:
+            theta, links = moved
+            walk.record(theta, links)
+            continue
+        walk.left.add(links.tobytes())
+        if plateau is not None:
+            theta, links = plateau
+            continue
+        if kicks is not None:
+            if kicks == 0:
+                break
+            kicks -= 1
+        links = walk.kicked()
+        theta = cuts.evaluate(links)
+    return lp_routed_solution(instance, walk.best_links, walk.answer)
+
+
+class _Walk:
+    """One run of :func:`link_swap_search`: the cuts, the best topology found and its routing, the
+    neighbourhoods the plateau walk has left, and the stopping rules."""
+
+    def __init__(self, instance: Instance, cuts: Cuts, rng: np.random.Generator, deadline: float,
+                 start: tuple[float, np.ndarray, Routed], budget: int, patience: int):
+        self.cuts, self.rng, self.deadline = cuts, rng, deadline
+        self.symmetric = instance.symmetric
+        self.best, self.best_links, self.answer = start
+        self.budget, self.patience = budget, patience
+        self.top = min(port_bound(instance), moore_bound(instance))
+        self.left: set[bytes] = set()  # topologies whose neighbourhood the plateau walk has left
+        self.improved = cuts.evaluations  # the evaluation count at the best's last strict improvement
+
+    def going(self) -> bool:
+        cuts = self.cuts
+        return (cuts.evaluations < self.budget and cuts.evaluations - self.improved < self.patience
+                and self.best < self.top * (1 - SCREEN) and time.perf_counter() < self.deadline)
+
+    def record(self, theta: float, links: np.ndarray) -> None:
+        """The walk moved to ``links`` (``theta``): keep it if it is the best."""
+        if theta > self.best * (1 + SCREEN):
+            self.improved = self.cuts.evaluations
+        if theta > self.best:
+            self.best, self.best_links, self.answer = theta, links, self.cuts.lp.routed()
+
+    def best_swap(self, links: np.ndarray, theta: float
+                  ) -> tuple[tuple[float, np.ndarray] | None, tuple[float, np.ndarray] | None]:
+        """``(moved, plateau)``: the first swap of ``links`` found to improve ``theta``, routing the
+        swaps by decreasing bound (each LP's cut lowering the others' bounds), or None at a proven
+        swap-local optimum or when the budget runs out; and the best routed swap within
+        :data:`PLATEAU` of ``theta`` whose neighbourhood the walk has not left."""
+        cuts, symmetric = self.cuts, self.symmetric
         s, b, c, t = _moves(links, symmetric)
-        order = rng.permutation(len(s))  # ties broken at random (seeded)
+        order = self.rng.permutation(len(s))  # ties broken at random (seeded)
         s, b, c, t = s[order], b[order], c[order], t[order]
         bound = _bounds(np.array(cuts.prices), links, symmetric, s, b, c, t).min(axis=0)
         refined = np.zeros(len(s), dtype=bool) if cuts.sets is not None else np.ones(len(s), dtype=bool)
         capacity = cuts.sets.capacity(links) if cuts.sets is not None else None
-        moved = plateau = None
-        while going():
+        plateau = None
+        while self.going():
             k = int(np.argmax(bound))
             if bound[k] <= theta * (1 + SCREEN):
                 break  # no swap can improve: a swap-local optimum
@@ -222,33 +218,20 @@ def link_swap_search(
                 continue
             value = cuts.evaluate(new)
             if value > theta * (1 + SCREEN):
-                moved = (value, new)
-                break
-            if value >= theta * (1 - PLATEAU) and new.tobytes() not in left and (
+                return (value, new), plateau
+            if value >= theta * (1 - PLATEAU) and new.tobytes() not in self.left and (
                     plateau is None or value > plateau[0]):
                 plateau = (value, new)
             if value > 0:  # the new cut may lower the other swaps' bounds
                 bound = np.minimum(bound, _bounds(cuts.prices[-1][None, :], links, symmetric, s, b, c, t)[0])
-        if moved is not None:
-            theta, links = moved
-            if theta > best * (1 + SCREEN):
-                improved = cuts.evaluations
-            if theta > best:
-                best, best_links, answer = theta, links, cuts.lp.routed()
-            continue
-        left.add(links.tobytes())
-        if plateau is not None:
-            theta, links = plateau
-            continue
-        if kicks is not None:
-            if kicks == 0:
-                break
-            kicks -= 1
-        links = best_links
-        for _ in range(2):  # kick
-            s, b, c, t = _moves(links, symmetric)
+        return None, plateau
+
+    def kicked(self) -> np.ndarray:
+        """The best topology kicked by two random swaps."""
+        links = self.best_links
+        for _ in range(2):
+            s, b, c, t = _moves(links, self.symmetric)
             if len(s):
-                k = int(rng.integers(len(s)))
-                links = swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
-        theta = cuts.evaluate(links)
-    return lp_routed_solution(instance, best_links, answer)
+                k = int(self.rng.integers(len(s)))
+                links = swapped_links(links, self.symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k]))
+        return links
