@@ -8,19 +8,22 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import pyomo.environ as pyo
 import pytest
 
 from coopt.errors import InstanceError
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
 from coopt.problems import scope
-from coopt.problems.scope import brute
+from coopt.problems.scope import bound as scope_bound
+from coopt.problems.scope import brute, fronts
+from coopt.problems.scope import dp as scope_dp
 from coopt.problems.scope import heuristics as solvers
 from coopt.problems.scope import milp as scope_milp
 from coopt.problems.scope import model as scope_model
 from coopt.problems.scope.workloads import resnet
 from coopt.run import run
-from coopt.solvers.highs import solve_model
+from coopt.solvers.highs import lp_relaxation, solve_model
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "scope"
 REL = 1e-9
@@ -44,7 +47,7 @@ def tail6():
 @pytest.fixture(scope="module")
 def tail6_ranks(tail6):
     """Objective of the DP and of every heuristic on the shipped 6-layer slice, and the space."""
-    values = {"exact": solvers.dynamic_program(tail6)["objective"]}
+    values = {"exact": scope_dp.dynamic_program(tail6)["objective"]}
     values.update({name: fn(tail6)["objective"] for name, fn in scope.PROBLEM.heuristics.items()})
     return values, brute.enumerate_space(tail6, tuple(values.values()))
 
@@ -108,7 +111,7 @@ def test_the_generator_writes_files_its_loader_reads_at_large_sizes(tmp_path):
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_dp_is_rank_zero_under_full_enumeration(seed, size):
     inst = scope_model.generate(seed, size)
-    dp = solvers.dynamic_program(inst)
+    dp = scope_dp.dynamic_program(inst)
     assert scope_model.check(inst, dp) == []
     space = brute.enumerate_space(inst, (dp["objective"],))
     assert same(dp["objective"], space.best)
@@ -126,7 +129,7 @@ def test_dp_matches_enumeration_on_the_shipped_resnet_slice(tail6_ranks):
 @pytest.mark.parametrize("seed", range(4))
 def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
     inst = scope_model.generate(seed, 2)
-    dp = solvers.dynamic_program(inst, restriction)
+    dp = scope_dp.dynamic_program(inst, restriction)
     space = brute.enumerate_space(inst, restriction=restriction)
     if dp is None:
         assert space.total == 0
@@ -138,8 +141,8 @@ def test_restricted_dp_matches_restricted_enumeration(seed, restriction):
 @pytest.mark.parametrize("seed,size", [(0, 1), (1, 1), (2, 2), (3, 2), (4, 2), (1, 3)])
 def test_milp_equals_dp(seed, size, incumbent):
     inst = scope_model.generate(seed, size)
-    dp = solvers.dynamic_program(inst)
-    model = solvers.milp_model(inst) if incumbent else scope_milp.build(inst)
+    dp = scope_dp.dynamic_program(inst)
+    model = scope_milp.build(inst, incumbent=solvers.search(inst) if incumbent else None)
     result = solve_model(model, SolveOptions(gap=1e-9))
     assert result.status == "optimal"
     solution = scope_milp.extract(model, inst)
@@ -161,7 +164,7 @@ def test_the_oracle_instance_where_a_warm_start_misled_highs_is_solved_right():
 def test_the_incumbent_bound_keeps_every_choice_of_the_optimum(seed):
     """Bounded by the optimum's own value, the model still holds the optimal mapping's (s, k, c, a)."""
     inst = scope_model.generate(seed, 3)
-    dp = solvers.dynamic_program(inst)
+    dp = scope_dp.dynamic_program(inst)
     model = scope_milp.build(inst, incumbent=dp)
     for clusters in mapping(dp):
         first, last, k = clusters[0][0], clusters[-1][1], len(clusters)
@@ -171,21 +174,22 @@ def test_the_incumbent_bound_keeps_every_choice_of_the_optimum(seed):
 
 @pytest.mark.parametrize("seed,size", [(s, n) for n in (1, 2, 3) for s in range(4)])
 def test_dual_bound_is_valid_and_the_floors_are_below_it(seed, size):
-    from coopt.solvers.highs import lp_relaxation
-
     inst = scope_model.generate(seed, size)
-    optimum = solvers.dynamic_program(inst)["objective"]
-    bound = solvers.bound(inst, SolveOptions())
+    optimum = scope_dp.dynamic_program(inst)["objective"]
+    bound = scope_bound.bound(inst, SolveOptions())
     segments = [(i, j) for i in range(inst.n_layers) for j in range(i, inst.n_layers)
                 if scope_model.segment_candidate(inst, i, j)]
     floors = scope_milp.covering_floors(inst, segments)[0][inst.n_layers]
     assert floors <= bound <= optimum * (1 + 1e-9)
-    assert bound == pytest.approx(max(floors, lp_relaxation(scope.PROBLEM, inst, SolveOptions())), rel=1e-9)
+    assert lp_relaxation(scope.PROBLEM, inst, SolveOptions()) <= optimum * (1 + 1e-9)  # the cold model's
+    pruned = scope_milp.build(inst, incumbent=solvers.search(inst))  # the bound's: pruned by the search
+    pyo.TransformationFactory("core.relax_integer_vars").apply_to(pruned)
+    assert bound == pytest.approx(max(floors, solve_model(pruned, SolveOptions()).objective), rel=1e-9)
 
 
 def test_bound_at_the_papers_size_needs_no_model():
     inst = load(INSTANCES / "2-resnet152-m64.toml").instance
-    bound = solvers.bound(inst, SolveOptions())
+    bound = scope_bound.bound(inst, SolveOptions())
     assert 0 < bound <= solvers.search(inst)["objective"]
 
 
@@ -193,7 +197,7 @@ def test_bound_at_the_papers_size_needs_no_model():
 def test_single_segment_milp_k_sweep_equals_inner_dp(seed):
     inst = scope_model.generate(seed, 2)
     last = inst.n_layers - 1
-    by_dp = solvers.segment_bottlenecks(inst, 0, last)
+    by_dp = scope_dp.segment_bottlenecks(inst, 0, last)
     for k in range(1, min(inst.chiplets, inst.n_layers) + 1):
         model = scope_milp.build_segment(inst, 0, last, k)
         result = solve_model(model, SolveOptions(gap=1e-9))
@@ -210,7 +214,7 @@ def test_single_segment_milp_k_sweep_equals_inner_dp(seed):
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_merged_optimum_is_at_most_both_baselines(seed, size):
     inst = scope_model.generate(seed, size)
-    merged = solvers.dynamic_program(inst)["objective"]
+    merged = scope_dp.dynamic_program(inst)["objective"]
     segmented = solvers.segmented_pipeline(inst)
     intra = solvers.intra_layer(inst)
     assert all(c["first"] == c["last"] for seg in segmented["segments"] for c in seg)
@@ -220,7 +224,7 @@ def test_merged_optimum_is_at_most_both_baselines(seed, size):
 
 def test_merged_pipeline_beats_both_baselines_on_resnet_slices():
     inst = load(INSTANCES / "1-resnet152-conv4-m8.toml").instance
-    merged = solvers.dynamic_program(inst)
+    merged = scope_dp.dynamic_program(inst)
     assert merged["objective"] < solvers.segmented_pipeline(inst)["objective"] * (1 - 1e-3)
     assert merged["objective"] < solvers.intra_layer(inst)["objective"] * (1 - 1e-3)
     assert any(len(seg) > 1 and any(c["last"] > c["first"] for c in seg) for seg in merged["segments"])
@@ -229,11 +233,11 @@ def test_merged_pipeline_beats_both_baselines_on_resnet_slices():
 @pytest.mark.parametrize("seed", range(4))
 def test_optimum_never_worsens_with_more_chiplets_or_nop_bandwidth(seed):
     inst = scope_model.generate(seed, 2)
-    base = solvers.dynamic_program(inst)["objective"]
+    base = scope_dp.dynamic_program(inst)["objective"]
     more = replace(inst, chiplets=inst.chiplets + 1)
     faster = replace(inst, nop_bandwidth=2 * inst.nop_bandwidth)
-    assert solvers.dynamic_program(more)["objective"] <= base * (1 + REL)
-    assert solvers.dynamic_program(faster)["objective"] <= base * (1 + REL)
+    assert scope_dp.dynamic_program(more)["objective"] <= base * (1 + REL)
+    assert scope_dp.dynamic_program(faster)["objective"] <= base * (1 + REL)
 
 
 def _flow_shop_makespan(stage_times: list[float], samples: int) -> float:
@@ -251,7 +255,7 @@ def _flow_shop_makespan(stage_times: list[float], samples: int) -> float:
 def test_bubble_accounting_bounds_the_simulated_pipeline(seed):
     # Notes 2.g.5: a simulation lands in [sum tau + (b-1) tau_max, (b+k-1) tau_max].
     inst = scope_model.generate(seed, 2)
-    solution = solvers.dynamic_program(inst)
+    solution = scope_dp.dynamic_program(inst)
     for seg in mapping(solution):
         last = seg[-1][1]
         taus = [scope_model.stage_time(inst, i, j, a, p, cut=j != last) for i, j, a, p in seg]
@@ -269,7 +273,7 @@ def test_bubble_accounting_bounds_the_simulated_pipeline(seed):
 @pytest.mark.parametrize("seed,size", SMALL)
 def test_heuristics_are_feasible_never_better_than_the_optimum_and_deterministic(method, seed, size):
     inst = scope_model.generate(seed, size)
-    optimum = solvers.dynamic_program(inst)["objective"]
+    optimum = scope_dp.dynamic_program(inst)["objective"]
     fn = scope.PROBLEM.heuristics[method]
     solution = fn(inst, seed=3)
     assert scope_model.check(inst, solution) == []
@@ -297,7 +301,7 @@ def test_baselines_rank_below_the_merged_optimum_on_the_resnet_slice(tail6_ranks
 
 def test_allocate_is_optimal_for_a_fixed_clustering(tail6):
     clusters = [(0, 1), (2, 3), (4, 5)]
-    best, mapped = solvers.allocate(solvers.Table(tail6), clusters)
+    best, mapped = solvers.allocate(fronts.Table(tail6), clusters)
     brute = math.inf
     for a in range(1, 7):
         for b in range(1, 8 - a):
@@ -315,7 +319,7 @@ def test_allocate_is_optimal_for_a_fixed_clustering(tail6):
 
 
 def test_checker_rejects_broken_mappings(tail6):
-    good = solvers.dynamic_program(tail6)
+    good = scope_dp.dynamic_program(tail6)
     assert scope_model.check(tail6, good) == []
 
     def broken(edit):
@@ -340,7 +344,7 @@ def test_checker_rejects_broken_mappings(tail6):
 def test_checker_judges_capacities_exactly_as_the_models_do(tail6):
     """No tolerance on SRAM or DRAM: a mapping over either by one byte is rejected, as the DP and
     the MILP exclude it."""
-    good = solvers.dynamic_program(tail6)
+    good = scope_dp.dynamic_program(tail6)
     worst = max(scope_model.sram_need(tail6, i, j, a, p) for seg in mapping(good) for i, j, a, p in seg)
     assert scope_model.check(replace(tail6, sram_bytes=worst), good) == []
     assert {v.constraint for v in scope_model.check(replace(tail6, sram_bytes=worst - 1), good)} == {"sram"}
@@ -351,7 +355,7 @@ def test_checker_judges_capacities_exactly_as_the_models_do(tail6):
 
 @pytest.mark.parametrize("claim", [math.nan, math.inf, None, "1", True])
 def test_checker_rejects_a_non_finite_or_non_numeric_objective(tail6, claim):
-    good = solvers.dynamic_program(tail6)
+    good = scope_dp.dynamic_program(tail6)
     assert [v.constraint for v in scope_model.check(tail6, {**good, "objective": claim})] == ["objective"]
 
 

@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from coopt.problems.scope import closed_forms as forms
-from coopt.problems.scope import heuristics as solvers
+from coopt.problems.scope import dp as scope_dp
 from coopt.problems.scope import model as scope_model
 from coopt.problems.scope.workloads import conv
 
@@ -30,7 +30,7 @@ def simulate(stage_times: list[float], samples: int) -> float:
 @pytest.mark.parametrize("seed", range(3))
 def test_segment_time_form_matches_the_model_on_optimal_mappings(seed):
     inst = scope_model.generate(seed, 2)
-    solution = solvers.dynamic_program(inst)
+    solution = scope_dp.dynamic_program(inst)
     form = BOUNDS["scope.segment_time"]
     total = 0.0
     for seg in solution["segments"]:

@@ -55,7 +55,7 @@ def test_the_milp_alone_proves_the_optimum(seed):
     from coopt.solvers.highs import solve_model
 
     inst = brute.tiny(seed)
-    model = milp.build(inst)
+    model = milp.build(inst, incumbent=PROBLEM.warm_start(inst))
     assert not [c for c in model.symmetry.values() if c.body() > c.upper + 1e-9]
     model.warm_start = False
     result = solve_model(model, OPTIONS)

@@ -12,15 +12,17 @@ choice open, the module that makes it says which and why.
   racks, the deployment rules checked on load, the routing table) and a workload DAG
   (:mod:`.workloads`: roofline or explicit run times, compatibility, data edges, generators).
   Decide the device of every task and its start; minimise the contention-free makespan (the
-  disjunctive MILP of :mod:`.milp`; data model, checker and generator in :mod:`.model`). Every
+  disjunctive MILP of :mod:`.milp`, whose horizon and start come from the warm start
+  ``local_search`` the runner hands in; data model in :mod:`.instance`, checker and generator in
+  :mod:`.model`). Every
   mapping is also replayed by the discrete-event simulator with link contention
   (:mod:`.simulator`), whose makespan the solution reports beside it and is never below it.
   Brute force for tiny instances in :mod:`.brute`; list schedulers and our local search in
   :mod:`coopt.problems.chase.mapping`.
 * ``chase_arch`` (max, TFLOP/s proxy): devices, ToRs, uplinks and spines per rack under power,
-  space, radix, oversubscription, cabling, budget and memory rows (:mod:`.arch`, MILP in
+  space, radix, oversubscription, cabling, budget and memory rows (:mod:`.arch_model`, MILP in
   :mod:`.arch_milp`); a design becomes a hardware graph of the first problem
-  (:func:`.arch.hardware_of`), and the outer loop of :mod:`coopt.problems.chase.explore` searches
+  (:func:`.arch_model.hardware_of`), and the outer loop of :mod:`coopt.problems.chase.explore` searches
   designs for a portfolio of workloads with the simulator's telemetry.
 
 Reconstructed, not transcribed: the MILP's rows and cuts (the notes' (i) plus the scheduling
@@ -28,12 +30,12 @@ literature's heads, tails, loads and symmetry breaking), the routing rule, the c
 transfer and the max-min fair flow model of the simulator, the CHASE mapper (the notes'
 TopoMapper), the feasibility rows (the notes' (ii) plus one uplink per ToR so the fabric is
 connected), and the outer loop's moves. The instance values are the notes' [S] values; the
-workload DAGs of the shipped files come from public repositories (benchmarks/chase_instances.py).
+workload DAGs of the shipped files come from public repositories (tools/chase_instances.py).
 """
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.chase import arch_heuristics, arch_milp, bound, brute, mapping, milp, model
 from coopt.problems.chase import arch_model as arch
 
@@ -43,17 +45,12 @@ PROBLEM = Problem(
     source="CHASE (2026), abstract only; MILP and baselines after Topcuoglu et al. 2002 and "
            "Arabnejad and Barbosa 2014 [R]",
     sense="min",
-    load=model.load,
-    dump=model.dump,
-    check=model.check,
-    objective=model.objective,
-    generate=model.generate,
-    build=milp.build,
-    extract=milp.extract,
+    **model_fields(model),
+    **exact_fields(milp),
     heuristics=mapping.HEURISTICS,
+    warm_start=mapping.local_search,
     bound=bound.mapping_bound,
     oracle=Oracle(generate=brute.tiny, solve=brute.enumerate_optimum),
-    schema=model.SCHEMA,
     objective_name="makespan (contention-free)",
     objective_unit="s",
     sizes=(1, 2, 3, 4),
@@ -67,17 +64,11 @@ ARCH = Problem(
             "radix, oversubscription, cabling, budget and memory rows",
     source="CHASE (2026), abstract only; rows of research notes 3.b (ii) [R]",
     sense="max",
-    load=arch.load,
-    dump=arch.dump,
-    check=arch.check,
-    objective=arch.objective,
-    generate=arch.generate,
-    build=arch_milp.build,
-    extract=arch_milp.extract,
+    **model_fields(arch),
+    **exact_fields(arch_milp),
     heuristics=arch_heuristics.HEURISTICS,
     bound=bound.arch_bound,
     oracle=Oracle(generate=brute.tiny_arch, solve=brute.arch_optimum),
-    schema=arch.SCHEMA,
     objective_name="capability (proxy)",
     objective_unit="TFLOP/s",
     sizes=(1, 2, 4),

@@ -1,4 +1,4 @@
-"""The architecture feasibility MILP of ``chase_arch``: the rows of :mod:`.arch` with integer
+"""The architecture feasibility MILP of ``chase_arch``: the rows of :mod:`.arch_model` with integer
 counts, maximising the capability proxy. The objective is divided by the capability of every
 allowed device (O(1); ``objective_unit`` gives it back).
 

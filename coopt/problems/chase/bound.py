@@ -8,6 +8,7 @@ import pyomo.environ as pyo
 
 from coopt.problem import SolveOptions
 from coopt.problems.chase import milp
+from coopt.problems.chase.mapping import local_search
 from coopt.problems.chase.model import Instance
 from coopt.problems.chase.schedule import critical_path_bound, reachability
 from coopt.solvers.highs import solve_model
@@ -34,7 +35,7 @@ def mapping_bound(inst: Instance, options: SolveOptions) -> float:
     maximum is."""
     tab = inst.tables
     combinatorial = critical_path_bound(tab)
-    model = milp.build(inst, pairs=incomparable_pairs(inst) <= FULL_LP_PAIRS)
+    model = milp.build(inst, incumbent=local_search(inst), pairs=incomparable_pairs(inst) <= FULL_LP_PAIRS)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)
     lp: Any = result.objective if result.status == "optimal" else None

@@ -9,7 +9,7 @@ shares nothing with the MILP or the decoder of :mod:`.schedule` but the instance
 routing tables. Cost: ``sum over assignments of prod_p n_p!`` longest paths (``n! * C(n+P-1, P-1)``
 at most), so ``n <= 6`` and ``P <= 3``.
 
-:func:`tiny` makes the seeded instances the contract suite and ``benchmarks/differential.py``
+:func:`tiny` makes the seeded instances the contract suite and ``benchmarks/regression/differential.py``
 compare on: 3 to 5 tasks on 2 or 3 devices, unrelated run times or rooflines, some tasks limited
 to one device type, a random hardware graph (a switch, direct links or both, random bandwidths
 and latencies), and every fourth seed a pair of identical devices (so the symmetry rows are

@@ -153,8 +153,27 @@ def _change(counts: Counts, edits: Sequence[tuple[int, int, int]]) -> Counts | N
     return tuple(tuple(row) for row in rows)
 
 
+Edits = list[tuple[int, int, int]]  # (rack, device type, change of its count)
+
+
 def _moves(arch: ArchInstance, current: Evaluation) -> tuple[list[Counts], list[Counts]]:
     """(moves that relieve the blamed bottleneck, every other move) from the current design."""
+    counts = current.design.counts
+    seen: set[Counts] = set()
+    out: tuple[list[Counts], list[Counts]] = ([], [])
+    for group, moves in ((0, _relief_edits(arch, current)), (1, _other_edits(arch))):
+        for edits in moves:
+            changed = _change(counts, edits)
+            if changed is not None and changed not in seen:
+                seen.add(changed)
+                out[group].append(changed)
+    return out
+
+
+def _relief_edits(arch: ArchInstance, current: Evaluation) -> list[Edits]:
+    """The moves the blame points to: where transfers dominate, fewer racks or more islands;
+    then merge the smallest rack into the largest; then more of the most blamed compute type,
+    paid for by the least utilised type."""
     counts = current.design.counts
     T, R = range(len(arch.types)), range(arch.racks)
     names = [t.name for t in arch.types]
@@ -167,7 +186,7 @@ def _moves(arch: ArchInstance, current: Evaluation) -> tuple[list[Counts], list[
     size = [sum(row) for row in counts]
     big = max(R, key=lambda r: (size[r], -r))
     small = min(R, key=lambda r: (size[r] if size[r] else math.inf, r))
-    guided: list[list[tuple[int, int, int]]] = []
+    guided: list[Edits] = []
     if transfer > sum(compute.values()):
         if network > 0:
             guided += [[(small, i, -1), (big, i, +1)] for i in T if counts[small][i] and small != big]
@@ -176,24 +195,29 @@ def _moves(arch: ArchInstance, current: Evaluation) -> tuple[list[Counts], list[
     if small != big and size[small]:  # merge the smallest rack into the largest (locality)
         guided.append([(rack, i, sign * counts[small][i]) for i in T if counts[small][i]
                        for rack, sign in ((small, -1), (big, +1))])
-    guided += [[(r, blamed, +1)] for r in sorted(R, key=lambda r: (-size[r], r))]
+    return guided + _compute_edits(counts, R, T, size, blamed, idle)
+
+
+def _compute_edits(counts: Counts, R: range, T: range, size: list[int], blamed: int,
+                   idle: int) -> list[Edits]:
+    """More of the ``blamed`` type (largest racks first), alone or instead of the ``idle`` type
+    or of two of any other."""
+    guided = [[(r, blamed, +1)] for r in sorted(R, key=lambda r: (-size[r], r))]
     guided += [[(r, idle, -1), (r, blamed, +1)] for r in R if counts[r][idle] and idle != blamed]
     guided += [[(r, idle, -1)] for r in R if counts[r][idle] and idle != blamed]
     guided += [[(r, i, -2), (r, blamed, +1)] for r in R for i in T if i != blamed and counts[r][i] >= 2]
+    return guided
+
+
+def _other_edits(arch: ArchInstance) -> list[Edits]:
+    """Every single add, remove, swap (one for one, or two for one) and move between racks."""
+    T, R = range(len(arch.types)), range(arch.racks)
     others = [[(r, i, +1)] for r in R for i in T]
     others += [[(r, i, -1)] for r in R for i in T]
     others += [[(r, i, -1), (r, j, +1)] for r in R for i in T for j in T if i != j]
     others += [[(r, i, -2), (r, j, +1)] for r in R for i in T for j in T if i != j]
     others += [[(r, i, -1), (s, i, +1)] for r in R for s in R for i in T if r != s]
-    seen: set[Counts] = set()
-    out: tuple[list[Counts], list[Counts]] = ([], [])
-    for group, moves in ((0, guided), (1, others)):
-        for edits in moves:
-            changed = _change(counts, edits)
-            if changed is not None and changed not in seen:
-                seen.add(changed)
-                out[group].append(changed)
-    return out
+    return others
 
 
 #: A move outside the relief moves is evaluated instead when its surrogate is this much lower.

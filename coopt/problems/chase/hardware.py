@@ -210,10 +210,18 @@ def deployment_errors(hw: Hardware) -> list[tuple[str, str]]:
     """Every broken deployment rule as (field, what was expected), in file order. Names and
     references are checked first; the power, space, radix and reachability rules only when they
     hold (they read the references)."""
-    errors: list[tuple[str, str]] = []
-    errors += _name_errors(hw)
+    errors = _name_errors(hw)
     if errors:
         return errors
+    errors = _reference_errors(hw)
+    if errors:
+        return errors
+    return _port_errors(hw) + _rack_errors(hw) + _reach_errors(hw)
+
+
+def _reference_errors(hw: Hardware) -> list[tuple[str, str]]:
+    """Device types and racks that are not declared, link ends that are not nodes, self-loops."""
+    errors: list[tuple[str, str]] = []
     types = {t.name for t in hw.device_types}
     racks = {r.name for r in hw.racks}
     nodes = hw.node_index
@@ -235,8 +243,13 @@ def deployment_errors(hw: Hardware) -> list[tuple[str, str]]:
                                f"link {i} names '{end}', which is not a device or switch"))
         if link.ends[0] == link.ends[1]:
             errors.append((f"links[{i}].ends", f"link {i} joins '{link.ends[0]}' to itself"))
-    if errors:
-        return errors
+    return errors
+
+
+def _port_errors(hw: Hardware) -> list[tuple[str, str]]:
+    """Switches with more links than their radix, devices with more than their type's ports."""
+    errors: list[tuple[str, str]] = []
+    nodes = hw.node_index
     degree = [0] * len(nodes)
     for link in hw.links:
         for end in link.ends:
@@ -251,6 +264,12 @@ def deployment_errors(hw: Hardware) -> list[tuple[str, str]]:
         if ports and degree[i] > ports:
             errors.append((f"devices[{i}]", f"device '{d.name}' has {degree[i]} links, more than the "
                            f"{ports} ports of type '{d.type}'"))
+    return errors
+
+
+def _rack_errors(hw: Hardware) -> list[tuple[str, str]]:
+    """Racks whose devices and switches draw more power or take more space than they have."""
+    errors: list[tuple[str, str]] = []
     for i, rack in enumerate(hw.racks):
         members = [hw.type_of[j] for j, d in enumerate(hw.devices) if d.rack == rack.name]
         switches = [s for s in hw.switches if s.rack == rack.name]
@@ -262,13 +281,17 @@ def deployment_errors(hw: Hardware) -> list[tuple[str, str]]:
         if space > rack.units * (1 + 1e-12):
             errors.append((f"racks[{i}].units", f"rack '{rack.name}' holds devices and switches filling "
                            f"{space:g} U, more than its {rack.units} U"))
+    return errors
+
+
+def _reach_errors(hw: Hardware) -> list[tuple[str, str]]:
+    """The first device that cannot reach every other device over the links."""
     routes = hw.routes
     for p, d in enumerate(hw.devices):
         missing = [hw.devices[q].name for q in range(len(hw.devices)) if routes.path[p][q] is None]
         if missing:
-            errors.append(("links", f"device '{d.name}' cannot reach device '{missing[0]}' over the links"))
-            break
-    return errors
+            return [("links", f"device '{d.name}' cannot reach device '{missing[0]}' over the links")]
+    return []
 
 
 def _name_errors(hw: Hardware) -> list[tuple[str, str]]:

@@ -582,66 +582,90 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
     The device and exchange moves are the decoder's tuples, made once per instance
     (:class:`Decoder`), so a neighbourhood is mostly list extensions: it is built for every
     accepted move, and a first-improvement scan usually looks at a small part of it."""
-    assignment, order, position = decoder.assignment, decoder.order, decoder.position
+    assignment = decoder.assignment
     path, previous = decoder.critical_path()
-    following, on_device = decoder.following, decoder.on_device
-    devices_of, tasks_of = decoder.devices_of, decoder.tasks_of
-    device_moves, exchange_moves = decoder.device_moves, decoder.exchange_moves
-    everyone = tab.n <= EXCHANGE_ALL
-    if not everyone:
-        start, finish = decoder.start, decoder.finish
-        on: list[list[int]] = [[] for _ in range(tab.devices)]
-        for w in order:  # each device's tasks in its running order (so by start time)
-            on[assignment[w]].append(w)
-        starts_on = [[start[w] for w in tasks] for tasks in on]
-    at = position.__getitem__
-    universal = decoder.universal
-    member_lists = decoder.member_lists
+    device_moves = decoder.device_moves
+    near = None if tab.n <= EXCHANGE_ALL else _running_order(tab, decoder)
     moves: list[tuple] = []
-    add = moves.append
     for v in path:
         p = assignment[v]
         moves += device_moves[v][p]
-        last_pred = max(map(at, decoder.pred_tasks[v]), default=-1)
-        i = position[v]
-        if last_pred + 1 < i:
-            add(("position", v, last_pred + 1))
-        u = previous[v]
-        if u >= 0 and last_pred < position[u]:
-            add(("position", v, position[u]))
-        w = following[v]
-        if w >= 0 and min(map(at, decoder.succ_tasks[v]), default=len(order)) > position[w]:
-            add(("position", v, position[w] + 1))
-        if everyone:
-            if universal[v]:  # every task off p that can run on p
-                partners = tasks_of[p] & ~on_device[p]
-            else:
-                partners = 0
-                for q in tab.compatible[v]:
-                    if q != p:
-                        partners |= on_device[q]
-                partners &= tasks_of[p]
-            members = member_lists.get(partners)
-            if members is None:
-                members = member_lists[partners] = [*_members(partners)]
-            if members:
-                exchanges = operator.itemgetter(*members)(exchange_moves[v])
-                if len(members) == 1:
-                    add(exchanges)
-                else:
-                    moves += exchanges
-            continue
-        near: set[int] = set()
+        _add_position_moves(decoder, v, previous[v], moves)
+        if near is None:
+            _add_all_exchanges(tab, decoder, v, p, moves)
+        else:
+            _add_near_exchanges(tab, decoder, v, p, near, moves)
+    _add_chains(decoder, path, moves)
+    return moves
+
+
+def _add_position_moves(decoder: Decoder, v: int, u: int, moves: list[tuple]) -> None:
+    """Move critical task ``v`` right after its last predecessor, before its device predecessor
+    ``u``, or after its device successor, where precedence allows."""
+    position = decoder.position
+    at = position.__getitem__
+    last_pred = max(map(at, decoder.pred_tasks[v]), default=-1)
+    if last_pred + 1 < position[v]:
+        moves.append(("position", v, last_pred + 1))
+    if u >= 0 and last_pred < position[u]:
+        moves.append(("position", v, position[u]))
+    w = decoder.following[v]
+    if w >= 0 and min(map(at, decoder.succ_tasks[v]), default=len(decoder.order)) > position[w]:
+        moves.append(("position", v, position[w] + 1))
+
+
+def _add_all_exchanges(tab: Tables, decoder: Decoder, v: int, p: int, moves: list[tuple]) -> None:
+    """Exchange the devices of ``v`` (on ``p``) and of any task off ``p`` where both can run."""
+    on_device, tasks_of = decoder.on_device, decoder.tasks_of
+    if decoder.universal[v]:  # every task off p that can run on p
+        partners = tasks_of[p] & ~on_device[p]
+    else:
+        partners = 0
         for q in tab.compatible[v]:
-            if q == p or not on[q]:
-                continue
-            # the tasks of q that run while v does, and EXCHANGE_NEAR before and after them
-            first = bisect.bisect_right(starts_on[q], start[v]) - 1
-            last = bisect.bisect_left(starts_on[q], finish[v])
-            near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
-        moves += [("exchange", v, w) for w in sorted(near) if devices_of[w] >> p & 1]
-    held = [assignment[v] for v in path]
-    runs = [devices_of[v] for v in path]
+            if q != p:
+                partners |= on_device[q]
+        partners &= tasks_of[p]
+    member_lists = decoder.member_lists
+    members = member_lists.get(partners)
+    if members is None:
+        members = member_lists[partners] = [*_members(partners)]
+    if members:
+        exchanges = operator.itemgetter(*members)(decoder.exchange_moves[v])
+        if len(members) == 1:
+            moves.append(exchanges)
+        else:
+            moves += exchanges
+
+
+def _running_order(tab: Tables, decoder: Decoder) -> tuple[list[list[int]], list[list[float]]]:
+    """Each device's tasks in its running order (so by start time), and their start times."""
+    on: list[list[int]] = [[] for _ in range(tab.devices)]
+    for w in decoder.order:
+        on[decoder.assignment[w]].append(w)
+    return on, [[decoder.start[w] for w in tasks] for tasks in on]
+
+
+def _add_near_exchanges(tab: Tables, decoder: Decoder, v: int, p: int,
+                        near_by: tuple[list[list[int]], list[list[float]]], moves: list[tuple]) -> None:
+    """Exchange ``v`` with the tasks of each other device that run while it does, and
+    ``EXCHANGE_NEAR`` before and after them, where both can run on the other's device."""
+    on, starts_on = near_by
+    start, finish, devices_of = decoder.start, decoder.finish, decoder.devices_of
+    near: set[int] = set()
+    for q in tab.compatible[v]:
+        if q == p or not on[q]:
+            continue
+        first = bisect.bisect_right(starts_on[q], start[v]) - 1
+        last = bisect.bisect_left(starts_on[q], finish[v])
+        near.update(on[q][max(0, first - EXCHANGE_NEAR):last + EXCHANGE_NEAR])
+    moves += [("exchange", v, w) for w in sorted(near) if devices_of[w] >> p & 1]
+
+
+def _add_chains(decoder: Decoder, path: list[int], moves: list[tuple]) -> None:
+    """Put 2, then 3, consecutive critical tasks that are not all on one device on a device
+    every one of them can run on."""
+    held = [decoder.assignment[v] for v in path]
+    runs = [decoder.devices_of[v] for v in path]
     for i in range(len(path) - 1):  # chains of 2
         if held[i] != held[i + 1]:
             shared = runs[i] & runs[i + 1]
@@ -654,7 +678,6 @@ def _moves(tab: Tables, decoder: Decoder) -> list[tuple]:
             if shared:
                 subject = (path[i], path[i + 1], path[i + 2])
                 moves += [("chain", subject, q) for q in _members(shared)]
-    return moves
 
 
 def _apply(decoder: Decoder, move: tuple) -> tuple[list[int], list[int], int]:
@@ -858,7 +881,7 @@ def fast_local_search(inst: Instance, seed: int = 0) -> Solution:
     descent, the rounds stop after ``PATIENCE * B`` trials without a better schedule, after
     ``CAP * B`` trials, or at the critical-path or load bound. Where :func:`local_search` spends
     a third to two thirds of its time descending every start, however poor, before its first
-    kick, this one descends a start only while the search has not settled (issue 19: 2-3x less
+    kick, this one descends a start only while the search has not settled (2-3x less
     CPU on the bench's tasks; gaps to the optimum on its families 0.42 / 3.82 % geomean / worst
     against 0.32 / 3.61 %, docs/chase.md).
 

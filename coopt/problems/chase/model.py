@@ -1,5 +1,6 @@
-"""Data model, declared fields, loader, checker and generator of the ``chase`` mapping problem (see
-:mod:`coopt.problems.chase` for the formulation, its symbols and sources).
+"""Declared fields, loader, checker and generator of the ``chase`` mapping problem (see
+:mod:`coopt.problems.chase` for the formulation, its symbols and sources; the data model,
+:class:`Instance` and its :class:`Tables`, is in :mod:`.instance`).
 
 A solution maps every task to a device and gives its start time::
 
@@ -36,8 +37,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import replace
 from typing import Any
 
 from coopt.errors import InstanceError
@@ -51,7 +51,10 @@ from coopt.problems.chase.hardware import (
     Switch,
     deployment_errors,
 )
-from coopt.problems.chase.workloads import Edge, Task, Workload, random_layered, run_time
+from coopt.problems.chase.instance import Instance, Tables
+from coopt.problems.chase.schedule import replay_order
+from coopt.problems.chase.simulator import simulate
+from coopt.problems.chase.workloads import Edge, Task, Workload, random_layered
 from coopt.schema import Field, Schema
 
 #: Largest sizes a file may declare (the all-pairs routing table and the MILP grow with them).
@@ -143,89 +146,7 @@ SCHEMA = Schema(
     version=1,
 )
 
-# -- data model ----------------------------------------------------------------------------------
-
-
-class Tables:
-    """Index-based views of one instance for the methods (built once, read often).
-
-    ``time[v][p]`` run time (inf: incompatible); ``compatible[v]`` devices in index order;
-    ``preds[v]`` / ``succs[v]`` lists of (task, edge); ``source``, ``target``, ``data`` per edge;
-    ``topo`` a topological order (Kahn, smallest index first) and ``position[v]`` its rank;
-    ``latency`` and ``inverse_bandwidth`` the routing table (device x device)."""
-
-    def __init__(self, inst: Instance):
-        hw, wl = inst.hardware, inst.workload
-        self.n, self.devices = len(wl.tasks), len(hw.devices)
-        self.task_names = [t.name for t in wl.tasks]
-        self.device_names = [d.name for d in hw.devices]
-        index = {name: v for v, name in enumerate(self.task_names)}
-        kinds = hw.type_of
-        self.time = [[run_time(task, p, kinds[p]) for p in range(self.devices)] for task in wl.tasks]
-        self.compatible = [[p for p in range(self.devices) if math.isfinite(row[p])] for row in self.time]
-        self.source = [index[e.source] for e in wl.edges]
-        self.target = [index[e.target] for e in wl.edges]
-        self.data = [e.data for e in wl.edges]
-        self.preds: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
-        self.succs: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
-        for e, (u, v) in enumerate(zip(self.source, self.target, strict=True)):
-            self.preds[v].append((u, e))
-            self.succs[u].append((v, e))
-        self.topo = _kahn(self.n, self.succs, [len(p) for p in self.preds])
-        self.position = [0] * self.n
-        for rank, v in enumerate(self.topo):
-            self.position[v] = rank
-        routes = hw.routes
-        self.latency = [list(row) for row in routes.latency]
-        self.inverse_bandwidth = [list(row) for row in routes.inverse_bandwidth]
-
-    @property
-    def acyclic(self) -> bool:
-        return len(self.topo) == self.n
-
-    def comm(self, e: int, p: int, q: int) -> float:
-        """Contention-free transfer time of edge ``e`` from device ``p`` to device ``q``."""
-        if p == q:
-            return 0.0
-        return self.latency[p][q] + self.data[e] * self.inverse_bandwidth[p][q]
-
-
-def _kahn(n: int, succs: list[list[tuple[int, int]]], indegree: list[int]) -> list[int]:
-    """A topological order, smallest ready index first (fewer than ``n`` entries on a cycle)."""
-    import heapq
-
-    indegree = list(indegree)
-    ready = [v for v in range(n) if indegree[v] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        v = heapq.heappop(ready)
-        order.append(v)
-        for s, _ in succs[v]:
-            indegree[s] -= 1
-            if indegree[s] == 0:
-                heapq.heappush(ready, s)
-    return order
-
-
-@dataclass(frozen=True)
-class Instance:
-    """A hardware graph and a workload DAG (SI units inside)."""
-
-    hardware: Hardware
-    workload: Workload
-
-    @cached_property
-    def tables(self) -> Tables:
-        return Tables(self)
-
-    @property
-    def n_tasks(self) -> int:
-        return len(self.workload.tasks)
-
-    @property
-    def n_devices(self) -> int:
-        return len(self.hardware.devices)
+# -- rules ---------------------------------------------------------------------------------------
 
 
 def workload_errors(inst: Instance) -> list[tuple[str, str]]:
@@ -388,9 +309,6 @@ def makespan(inst: Instance, assignment: list[int], start: list[float]) -> float
 def make_solution(inst: Instance, assignment: list[int], start: list[float]) -> Solution:
     """The JSON solution of a schedule: its makespan, mapping, start times and the makespan the
     simulator with link contention gives the same mapping (:func:`.simulator.simulate`)."""
-    from coopt.problems.chase.schedule import replay_order
-    from coopt.problems.chase.simulator import simulate
-
     tab = inst.tables
     order = replay_order(tab, assignment, start)
     return {
@@ -459,8 +377,6 @@ def check(inst: Instance, solution: Solution) -> list[Violation]:
             violations.append(Violation("precedence",
                                         f"task '{tab.task_names[v]}' starts at {start[v]:.9g} s, "
                                         f"before the data of '{tab.task_names[u]}' arrives at {ready:.9g} s"))
-    from coopt.problems.chase.schedule import replay_order
-
     order = replay_order(tab, assignment, start)
     last: dict[int, int] = {}
     for v in order:
@@ -473,8 +389,6 @@ def check(inst: Instance, solution: Solution) -> list[Violation]:
         last[p] = v
     if violations:
         return violations
-    from coopt.problems.chase.simulator import simulate
-
     simulated = simulate(inst, assignment, order).makespan
     claimed = solution.get("simulated_makespan_s")
     if (isinstance(claimed, bool) or not isinstance(claimed, int | float)

@@ -11,6 +11,8 @@
   the routed transfer times of this instance), both ignoring device conflicts: relaxations, so
   ``S_v >= head(v, p)`` and ``C >= S_v + t_v(p) + tail(v, p)`` hold in every schedule with ``v``
   on ``p``;
+* :func:`serial_bound` is a makespan every instance can reach (the MILP's horizon without a warm
+  start);
 * :func:`device_classes` finds interchangeable devices (the MILP's symmetry breaking).
 """
 
@@ -21,7 +23,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coopt.problems.chase.model import Instance, Tables
+    from coopt.problems.chase.instance import Instance, Tables
 
 
 def replay_order(tab: Tables, assignment: list[int], start: list[float]) -> list[int]:
@@ -108,6 +110,20 @@ def critical_path_bound(tab: Tables, head: list[list[float]] | None = None,
     head = heads(tab) if head is None else head
     tail = tails(tab) if tail is None else tail
     return max(min(head[v][p] + tab.time[v][p] + tail[v][p] for p in tab.compatible[v]) for v in range(tab.n))
+
+
+def serial_bound(tab: Tables) -> float:
+    """An upper bound on the optimal makespan computed without any heuristic: ``sum_v t_v(p_v) +
+    sum_e c_e(p_u, p_v)`` with every task on its fastest device ``p_v`` (the first on ties).
+    Proof: run the tasks one at a time in topological order on those devices, each as soon as the
+    previous one has finished and its inputs have arrived. A task starts at most the longest
+    transfer into it after the previous task ends, so the last one ends by the sum of all run
+    times and of all transfers: a feasible schedule of that makespan exists. O(n P + e)."""
+    fastest = [min(tab.compatible[v], key=lambda p: tab.time[v][p]) for v in range(tab.n)]
+    run_times = sum(tab.time[v][fastest[v]] for v in range(tab.n))
+    transfers = sum(tab.comm(e, fastest[u], fastest[v])
+                    for e, (u, v) in enumerate(zip(tab.source, tab.target, strict=True)))
+    return run_times + transfers
 
 
 def device_classes(inst: Instance) -> list[list[int]]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coopt.problems.chase.model import Instance
+    from coopt.problems.chase.instance import Instance
 
 FINISH, ARRIVE = 0, 1
 
@@ -108,122 +108,151 @@ def simulate(
     seed: int = 0,
 ) -> Telemetry:
     """Replay ``assignment`` in ``order`` (see the module docstring) and return its telemetry."""
-    tab, hw = inst.tables, inst.hardware
-    routes = hw.routes
-    n, P = tab.n, tab.devices
     rng = random.Random(seed)
+    tab = inst.tables
     duration = [tab.time[v][assignment[v]] * (1.0 + jitter * rng.random() if jitter else 1.0)
-                for v in range(n)]
-    queue: list[list[int]] = [[] for _ in range(P)]
-    for v in order:
-        queue[assignment[v]].append(v)
-    pointer = [0] * P
-    idle = [True] * P
-    waiting = [len(tab.preds[v]) for v in range(n)]
-    last_arrival = [-1] * n  # the edge whose data arrived last (-1: none yet)
-    arrival_time = [0.0] * n
-    start, finish = [math.nan] * n, [math.nan] * n
-    previous_on_device = [-1] * n
-    last_finished = [-1] * P
-    busy = [0.0] * P
-    links = len(hw.links)
-    capacity = [hw.links[i // 2].bandwidth for i in range(2 * links)]
-    link_bytes, link_busy = [0.0] * (2 * links), [0.0] * (2 * links)
-    transfers: dict[int, Transfer] = {}
-    events: list[tuple[float, int, int, int]] = []  # (time, sequence, kind, task or edge)
-    sequence = 0
-    flows: dict[int, list] = {}  # edge -> [remaining bytes, send time, resources, rate]
-    now = 0.0
+                for v in range(tab.n)]
+    replay = _Replay(inst, assignment, order, duration, contention)
+    replay.run()
+    if any(math.isnan(f) for f in replay.finish):
+        raise ValueError("the order is not a topological order of the task graph")
+    telemetry = Telemetry(max(replay.finish, default=0.0), replay.start, replay.finish, replay.busy,
+                          replay.link_bytes, replay.link_busy, replay.transfers)
+    telemetry.blame = _blame(inst, assignment, telemetry, replay.previous_on_device, replay.last_arrival,
+                             duration)
+    return telemetry
 
-    def push(time: float, kind: int, what: int) -> None:
-        nonlocal sequence
-        heapq.heappush(events, (time, sequence, kind, what))
-        sequence += 1
 
-    def try_start(p: int, at: float) -> None:
-        if not idle[p] or pointer[p] == len(queue[p]):
+class _Replay:
+    """The state of one replay: device queues, the event heap (finishes and arrivals, in time
+    and then insertion order) and the flows in flight with their max-min fair rates."""
+
+    def __init__(self, inst: Instance, assignment: list[int], order: list[int], duration: list[float],
+                 contention: bool):
+        tab, hw = inst.tables, inst.hardware
+        self.tab, self.hw, self.routes = tab, hw, hw.routes
+        self.assignment, self.duration, self.contention = assignment, duration, contention
+        n, P = tab.n, tab.devices
+        self.queue: list[list[int]] = [[] for _ in range(P)]
+        for v in order:
+            self.queue[assignment[v]].append(v)
+        self.pointer = [0] * P
+        self.idle = [True] * P
+        self.waiting = [len(tab.preds[v]) for v in range(n)]
+        self.last_arrival = [-1] * n  # the edge whose data arrived last (-1: none yet)
+        self.arrival_time = [0.0] * n
+        self.start, self.finish = [math.nan] * n, [math.nan] * n
+        self.previous_on_device = [-1] * n
+        self.last_finished = [-1] * P
+        self.busy = [0.0] * P
+        links = len(hw.links)
+        self.capacity = [hw.links[i // 2].bandwidth for i in range(2 * links)]
+        self.link_bytes, self.link_busy = [0.0] * (2 * links), [0.0] * (2 * links)
+        self.transfers: dict[int, Transfer] = {}
+        self.events: list[tuple[float, int, int, int]] = []  # (time, sequence, kind, task or edge)
+        self.sequence = 0
+        self.flows: dict[int, list] = {}  # edge -> [remaining bytes, send time, resources, rate]
+        self.now = 0.0
+
+    def push(self, time: float, kind: int, what: int) -> None:
+        heapq.heappush(self.events, (time, self.sequence, kind, what))
+        self.sequence += 1
+
+    def try_start(self, p: int, at: float) -> None:
+        if not self.idle[p] or self.pointer[p] == len(self.queue[p]):
             return
-        v = queue[p][pointer[p]]
-        if waiting[v]:
+        v = self.queue[p][self.pointer[p]]
+        if self.waiting[v]:
             return
-        pointer[p] += 1
-        idle[p] = False
-        start[v] = at
-        previous_on_device[v] = last_finished[p]
-        finish[v] = at + duration[v]
-        busy[p] += duration[v]
-        push(finish[v], FINISH, v)
+        self.pointer[p] += 1
+        self.idle[p] = False
+        self.start[v] = at
+        self.previous_on_device[v] = self.last_finished[p]
+        self.finish[v] = at + self.duration[v]
+        self.busy[p] += self.duration[v]
+        self.push(self.finish[v], FINISH, v)
 
-    def bottleneck_link(route: tuple[tuple[int, int], ...]) -> int:
-        return min(route, key=lambda hop: (hw.links[hop[0]].bandwidth, hop[0]))[0] if route else -1
+    def bottleneck_link(self, route: tuple[tuple[int, int], ...]) -> int:
+        return min(route, key=lambda hop: (self.hw.links[hop[0]].bandwidth, hop[0]))[0] if route else -1
 
-    for p in range(P):
-        try_start(p, 0.0)
-    while events or flows:
-        done_at = {e: now + flow[0] / flow[3] for e, flow in flows.items()}
-        next_flow = min(done_at.values(), default=math.inf)
-        next_event = events[0][0] if events else math.inf
-        at = min(next_flow, next_event)
-        if flows:
-            step = at - now
+    def run(self) -> None:
+        for p in range(self.tab.devices):
+            self.try_start(p, 0.0)
+        while self.events or self.flows:
+            done_at = {e: self.now + flow[0] / flow[3] for e, flow in self.flows.items()}
+            next_flow = min(done_at.values(), default=math.inf)
+            next_event = self.events[0][0] if self.events else math.inf
+            self.advance(min(next_flow, next_event))
+            if next_flow <= next_event:
+                self.land([e for e, t in done_at.items() if t <= next_flow * (1 + 1e-12)])
+                continue
+            _, _, kind, what = heapq.heappop(self.events)
+            if kind == FINISH:
+                self.on_finish(what)
+            else:
+                self.on_arrive(what)
+
+    def advance(self, at: float) -> None:
+        """Move the flows in flight on to time ``at`` (bytes sent, link busy time)."""
+        if self.flows:
+            step = at - self.now
             touched = set()
-            for flow in flows.values():
+            for flow in self.flows.values():
                 flow[0] -= flow[3] * step
                 touched.update(flow[2])
             for res in touched:
-                link_busy[res] += step
-        now = at
-        if next_flow <= next_event:
-            for e in [e for e, t in done_at.items() if t <= next_flow * (1 + 1e-12)]:
-                flow = flows.pop(e)
-                u, v = tab.source[e], tab.target[e]
-                p, q = assignment[u], assignment[v]
-                arrive = now + routes.latency[p][q]
-                ideal = routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
-                transfers[e] = Transfer(e, flow[1], now, arrive, ideal, bottleneck_link(routes.path[p][q]))
-                push(arrive, ARRIVE, e)
-            if flows:
-                _fair_rates(flows, capacity)
-            continue
-        _, _, kind, what = heapq.heappop(events)
-        if kind == FINISH:
-            v = what
-            p = assignment[v]
-            idle[p] = True
-            last_finished[p] = v
-            started = False
-            for s, e in tab.succs[v]:
-                q = assignment[s]
-                if q == p:
-                    push(now, ARRIVE, e)
-                    continue
-                route = routes.path[p][q]
-                for link, direction in route:
-                    link_bytes[2 * link + direction] += tab.data[e]
-                ideal = routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
-                if not contention or tab.data[e] == 0:
-                    arrive = finish[v] + routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
-                    transfers[e] = Transfer(e, now, arrive - routes.latency[p][q], arrive, ideal,
-                                            bottleneck_link(route))
-                    push(arrive, ARRIVE, e)
-                else:
-                    flows[e] = [tab.data[e], now, [2 * link + direction for link, direction in route], 0.0]
-                    started = True
-            if started:
-                _fair_rates(flows, capacity)
-            try_start(p, now)
-        else:
-            e = what
-            v = tab.target[e]
-            waiting[v] -= 1
-            if now >= arrival_time[v]:
-                arrival_time[v], last_arrival[v] = now, e
-            try_start(assignment[v], now)
-    if any(math.isnan(f) for f in finish):
-        raise ValueError("the order is not a topological order of the task graph")
-    telemetry = Telemetry(max(finish, default=0.0), start, finish, busy, link_bytes, link_busy, transfers)
-    telemetry.blame = _blame(inst, assignment, telemetry, previous_on_device, last_arrival, duration)
-    return telemetry
+                self.link_busy[res] += step
+        self.now = at
+
+    def land(self, edges: list[int]) -> None:
+        """The flows of ``edges`` have sent their last byte: their data arrives a latency later."""
+        tab, routes, now = self.tab, self.routes, self.now
+        for e in edges:
+            flow = self.flows.pop(e)
+            p, q = self.assignment[tab.source[e]], self.assignment[tab.target[e]]
+            arrive = now + routes.latency[p][q]
+            ideal = routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
+            self.transfers[e] = Transfer(e, flow[1], now, arrive, ideal,
+                                         self.bottleneck_link(routes.path[p][q]))
+            self.push(arrive, ARRIVE, e)
+        if self.flows:
+            _fair_rates(self.flows, self.capacity)
+
+    def on_finish(self, v: int) -> None:
+        """Task ``v`` ends: its device frees, and its outputs leave (at once on the same device)."""
+        tab, routes, now = self.tab, self.routes, self.now
+        p = self.assignment[v]
+        self.idle[p] = True
+        self.last_finished[p] = v
+        started = False
+        for s, e in tab.succs[v]:
+            q = self.assignment[s]
+            if q == p:
+                self.push(now, ARRIVE, e)
+                continue
+            route = routes.path[p][q]
+            for link, direction in route:
+                self.link_bytes[2 * link + direction] += tab.data[e]
+            ideal = routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
+            if not self.contention or tab.data[e] == 0:
+                arrive = self.finish[v] + routes.latency[p][q] + tab.data[e] * routes.inverse_bandwidth[p][q]
+                self.transfers[e] = Transfer(e, now, arrive - routes.latency[p][q], arrive, ideal,
+                                             self.bottleneck_link(route))
+                self.push(arrive, ARRIVE, e)
+            else:
+                self.flows[e] = [tab.data[e], now, [2 * link + direction for link, direction in route], 0.0]
+                started = True
+        if started:
+            _fair_rates(self.flows, self.capacity)
+        self.try_start(p, now)
+
+    def on_arrive(self, e: int) -> None:
+        """The data of edge ``e`` has arrived at its consumer."""
+        v = self.tab.target[e]
+        self.waiting[v] -= 1
+        if self.now >= self.arrival_time[v]:
+            self.arrival_time[v], self.last_arrival[v] = self.now, e
+        self.try_start(self.assignment[v], self.now)
 
 
 def _blame(inst: Instance, assignment: list[int], tel: Telemetry, previous: list[int],

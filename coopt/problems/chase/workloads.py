@@ -23,7 +23,7 @@ Generators (each returns a :class:`Workload` with roofline tasks, so it runs on 
   of the activation per shard) and pipeline parallelism ``pp`` (stage boundaries pass the
   activation); training adds the backward pass (twice the forward FLOPs) in reverse order;
 * :func:`sparse_kernel`: a row-block SpMV ``y = A x`` followed by a dot-product tree, memory-bound
-  tasks with halo exchanges between neighbouring blocks (the sparse kernels of the issue).
+  tasks with halo exchanges between neighbouring blocks (the sparse kernels the research notes name).
 """
 
 from __future__ import annotations

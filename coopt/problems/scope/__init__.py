@@ -48,45 +48,39 @@ A segment ``s = [i..j]`` with ``k`` clusters and bottleneck ``tau_s = max_c tau_
 the running segment). The objective is the batch time ``sum_s T_s`` in seconds (minimise);
 throughput is ``b / sum_s T_s``.
 
-Exact methods. ``exact`` is the dynamic program of :func:`coopt.problems.scope.heuristics.dynamic_program`
-(segments x clusters x chiplet counts x partitions). ``milp`` is the segment-by-count MILP of
-:mod:`.milp`, bounded by and warm-started from the ``search`` heuristic
-(:func:`coopt.problems.scope.heuristics.milp_model`, the registered ``build``); the single-segment MILP with
-a fixed cluster count (:func:`.milp.build_segment`, the notes' k-sweep) is tested against the
-DP per segment and per ``k``. ``bound`` (:func:`coopt.problems.scope.heuristics.bound`) is a dual bound at
-any size; the oracle is the full enumeration of :mod:`.brute`.
+Exact methods. ``exact`` is the dynamic program of :func:`.dp.dynamic_program` (segments x
+clusters x chiplet counts x partitions). ``milp`` is the segment-by-count MILP of :mod:`.milp`
+(the registered ``build``), bounded by the value of the ``search`` heuristic, the problem's
+``warm_start`` that the runner runs, checks and hands in; without it the model is unpruned. The
+single-segment MILP with a fixed cluster count (:func:`.milp.build_segment`, the notes' k-sweep)
+is tested against the DP per segment and per ``k``. ``bound`` (:func:`.bound.bound`) is a dual
+bound at any size; the oracle is the full enumeration of :mod:`.brute`.
 
 Layout: the declared fields, data model, cost model and checker are in :mod:`.model`, the
-workloads (ResNet chains, synthetic chains) in :mod:`.workloads`, the MILP in :mod:`.milp`, the
-enumeration in :mod:`.brute`, the DP, the bound and the heuristics in :mod:`coopt.problems.scope.heuristics`.
+workloads (ResNet chains, synthetic chains) in :mod:`.workloads`, the memoised Pareto fronts in
+:mod:`.fronts`, the DP in :mod:`.dp`, the heuristics in :mod:`.heuristics`, the MILP in
+:mod:`.milp`, the dual bound in :mod:`.bound`, the enumeration in :mod:`.brute`.
 """
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
-from coopt.problems.scope import brute, heuristics
-from coopt.problems.scope.milp import extract
-from coopt.problems.scope.model import SCHEMA, check, dump, generate, load, objective
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
+from coopt.problems.scope import bound, brute, dp, heuristics, milp, model
 
 PROBLEM = Problem(
     name="scope",
     summary="Merged-pipeline mapping of a CNN layer chain onto a multi-chip module (min batch time)",
     source="Huang, Jia, Zou, Liu, Scope, arXiv 2602.14393 (2026); cost model reconstructed [R]",
     sense="min",
-    load=load,
-    dump=dump,
-    check=check,
-    objective=objective,
-    generate=generate,
-    build=heuristics.milp_model,
-    extract=extract,
+    **model_fields(model),
+    **exact_fields(milp),
     heuristics=heuristics.HEURISTICS,
-    exact=heuristics.exact,
+    warm_start=heuristics.search,
+    exact=dp.exact,
     sizes=(1, 2, 4),
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
-    schema=SCHEMA,
     objective_name="batch time",
     objective_unit="s",
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
-    bound=heuristics.bound,
+    bound=bound.bound,
 )

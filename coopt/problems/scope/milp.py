@@ -24,7 +24,7 @@ Why this form. The pipeline term ``(b + k_s - 1) tau_s`` multiplies the cluster 
 bottleneck; indexing the segment by its count makes it linear with no big-M (the interval MILP
 before it linearised one ``tau_s`` per cluster with ``tau_s - taubar_s (1 - placed)``, whose LP
 was 60-97 % of the optimum and whose big-M let HiGHS report optima 1e-6 below the true value;
-docs/scope.md has the before/after table). With ``z`` and ``x`` binary, ``w`` is integral: a
+docs/notes/scope.md has the before/after table). With ``z`` and ``x`` binary, ``w`` is integral: a
 chosen cluster lies in exactly one chosen segment, whose one ``k`` carries it. ``theta_{s,k}`` is
 then the largest stage time of ``s``'s clusters, ``(b + k - 1) theta + load + spill`` is ``T_s``.
 
@@ -42,7 +42,8 @@ Restrictions of the search, each with the proof that it loses nothing:
   plus the least cost of covering the layers outside ``s``, where ``lo_s`` (:func:`bottleneck_floor`)
   bounds every bottleneck of ``s`` from below and the outside cost is a shortest path over the
   segments' floors (:func:`segment_floor`). The optimum costs at most ``U``, so none of its
-  choices is dropped; the incumbent is also the warm start (``model.warm_start``).
+  choices is dropped. The incumbent only bounds the search: it is not handed to HiGHS as a start
+  (one such start once led HiGHS 1.16 to claim a false optimum; ``tests/test_scope.py``).
 
 The checker judges exactly this problem; each model row has its counterpart there and back:
 
@@ -152,16 +153,25 @@ def covering_floors(inst: Instance, segments: list[tuple[int, int]]) -> tuple[li
 
 def build(inst: Instance, incumbent: Solution | None = None) -> pyo.ConcreteModel:
     """The segment-by-count MILP of the module docstring; with ``incumbent`` (a mapping the
-    checker accepts) the search is bounded by its value."""
+    checker accepts) the search is bounded by its value. It never runs a heuristic itself."""
     unit = _time_unit(inst)
     stage_unit = unit / (inst.batch * STAGE_SCALE)
-    L, M, b, lam = inst.n_layers, inst.chiplets, inst.batch, inst.max_cluster_layers
     options = _cluster_candidates(inst)
-    segments = [(i, j) for i in range(L) for j in range(i, L) if segment_candidate(inst, i, j)]
     cap = math.inf if incumbent is None else float(incumbent["objective"]) * (1 + 1e-9)
-    before, after = covering_floors(inst, segments)
+    rows = _option_rows(inst, options, cap, stage_unit)
+    return _model(inst, options, rows, unit, stage_unit)
 
-    rows: dict[tuple[int, int, int], list[tuple[int, int, int, float]]] = {}  # (s, k) -> (c, a, tau)
+
+Rows = dict[tuple[int, int, int], list[tuple[int, int, int, float]]]  # (s, k) -> (c, a, tau)
+
+
+def _option_rows(inst: Instance, options: dict, cap: float, stage_unit: float) -> Rows:
+    """The candidate ``(s, k)`` and, for each, its options ``(c, a)`` with their stage times in
+    units of ``stage_unit``: those the counting and the incumbent bound (``cap``) keep."""
+    L, M, b = inst.n_layers, inst.chiplets, inst.batch
+    segments = [(i, j) for i in range(L) for j in range(i, L) if segment_candidate(inst, i, j)]
+    before, after = covering_floors(inst, segments)
+    rows: Rows = {}
     for i, j in segments:
         inner = [(c, opts) for c, opts in options.items() if i <= c[0] and c[1] <= j]
         if not inner:
@@ -172,20 +182,38 @@ def build(inst: Instance, incumbent: Solution | None = None) -> pyo.ConcreteMode
         for k in range(1, min(M, j - i + 1) + 1):
             if (b + k - 1) * low + fixed + outside > cap:
                 continue
-            found = []
-            for (ci, cj), opts in inner:
-                if k == 1 and (ci, cj) != (i, j):
-                    continue
-                if cj - ci > j - i - (k - 1) or -(-(ci - i) // lam) - (-(j - cj) // lam) > k - 1:
-                    continue
-                cut = cut_time(inst, cj) if cj != j else 0.0
-                for a, _, busy in opts:
-                    tau = busy + cut
-                    if a <= M - (k - 1) * fewest and (b + k - 1) * max(tau, low) + fixed + outside <= cap:
-                        found.append((ci, cj, a, tau / stage_unit))
+            found = _count_rows(inst, (i, j, k), inner, (low, fixed, outside, fewest), cap, stage_unit)
             if found:
                 rows[(i, j, k)] = found
+    return rows
 
+
+def _count_rows(inst: Instance, sk: tuple[int, int, int], inner: list,
+                floors: tuple[float, float, float, int], cap: float,
+                stage_unit: float) -> list[tuple[int, int, int, float]]:
+    """The options of ``(s, k)`` (``s = [i..j]``) the counting and the incumbent bound keep;
+    ``floors`` holds the segment's bottleneck floor, its fixed cost, the least cost outside it,
+    and the fewest chiplets any of its clusters runs on."""
+    i, j, k = sk
+    low, fixed, outside, fewest = floors
+    M, b, lam = inst.chiplets, inst.batch, inst.max_cluster_layers
+    found = []
+    for (ci, cj), opts in inner:
+        if k == 1 and (ci, cj) != (i, j):
+            continue
+        if cj - ci > j - i - (k - 1) or -(-(ci - i) // lam) - (-(j - cj) // lam) > k - 1:
+            continue
+        cut = cut_time(inst, cj) if cj != j else 0.0
+        for a, _, busy in opts:
+            tau = busy + cut
+            if a <= M - (k - 1) * fewest and (b + k - 1) * max(tau, low) + fixed + outside <= cap:
+                found.append((ci, cj, a, tau / stage_unit))
+    return found
+
+
+def _model(inst: Instance, options: dict, rows: Rows, unit: float, stage_unit: float) -> pyo.ConcreteModel:
+    """The Pyomo model over the kept rows."""
+    L, M, b = inst.n_layers, inst.chiplets, inst.batch
     m = pyo.ConcreteModel(name="scope")
     m.objective_unit = unit
     m.options = options
