@@ -13,18 +13,12 @@ import sympy as sp
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.problem import SolveOptions, close
-from coopt.problems.lightcode import PROBLEM, heuristics
+from coopt.problems.lightcode import PROBLEM, decomposition, heuristics, schedule
 from coopt.problems.lightcode.closed_forms import ROLE_BOUND
+from coopt.problems.lightcode.data import Limits
+from coopt.problems.lightcode.graph import ptu_cycles, stacked_graph
 from coopt.problems.lightcode.milp import incomparable_pairs, makespan_relaxation
-from coopt.problems.lightcode.model import (
-    Limits,
-    check,
-    energy,
-    makespan,
-    objective,
-    ptu_cycles,
-    stacked_graph,
-)
+from coopt.problems.lightcode.model import check, energy, makespan, objective
 from coopt.registry import closed_forms as bounds
 from coopt.run import run
 from coopt.solvers.highs import solve_model
@@ -230,7 +224,7 @@ def test_checker_and_milp_share_the_side_constraint_slack():
     """A budget just below the fastest assignment's energy, inside the slack both sides allow:
     the checker accepts that assignment, so the exact optimum must be it (a checker more lenient
     than the model would let a heuristic beat a proven optimum)."""
-    from coopt.problems.lightcode.model import SIDE_TOL
+    from coopt.problems.lightcode.data import SIDE_TOL
 
     base = replace(shipped("0-gpt2-small-makespan.toml"), objective="latency_sum")
     g = stacked_graph(base)
@@ -247,7 +241,7 @@ def test_exact_reports_a_bound_that_the_brute_force_respects():
 
     for seed in (5, 9, 30):  # Llama makespan instances: the decomposition's segment MILPs
         instance = brute.tiny(seed)
-        outcome = heuristics.exact(instance, EXACT)
+        outcome = decomposition.exact(instance, EXACT)
         truth = brute.optimum(instance)
         assert outcome.status == "optimal" and outcome.bound is not None
         assert outcome.bound <= truth * (1 + 1e-9) and outcome.bound >= truth * (1 - 1e-8)
@@ -258,7 +252,7 @@ def test_checker_catches_two_operators_on_one_device_at_once():
     instance = shipped("0-llama-tiny-makespan.toml")
     g = stacked_graph(instance)
     assign = ["gpu"] * len(g.ops)
-    start = heuristics.list_schedule(g, assign)
+    start = schedule.list_schedule(g, assign)
     q, k = (next(v for v, op in enumerate(g.ops) if op.role == r) for r in ("q", "k"))
     assert (min(q, k), max(q, k)) in incomparable_pairs(g)
     start[k] = start[q]  # both inputs are ready then, but the GPU is busy with q
@@ -313,7 +307,7 @@ def test_relaxation_lower_bounds_the_makespan_and_the_list_schedule_upper_bounds
         for method in PROBLEM.heuristics:
             solution = PROBLEM.heuristics[method](instance)
             assign = devices_of(instance, solution)
-            start = heuristics.list_schedule(g, assign)
+            start = schedule.list_schedule(g, assign)
             load_bound = max(
                 sum(g.stacks[v][d].latency for v in range(len(g.ops)) if assign[v] == d) for d in set(assign)
             )
@@ -331,7 +325,7 @@ def test_energy_and_latency_optima_differ_and_trade_off():
         assert a_frugal != a_fast
         assert energy(g, a_frugal) < energy(g, a_fast)
         fastest = objective(fast, optimum(fast)) / 1e6
-        assert fastest < makespan(g, a_frugal, heuristics.list_schedule(g, a_frugal))
+        assert fastest < makespan(g, a_frugal, schedule.list_schedule(g, a_frugal))
 
 
 def test_without_a_ptu_the_optimum_is_the_all_gpu_baseline():
@@ -398,7 +392,7 @@ def test_greedy_per_operator_is_exact_under_the_authors_transfers():
 
 def test_articulation_operators_cut_every_path():
     g = stacked_graph(shipped("1-llama-L512-energy.toml"))
-    cuts = heuristics.articulation_operators(g)
+    cuts = schedule.articulation_operators(g)
     assert cuts[0] == 0 and cuts[-1] == len(g.ops) - 1
     assert {g.ops[v].role for v in cuts[1:-1]} == {"add1", "add2", "rms_f"}
     for v in cuts:
@@ -460,11 +454,11 @@ def test_energy_crossover_matches_the_sequence_length_scan(family, name):
         )
         predicted = float(bound.evaluate(values | shape))
         if predicted <= 0:
-            assert heuristics.photonic_lengths(instance, op.role, [64, 1024, 4096]) == []
+            assert decomposition.photonic_lengths(instance, op.role, [64, 1024, 4096]) == []
             continue
         first = first_integer_above(predicted)
         window = list(range(max(1, first - 2), first + 3))
-        scanned = heuristics.photonic_lengths(instance, op.role, window)
+        scanned = decomposition.photonic_lengths(instance, op.role, window)
         assert scanned == [length for length in window if length >= first], (op.role, predicted)
 
 
@@ -510,7 +504,7 @@ def test_chain_dp_is_exact_on_a_chain(monkeypatch):
     import itertools
     import random
 
-    from coopt.problems.lightcode.model import Edge, Operator, Realization, StackedGraph
+    from coopt.problems.lightcode.graph import Edge, Operator, Realization, StackedGraph
 
     rng = random.Random(5)
     devices = ("gpu", "ptu")
@@ -538,15 +532,15 @@ def test_segment_spans_add_up_to_the_global_list_schedule():
         g = stacked_graph(instance)
         for _ in range(5):
             assign = [rng.choice(sorted(s)) for s in g.stacks]
-            spans = heuristics.SegmentSpans(g, assign)
-            whole = makespan(g, assign, heuristics.list_schedule(g, assign))
+            spans = schedule.SegmentSpans(g, assign)
+            whole = makespan(g, assign, schedule.list_schedule(g, assign))
             assert spans.makespan(assign)[0] == pytest.approx(whole, rel=1e-12)
             moved = rng.choice(g.free)
             trial = list(assign)
             trial[moved] = next(d for d in sorted(g.stacks[moved]) if d != assign[moved])
             incremental, _ = spans.makespan(trial, [moved])
             assert incremental == pytest.approx(
-                makespan(g, trial, heuristics.list_schedule(g, trial)), rel=1e-12
+                makespan(g, trial, schedule.list_schedule(g, trial)), rel=1e-12
             )
 
 
@@ -559,7 +553,7 @@ def test_dearer_conversions_never_move_the_energy_crossover_earlier():
             replace(d, dac_energy=dac * 1e-12, adc_energy=adc * 1e-12) if d.photonic else d
             for d in base.devices
         )
-        found = heuristics.photonic_lengths(replace(base, devices=devices), "qkv", lengths)
+        found = decomposition.photonic_lengths(replace(base, devices=devices), "qkv", lengths)
         firsts.append(found[0] if found else math.inf)
     assert firsts == sorted(firsts) and firsts[0] < firsts[-1]
 
@@ -620,8 +614,8 @@ def test_the_paper_sweep_constants_reproduce_the_authors_energy_saving():
     """Llama-2-7B, L = 3900, full graph, GPU + PTU: the authors' data give 46.8 %."""
     instance = shipped("1-llama-full-L3900-energy-paper-sweep.toml")
     g = stacked_graph(instance)
-    frugal = heuristics.segment_dp(instance)["objective"]
-    fast = energy(g, devices_of(instance, heuristics.segment_dp(replace(instance, objective="latency_sum"))))
+    frugal = decomposition.segment_dp(instance)["objective"]
+    fast = energy(g, devices_of(instance, decomposition.segment_dp(replace(instance, objective="latency_sum"))))
     assert abs(100 * (1 - frugal / (fast * 1e6)) - 46.8) <= 3
 
 
@@ -631,7 +625,7 @@ def test_the_dual_bound_is_valid_and_at_least_the_lp_relaxation(name):
     from coopt.solvers.highs import lp_relaxation
 
     instance = shipped(name)
-    bound = heuristics.dual_bound(instance, EXACT)
+    bound = decomposition.dual_bound(instance, EXACT)
     best = objective(instance, optimum(instance))
     assert math.isfinite(bound) and bound <= best * (1 + 1e-9)
     relaxed = lp_relaxation(PROBLEM, instance, EXACT)
@@ -645,13 +639,13 @@ def test_the_dual_bound_never_cuts_off_the_brute_force_optimum():
         instance = brute.tiny(seed)
         truth = brute.optimum(instance)
         if truth is not None:
-            assert heuristics.dual_bound(instance, EXACT) <= truth * (1 + 1e-9), seed
+            assert decomposition.dual_bound(instance, EXACT) <= truth * (1 + 1e-9), seed
 
 
 def test_the_generator_writes_only_what_its_loader_reads(tmp_path):
     from coopt.errors import UsageError
     from coopt.instance import to_toml
-    from coopt.problems.lightcode.model import MAX_LAYERS
+    from coopt.problems.lightcode.data import MAX_LAYERS
 
     path = tmp_path / "largest.toml"
     path.write_text(to_toml(PROBLEM, PROBLEM.generate(0, MAX_LAYERS)))

@@ -1,4 +1,4 @@
-"""The CPU roofline benchmark's arithmetic (benchmarks/roofline_cpu.py): MAPE, the cache-aware
+"""The CPU roofline benchmark's arithmetic (benchmarks/figures/roofline_cpu.py): MAPE, the cache-aware
 bandwidth curve and the prediction, on synthetic constants (no timing here)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "roofline_cpu.py"
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "figures" / "roofline_cpu.py"
 spec = importlib.util.spec_from_file_location("roofline_cpu", PATH)
 roofline_cpu = importlib.util.module_from_spec(spec)
 sys.modules.setdefault("roofline_cpu", roofline_cpu)  # dataclasses look their module up there

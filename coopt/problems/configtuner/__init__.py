@@ -31,7 +31,7 @@ Layout: the symbolic model in :mod:`.analytic`, fields, space and checker in :mo
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.configtuner import brute, heuristics, milp, model
 
 PROBLEM = Problem(
@@ -40,18 +40,12 @@ PROBLEM = Problem(
     source="Li et al., Analyzing Communication Predictability in LLM Training, arXiv 2512.24750 "
            "(2025); model after Narayanan et al. SC21 and Korthikanti et al. 2022 [R]",
     sense="min",
-    load=model.load,
-    dump=model.dump,
-    check=model.check,
-    objective=model.objective,
-    generate=model.generate,
-    build=milp.build,
-    extract=milp.extract,
+    **model_fields(model),
+    **exact_fields(milp),
     heuristics=heuristics.HEURISTICS,
     exact=heuristics.exact,
     bound=heuristics.bound,
     oracle=Oracle(generate=model.generate_tiny, solve=brute.solve),
-    schema=model.SCHEMA,
     objective_name="iteration time",
     objective_unit="s",
     sizes=(1, 2, 4),

@@ -128,21 +128,18 @@ def _ring(g: sp.Expr, alpha: sp.Expr, bandwidth: sp.Expr, message: sp.Expr) -> s
     return (g - 1) * (alpha + message / (g * bandwidth))
 
 
-def _expressions() -> dict[str, sp.Expr]:
-    """Every output of the model, as expressions of :data:`S`."""
-    L, h, h_f, a, h_kv, V, s = (S[n] for n in ("L", "h", "h_f", "a", "h_kv", "V", "s"))
-    n_mlp, k, E, B_g, N = S["n_mlp"], S["k"], S["E"], S["B_g"], S["N"]
-    t, p, d, e, b, v = (S[n] for n in ("t", "p", "d", "e", "b", "v"))
-    r_f, r_s, q, z1, z2, z3 = (S[n] for n in ("r_f", "r_s", "q", "z_1", "z_2", "z_3"))
+def _step_terms() -> dict[str, sp.Expr]:
+    """One layer's step on one micro-batch: GEMM and element-wise time, the TP all-reduce, the EP
+    all-to-all, recompute, the pipeline send, the head and the embedding, and its activations."""
+    h, a, h_kv, V, s = (S[n] for n in ("h", "a", "h_kv", "V", "s"))
+    n_mlp, k, h_f = S["n_mlp"], S["k"], S["h_f"]
+    t, p, e, b, v = (S[n] for n in ("t", "p", "e", "b", "v"))
+    r_f, r_s, q = S["r_f"], S["r_s"], S["q"]
     peak, hbm, kappa = S["F_peak"], S["B_HBM"], S["kappa"]
     beta = ELEMENT
-    m = B_g / (b * d)
-    n = L / p
     # 1 when the model is pipelined, 0 for one stage (p integer >= 1); Min and Max are left
     # unevaluated: SymPy's comparisons of these large terms cost seconds and decide nothing
     multi = sp.Min(p - 1, 1, evaluate=False)
-    interleaved = sp.Min(v - 1, 1, evaluate=False)
-
     W = 2 * b * s * h**2 / t
     U = S["U_max"] * W / (W + S["W_half"])
     F_gemm = (2 * b * s * h * (2 * h + 2 * h_kv) + 2 * b * s * h * h_f * n_mlp * k) / t
@@ -156,11 +153,83 @@ def _expressions() -> dict[str, sp.Expr]:
     AR_tp = 2 * _ring(t, S["alpha_tp"], S["B_tp"], beta * b * s * h)
     A2A = (e - 1) * (S["alpha_ep"] + beta * k * b * s * h / (t * e * S["B_ep"]))
     t_fwd = t_gemm + t_ew + 2 * AR_tp + 2 * A2A
-    t_rc = r_f * t_fwd + r_s * (F_score / (U * peak) + kappa * A_score / hbm)
-    p2p = multi * 2 * v * (S["alpha_pp"] + beta * b * s * h / (t * S["B_pp"]))
     head_flops = 2 * b * s * h * V / t
-    t_head = 3 * head_flops / (U * peak) + kappa * 3 * 6 * s * b * V / (t * hbm)
-    t_emb = kappa * 3 * beta * s * b * h / hbm
+    return {
+        "multi": multi,
+        "interleaved": sp.Min(v - 1, 1, evaluate=False),
+        "U": U,
+        "t_gemm": t_gemm,
+        "t_ew": t_ew,
+        "A": A,
+        "A_score": A_score,
+        "AR_tp": AR_tp,
+        "A2A": A2A,
+        "t_rc": r_f * t_fwd + r_s * (F_score / (U * peak) + kappa * A_score / hbm),
+        "p2p": multi * 2 * v * (S["alpha_pp"] + beta * b * s * h / (t * S["B_pp"])),
+        "t_head": 3 * head_flops / (U * peak) + kappa * 3 * 6 * s * b * V / (t * hbm),
+        "t_emb": kappa * 3 * beta * s * b * h / hbm,
+    }
+
+
+def _per_param(dd: sp.Expr) -> sp.Expr:
+    """Bytes per parameter of weights, gradients and optimizer states, ZeRO-sharded over ``dd``."""
+    z1, z2, z3 = S["z_1"], S["z_2"], S["z_3"]
+    return (ELEMENT * (1 - z3 + z3 / dd) + S["g"] * (1 - z2 + z2 / dd) + 12 * (1 - z1 + z1 / dd))
+
+
+def _memory_terms(x: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+    """The worst stage's memory: states on the first (or last) stage, stored activations of the
+    micro-batches in flight, the recompute working set, the logits."""
+    L, h, h_f, h_kv, V, s = (S[n] for n in ("L", "h", "h_f", "h_kv", "V", "s"))
+    n_mlp, E, B_g = S["n_mlp"], S["E"], S["B_g"]
+    t, p, d, e, b, v = (S[n] for n in ("t", "p", "d", "e", "b", "v"))
+    r_f, r_s, q = S["r_f"], S["r_s"], S["q"]
+    m, n, multi, A = B_g / (b * d), L / p, x["multi"], x["A"]
+    # parameters per GPU on the first (or last) stage: attention + norms, experts, one embedding
+    P_att = h * (2 * h + 2 * h_kv) + 4 * h
+    d_exp = d / e
+    layer_states = P_att / t * _per_param(d) + n_mlp * h * h_f * E / (t * e) * _per_param(d_exp)
+    emb_states = V * h / t * _per_param(d)
+    states = n * layer_states + emb_states * (1 + (1 - multi) * (1 - S["tied"]))
+    stored = (1 - r_f) * (A - r_s * x["A_score"]) + r_f * ELEMENT * s * b * h * ((1 - q) + q / t)
+    in_flight = sp.Min(m, p, evaluate=False) * (1 + x["interleaved"] * (p - 1) / (p * v))
+    working = r_f * A
+    memory_first = states + n * stored * in_flight + working + S["M_res"]
+    memory_last = states + n * stored + working + 4 * s * b * V / t + S["M_res"]
+    return {
+        "memory": sp.Max(memory_first, memory_last, evaluate=False),
+        "P_dense": n * P_att / t + V * h / t * (1 + (1 - multi) * (1 - S["tied"])),
+        "P_exp": n * n_mlp * h * h_f * E / (t * e),
+        "layer_states": layer_states,
+        "emb_states": emb_states,
+        "stored": stored,
+        "working": working,
+        "states": states,
+        "activations": n * stored * in_flight,
+    }
+
+
+def _dp_comm(dd: sp.Expr, alpha: sp.Expr, bandwidth: sp.Expr, params: sp.Expr, m: sp.Expr) -> sp.Expr:
+    """The data-parallel gradient and weight collectives of ``params`` over ``dd`` ranks, by ZeRO stage."""
+    z1, z2, z3 = S["z_1"], S["z_2"], S["z_3"]
+    grads, weights = S["g"] * params, ELEMENT * params
+    rs, ag = _ring(dd, alpha, bandwidth, grads), _ring(dd, alpha, bandwidth, weights)
+    return ((1 - z1) * 2 * rs + z1 * (1 - z2) * (rs + ag) + z2 * (1 - z3) * (m * rs + ag)
+            + z3 * (m * rs + 2 * m * ag))
+
+
+def _expressions() -> dict[str, sp.Expr]:
+    """Every output of the model, as expressions of :data:`S`."""
+    L, h, h_f, h_kv, V, s = (S[n] for n in ("L", "h", "h_f", "h_kv", "V", "s"))
+    n_mlp, k, B_g, N = S["n_mlp"], S["k"], S["B_g"], S["N"]
+    p, d, e, b, v = (S[n] for n in ("p", "d", "e", "b", "v"))
+    r_f, r_s, q, z1, z2 = S["r_f"], S["r_s"], S["q"], S["z_1"], S["z_2"]
+    peak, hbm = S["F_peak"], S["B_HBM"]
+    m = B_g / (b * d)
+    n = L / p
+    x = _step_terms()
+    t_gemm, t_ew, AR_tp, A2A, t_rc = x["t_gemm"], x["t_ew"], x["AR_tp"], x["A2A"], x["t_rc"]
+    p2p, t_head, t_emb, multi = x["p2p"], x["t_head"], x["t_emb"], x["multi"]
 
     # the critical (slowest) stage per micro-batch, split by where its time goes
     ends = multi * sp.Max(t_head, t_emb, evaluate=False) + (1 - multi) * (t_head + t_emb)
@@ -172,33 +241,10 @@ def _expressions() -> dict[str, sp.Expr]:
     tau_sum = L * (3 * (t_gemm + t_ew) + (4 + q) * AR_tp + 4 * A2A + t_rc) + p * p2p + t_head + t_emb
     bubble = (tau_sum - tau_max) / v
 
-    # parameters per GPU on the first (or last) stage: attention + norms, experts, one embedding
-    P_att = h * (2 * h + 2 * h_kv) + 4 * h
-    P_dense = n * P_att / t + V * h / t * (1 + (1 - multi) * (1 - S["tied"]))
-    P_exp = n * n_mlp * h * h_f * E / (t * e)
-    d_exp = d / e
-
-    def per_param(dd: sp.Expr) -> sp.Expr:
-        return (beta * (1 - z3 + z3 / dd) + S["g"] * (1 - z2 + z2 / dd) + 12 * (1 - z1 + z1 / dd))
-
-    layer_states = P_att / t * per_param(d) + n_mlp * h * h_f * E / (t * e) * per_param(d_exp)
-    emb_states = V * h / t * per_param(d)
-    states = n * layer_states + emb_states * (1 + (1 - multi) * (1 - S["tied"]))
-    stored = (1 - r_f) * (A - r_s * A_score) + r_f * beta * s * b * h * ((1 - q) + q / t)
-    in_flight = sp.Min(m, p, evaluate=False) * (1 + interleaved * (p - 1) / (p * v))
-    working = r_f * A
-    memory_first = states + n * stored * in_flight + working + S["M_res"]
-    memory_last = states + n * stored + working + 4 * s * b * V / t + S["M_res"]
-    memory = sp.Max(memory_first, memory_last, evaluate=False)
-
-    def dp_comm(dd, alpha, bandwidth, params):
-        grads, weights = S["g"] * params, beta * params
-        rs, ag = _ring(dd, alpha, bandwidth, grads), _ring(dd, alpha, bandwidth, weights)
-        return ((1 - z1) * 2 * rs + z1 * (1 - z2) * (rs + ag) + z2 * (1 - z3) * (m * rs + ag)
-                + z3 * (m * rs + 2 * m * ag))
-
-    comm = (dp_comm(d, S["alpha_dp"], S["B_dp"], P_dense)
-            + dp_comm(d_exp, S["alpha_ed"], S["B_ed"], P_exp))
+    mem = _memory_terms(x)
+    P_dense, P_exp, d_exp = mem["P_dense"], mem["P_exp"], d / e
+    comm = (_dp_comm(d, S["alpha_dp"], S["B_dp"], P_dense, m)
+            + _dp_comm(d_exp, S["alpha_ed"], S["B_ed"], P_exp, m))
     backward_last = n * (2 * (t_gemm + t_ew) + (2 + q) * AR_tp + 2 * A2A)
     window = S["omega"] * ((1 - z2) * backward_last + z2 * m * n * 3 * (t_gemm + t_ew))
     dp_exposed = sp.Max(comm - window, 0, evaluate=False)
@@ -210,7 +256,7 @@ def _expressions() -> dict[str, sp.Expr]:
     hardware_flops = model_flops + B_g * L * (r_f * layer_flops + r_s * 4 * s**2 * h)
     return {
         "time": time,
-        "memory": memory,
+        "memory": mem["memory"],
         "compute": m * compute_mb,
         "tp": m * tp_mb,
         "ep": m * ep_mb,
@@ -223,21 +269,21 @@ def _expressions() -> dict[str, sp.Expr]:
         "hardware_flops": hardware_flops,
         "mfu": model_flops / (time * N * peak),
         "hfu": hardware_flops / (time * N * peak),
-        "gemm_utilization": U,
+        "gemm_utilization": x["U"],
         "microbatches": m,
         # per-layer and per-stage parts, for the layer-to-stage partition (C2)
         "layer_time": 3 * (t_gemm + t_ew) + (4 + q) * AR_tp + 4 * A2A + t_rc,
         "p2p": p2p,
         "head_time": t_head,
         "emb_time": t_emb,
-        "layer_states": layer_states,
-        "emb_states": emb_states,
-        "layer_stored": stored,
-        "working": working,
-        "logits": 4 * s * b * V / t,
+        "layer_states": mem["layer_states"],
+        "emb_states": mem["emb_states"],
+        "layer_stored": mem["stored"],
+        "working": mem["working"],
+        "logits": 4 * s * b * V / S["t"],
         # the first stage's memory by kind (Korthikanti et al. Fig. 1: parameters + optimizer, activations)
-        "states": states,
-        "activations": n * stored * in_flight,
+        "states": mem["states"],
+        "activations": mem["activations"],
     }
 
 

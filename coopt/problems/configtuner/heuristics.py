@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
+from coopt.problem import ExactOutcome, Heuristic, NoSolution, Solution, SolveOptions
 from coopt.problems.configtuner import analytic
 from coopt.problems.configtuner.model import (
     RECOMPUTE,
@@ -117,6 +117,14 @@ def configtuner(instance: Instance, seed: int = 0) -> Solution:
     return solution
 
 
+def _rule_tp_degrees(instance: Instance) -> list[int]:
+    """The tensor-parallel degrees the rule of thumb tries: at most 8, dividing the node, the
+    (KV) heads and N."""
+    i = instance
+    return [t for t in range(1, min(8, i.gpus_per_node) + 1)
+            if i.gpus_per_node % t == 0 and i.heads % t == 0 and i.kv_heads % t == 0 and i.gpus % t == 0]
+
+
 def megatron(instance: Instance, seed: int = 0) -> Solution:
     """Megatron-LM's rule of thumb (Narayanan et al. SC21 sec. 3.3, "tensor parallelism up to the
     node, then pipeline parallelism across nodes"; research notes 3.c): the smallest tensor-parallel
@@ -127,8 +135,7 @@ def megatron(instance: Instance, seed: int = 0) -> Solution:
 
     Guarantee: feasible when it returns. Running time O(TP degrees + pipeline degrees)."""
     i = instance
-    ts = [t for t in range(1, min(8, i.gpus_per_node) + 1)
-          if i.gpus_per_node % t == 0 and i.heads % t == 0 and i.kv_heads % t == 0 and i.gpus % t == 0]
+    ts = _rule_tp_degrees(i)
     if not ts:
         raise NoSolution("no tensor-parallel degree divides the node, the heads and N")
     modes = [r for r in ("selective", "full", "none") if r in i.recompute]
@@ -151,6 +158,11 @@ def megatron(instance: Instance, seed: int = 0) -> Solution:
     raise NoSolution("the rule of thumb finds no pipeline depth that fits in memory")
 
 
+def _calculon_zeros(instance: Instance) -> tuple[int, ...]:
+    """The ZeRO stages of the instance that Calculon's space has (0 and 1)."""
+    return tuple(z for z in instance.zero_stages if z <= 1)
+
+
 def calculon(instance: Instance, seed: int = 0) -> Solution:
     """Calculon-style exhaustive search (calculon-ai/calculon, calculon/llm/optimal_execution.py
     lines 80-95 and 191-210): every TP, PP and DP degree, interleaving, recompute mode
@@ -159,7 +171,7 @@ def calculon(instance: Instance, seed: int = 0) -> Solution:
     Calculon prices one execution at a time in Python; this prices its space in one call.
 
     Guarantee: optimal within Calculon's space. Running time O(|S| / (EP degrees x ZeRO stages))."""
-    zeros = tuple(z for z in instance.zero_stages if z <= 1)
+    zeros = _calculon_zeros(instance)
     if not zeros:
         raise NoSolution("Calculon's space has ZeRO 0 or 1 only; this instance allows neither")
     rows = structures(instance, expert_parallel=False)
@@ -209,9 +221,11 @@ def two_phase(instance: Instance, seed: int = 0) -> Solution:
 
 
 HEURISTICS = {
-    "calculon": calculon,
+    "calculon": Heuristic(calculon, applies=lambda instance: bool(_calculon_zeros(instance)),
+                          scope="instances allowing ZeRO 0 or 1, the only stages in Calculon's space"),
     "configtuner": configtuner,
-    "megatron": megatron,
+    "megatron": Heuristic(megatron, applies=lambda instance: bool(_rule_tp_degrees(instance)),
+                          scope="instances where some TP degree up to 8 divides the node, the heads and N"),
     "two_phase": two_phase,
 }
 

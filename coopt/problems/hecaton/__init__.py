@@ -3,25 +3,19 @@ on a chiplet package (Huang et al., arXiv 2407.05784).
 
 Layout: the data model, the per-layer cost model, the checker and the generator are in
 :mod:`.model`; the multiple-choice MILP with re-layout flows in :mod:`.milp`; the layered and
-capacity DPs (the ``exact`` method) and the heuristics in :mod:`coopt.problems.hecaton.heuristics`; the
-closed forms in :mod:`coopt.problems.hecaton.closed_forms`.
+capacity DPs (the ``exact`` method), the Lagrangian bound, the warm start and the heuristics in
+:mod:`.heuristics`; the brute force in :mod:`.brute`; the closed forms in :mod:`.closed_forms`.
+
+Warm start: the runner runs :func:`.heuristics.warm_start` (the layered DP's optimum with its stash
+repaired) and hands it to ``exact``, whose capacity DP it prunes; the MILP accepts it and does not
+use it. The optimum is the same with or without it.
 """
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
-from coopt.problems.hecaton import brute, heuristics
-from coopt.problems.hecaton.milp import build, extract
-from coopt.problems.hecaton.model import (
-    MAX_BLOCKS,
-    SCHEMA,
-    Instance,
-    check,
-    dump,
-    generate,
-    load,
-    objective,
-)
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
+from coopt.problems.hecaton import brute, heuristics, milp, model
+from coopt.problems.hecaton.model import MAX_BLOCKS, Instance
 
 
 def objective_name(instance: Instance) -> str:
@@ -38,19 +32,14 @@ PROBLEM = Problem(
     "on a chiplet package (multiple-choice MILP with re-layout costs and a DRAM row)",
     source="Huang et al., Hecaton, arXiv 2407.05784 (research-chiplet-chase-moesd.md section 1)",
     sense="min",
-    load=load,
-    dump=dump,
-    check=check,
-    objective=objective,
-    generate=generate,
-    build=build,
-    extract=extract,
+    **model_fields(model),
+    **exact_fields(milp),
     heuristics=heuristics.HEURISTICS,
     exact=heuristics.exact,
+    warm_start=heuristics.warm_start,
     sizes=(4, 8, 16),
     max_size=MAX_BLOCKS,
     size_doc="number of blocks",
-    schema=SCHEMA,
     objective_name=objective_name,
     objective_unit=objective_unit,
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),

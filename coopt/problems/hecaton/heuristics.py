@@ -31,12 +31,13 @@ from functools import cache
 
 import numpy as np
 
-from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions
+from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions, Termination
 from coopt.problems.hecaton.model import (
     Instance,
     Option,
     candidates,
     cost,
+    objective,
     stash_total,
     to_solution,
     total,
@@ -311,11 +312,16 @@ def _front(stash: np.ndarray, value: np.ndarray) -> np.ndarray:
     return order[keep]
 
 
-def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
+def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None = None) -> ExactOutcome:
     """The natural exact method: the layered DP; if its optimum overflows DRAM, the Lagrangian
     dual (a bound, a multiplier and a DRAM-feasible solution), then the capacity DP pruned by the
-    better of that solution and the repaired layered optimum. Under ``one_scheme`` once per
-    scheme; the best scheme wins."""
+    better of that solution and ``incumbent`` (a checked solution, the runner's
+    :func:`warm_start`). Under ``one_scheme`` once per scheme; the best scheme wins.
+
+    The incumbent only prunes labels that cannot beat it; the labels of every solution at most
+    its value pass, so the optimum returned is the same with or without it (only slower without)."""
+    ceiling = math.inf if incumbent is None else objective(instance, incumbent)
+    ceiling = ceiling if math.isfinite(ceiling) else math.inf
     best: list[Option] | None = None
     for allowed in _scheme_filters(instance):
         free = layered_dp(instance, allowed)
@@ -325,15 +331,24 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
             chosen = free
         else:
             dual = lagrangian(instance, allowed)
-            tries = [t for t in (dual.feasible, repair(instance, free, allowed)) if t is not None]
-            upper = min((total(instance, t) for t in tries), default=math.inf)
-            chosen = capacity_dp(instance, allowed, upper, dual)
+            if dual.feasible is None:
+                continue  # even the least stash of this scheme overflows DRAM
+            chosen = capacity_dp(instance, allowed, min(total(instance, dual.feasible), ceiling), dual)
         if chosen is not None and (best is None or total(instance, chosen) < total(instance, best)):
             best = chosen
+    if best is None and math.isfinite(ceiling):
+        return exact(instance, options)  # unreachable for a feasible incumbent: it passes its scheme
     if best is None:
-        return ExactOutcome(None, "infeasible", None)
+        return ExactOutcome(None, Termination.INFEASIBLE, None)
     solution = to_solution(instance, best)
-    return ExactOutcome(solution, "optimal", solution["objective"])
+    return ExactOutcome(solution, Termination.OPTIMAL, solution["objective"])
+
+
+def warm_start(instance: Instance) -> Solution:
+    """The exact method's first upper bound: the layered DP's optimum (DRAM row dropped) with its
+    stash repaired (:func:`repair`), per scheme under ``one_scheme``; the best one. Raises
+    NoSolution when no repair fits DRAM. Complexity O(Lambda (A^2 + |O|)) plus the repairs."""
+    return _best_repaired(instance, layered_dp)
 
 
 def bound(instance: Instance, options: SolveOptions) -> float:
@@ -437,6 +452,19 @@ def _cheapest(instance: Instance, allowed: LayoutFilter) -> list[Option] | None:
     return [m.options[w][pick[w]] for w in m.kinds]
 
 
+def _best_repaired(
+    instance: Instance, start: Callable[[Instance, LayoutFilter], list[Option] | None]
+) -> Solution:
+    """Per scheme filter (one under ``one_scheme`` per scheme, else one), ``start``'s choice with its
+    stash repaired; the best of them."""
+    tries = []
+    for allowed in _scheme_filters(instance):
+        chosen = start(instance, allowed)
+        if chosen is not None:
+            tries.append(repair(instance, chosen, allowed))
+    return _best(instance, tries)
+
+
 def _best(instance: Instance, tries: Iterable[list[Option] | None]) -> Solution:
     found = [t for t in tries if t is not None]
     if not found:
@@ -470,12 +498,7 @@ def greedy(instance: Instance, seed: int = 0) -> Solution:
     Guarantee: feasible when returned; optimal when re-layouts vanish and the stash row is slack.
     Complexity O(Lambda + |O|) plus the repair. Source: notes section 1.c H2."""
     del seed
-    tries = []
-    for allowed in _scheme_filters(instance):
-        chosen = _cheapest(instance, allowed)
-        if chosen is not None:
-            tries.append(repair(instance, chosen, allowed))
-    return _best(instance, tries)
+    return _best_repaired(instance, _cheapest)
 
 
 def mesh_search(instance: Instance, seed: int = 0) -> Solution:

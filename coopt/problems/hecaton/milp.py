@@ -69,6 +69,7 @@ import pyomo.environ as pyo
 
 from coopt.problem import Solution
 from coopt.problems.hecaton.model import (
+    Cost,
     Instance,
     Option,
     candidates,
@@ -78,35 +79,59 @@ from coopt.problems.hecaton.model import (
 
 
 # -- formulation -----------------------------------------------------------------------------
-def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
-    """The MILP above; ``epigraph`` keeps t_l and its rows instead of the collapsed block costs."""
+def build(instance: Instance, incumbent: Solution | None = None, epigraph: bool = False) -> pyo.ConcreteModel:
+    """The MILP above; ``epigraph`` keeps t_l and its rows instead of the collapsed block costs.
+
+    ``incumbent`` (the runner's warm start) is accepted and not used: without the DRAM row the
+    LP is integral, and HiGHS finds its own first incumbent at once; a start could only change
+    which of several tied optima is reported."""
+    del incumbent
     ffn = instance.model.block_ffn
     table = [candidates(instance, f) for f in ffn]
     costs = [[cost(instance, f, o) for o in row] for f, row in zip(ffn, table, strict=True)]
-    blocks = range(len(table))
-    layouts = [sorted({o.layout for o in row}) for row in table]
     floor = [min((c.time_s for c in row), default=1.0) for row in costs]
-    time_unit = max(sum(floor) / max(len(floor), 1), 1e-30)
-    unit = max(sum(min((c.objective for c in row), default=1.0) for row in costs), 1e-30)
-    static = instance.package.static_power * instance.package.dies
-
     m = pyo.ConcreteModel(name="hecaton")
-    m.objective_unit = unit
-    m.time_unit = time_unit
-    m.pick = pyo.Set(initialize=[(b, i) for b in blocks for i in range(len(table[b]))], dimen=2)
+    m.objective_unit = max(sum(min((c.objective for c in row), default=1.0) for row in costs), 1e-30)
+    m.time_unit = max(sum(floor) / max(len(floor), 1), 1e-30)
+    m.pick = pyo.Set(initialize=[(b, i) for b in range(len(table)) for i in range(len(table[b]))], dimen=2)
     m.x = pyo.Var(m.pick, domain=pyo.Binary)
     m.one_option = pyo.Constraint(
-        [b for b in blocks if table[b]], rule=lambda m, b: sum(m.x[b, i] for i in range(len(table[b]))) == 1
+        [b for b in range(len(table)) if table[b]],
+        rule=lambda m, b: sum(m.x[b, i] for i in range(len(table[b]))) == 1,
     )
     if not all(table):  # a block without an SRAM-feasible option: state the infeasibility to HiGHS
         m.unplaced = pyo.Var(bounds=(0, 0))
         m.every_block_placed = pyo.Constraint(expr=m.unplaced >= 1)
+    pairs = _add_layout_flow(m, table)
+    _add_dram_row(m, instance, costs)
+    if instance.one_scheme:
+        _add_one_scheme(m, instance, table)
+    times = _block_times(m, instance, costs, epigraph)
+    if instance.objective == "time":
+        blocks_cost = sum(times)
+    else:
+        static = instance.package.static_power * instance.package.dies
+        dynamic = sum((costs[b][i].energy_j - static * costs[b][i].time_s) * m.x[b, i] for b, i in m.pick)
+        blocks_cost = dynamic + static * sum(times)
+    relayout_cost = sum(
+        transition(instance, pairs[k][1], pairs[k][2]) * m.y[k]
+        for k in m.relayout_index
+        if pairs[k][1] != pairs[k][2]
+    )
+    m.cost = pyo.Objective(expr=(blocks_cost + relayout_cost) / m.objective_unit, sense=pyo.minimize)
+    m.table = table
+    return m
+
+
+def _add_layout_flow(m: pyo.ConcreteModel, table: list[tuple[Option, ...]]) -> list[tuple]:
+    """The layout flow between consecutive blocks, y[b, a, a2] = z[b, a] z[b+1, a2] (a = a2
+    included); returns the (block, layout, next layout) of each y."""
+    layouts = [sorted({o.layout for o in row}) for row in table]
 
     def z(b: int, layout: tuple) -> pyo.Expression:
         return sum(m.x[b, i] for i, o in enumerate(table[b]) if o.layout == layout)
 
-    # layout flow between consecutive blocks: y[b, a, a2] = z[b, a] z[b+1, a2] (a = a2 included)
-    pairs = [(b, a, a2) for b in blocks[:-1] for a in layouts[b] for a2 in layouts[b + 1]]
+    pairs = [(b, a, a2) for b in range(len(table) - 1) for a in layouts[b] for a2 in layouts[b + 1]]
     m.relayout_index = pyo.Set(initialize=range(len(pairs)))
     m.y = pyo.Var(m.relayout_index, bounds=(0, 1))
     leaving: dict[tuple, list[int]] = {}
@@ -121,7 +146,11 @@ def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
     m.flow_in = pyo.Constraint(
         range(len(in_keys)), rule=lambda m, k: sum(m.y[j] for j in entering[in_keys[k]]) == z(*in_keys[k])
     )
+    return pairs
 
+
+def _add_dram_row(m: pyo.ConcreteModel, instance: Instance, costs: list[list[Cost]]) -> None:
+    """The DRAM stash row in units of the gcd of its coefficients, where it can bind."""
     stash = [[c.stash_bytes for c in row] for row in costs]
     quantum = reduce(math.gcd, (s for row in stash for s in row if s > 0), 0) or 1
     m.stash_quantum = quantum
@@ -131,38 +160,31 @@ def build(instance: Instance, epigraph: bool = False) -> pyo.ConcreteModel:
             <= instance.stash_capacity // quantum
         )
 
-    if instance.one_scheme:
-        m.u = pyo.Var(list(instance.schemes), domain=pyo.Binary)
-        m.one_scheme_pick = pyo.Constraint(expr=sum(m.u[s] for s in instance.schemes) == 1)
-        m.one_scheme = pyo.Constraint(
-            [(b, s) for b in blocks for s in instance.schemes],
-            rule=lambda m, b, s: sum(m.x[b, i] for i, o in enumerate(table[b]) if o.scheme == s) <= m.u[s],
-        )
 
-    if epigraph:
-        m.t = pyo.Var(blocks, domain=pyo.NonNegativeReals)
-        parts = ("compute_s", "nop_s", "dram_s") if instance.overlap == "full" else ("time_s",)
-        m.epigraph = pyo.Constraint(
-            [(b, p) for b in blocks for p in range(len(parts))],
-            rule=lambda m, b, p: m.t[b]
-            >= sum(getattr(costs[b][i], parts[p]) / time_unit * m.x[b, i] for i in range(len(table[b]))),
-        )
-        times = [time_unit * m.t[b] for b in blocks]
-    else:
-        times = [sum(costs[b][i].time_s * m.x[b, i] for i in range(len(table[b]))) for b in blocks]
-    if instance.objective == "time":
-        blocks_cost = sum(times)
-    else:
-        dynamic = sum((costs[b][i].energy_j - static * costs[b][i].time_s) * m.x[b, i] for b, i in m.pick)
-        blocks_cost = dynamic + static * sum(times)
-    relayout_cost = sum(
-        transition(instance, pairs[k][1], pairs[k][2]) * m.y[k]
-        for k in m.relayout_index
-        if pairs[k][1] != pairs[k][2]
+def _add_one_scheme(m: pyo.ConcreteModel, instance: Instance, table: list[tuple[Option, ...]]) -> None:
+    m.u = pyo.Var(list(instance.schemes), domain=pyo.Binary)
+    m.one_scheme_pick = pyo.Constraint(expr=sum(m.u[s] for s in instance.schemes) == 1)
+    m.one_scheme = pyo.Constraint(
+        [(b, s) for b in range(len(table)) for s in instance.schemes],
+        rule=lambda m, b, s: sum(m.x[b, i] for i, o in enumerate(table[b]) if o.scheme == s) <= m.u[s],
     )
-    m.cost = pyo.Objective(expr=(blocks_cost + relayout_cost) / unit, sense=pyo.minimize)
-    m.table = table
-    return m
+
+
+def _block_times(
+    m: pyo.ConcreteModel, instance: Instance, costs: list[list[Cost]], epigraph: bool
+) -> list[pyo.Expression]:
+    """Each block's time: the collapsed option cost, or t_l with its epigraph rows."""
+    blocks = range(len(costs))
+    if not epigraph:
+        return [sum(costs[b][i].time_s * m.x[b, i] for i in range(len(costs[b]))) for b in blocks]
+    m.t = pyo.Var(blocks, domain=pyo.NonNegativeReals)
+    parts = ("compute_s", "nop_s", "dram_s") if instance.overlap == "full" else ("time_s",)
+    m.epigraph = pyo.Constraint(
+        [(b, p) for b in blocks for p in range(len(parts))],
+        rule=lambda m, b, p: m.t[b]
+        >= sum(getattr(costs[b][i], parts[p]) / m.time_unit * m.x[b, i] for i in range(len(costs[b]))),
+    )
+    return [m.time_unit * m.t[b] for b in blocks]
 
 
 def stash_total_max(stash: list[list[int]]) -> int:

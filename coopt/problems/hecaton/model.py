@@ -444,16 +444,16 @@ def _ceil(x: float) -> int:
     return math.ceil(x - 1e-9 * max(1.0, x))
 
 
-@cache
-def cost(instance: Instance, ffn: int, option: Option) -> Cost:
-    """The closed-form cost of one block of FFN width ``ffn`` under ``option`` (module docstring)."""
+def _split(instance: Instance, ffn: int, option: Option) -> tuple[float, float, float, float, int]:
+    """What the scheme's split of one block implies (module docstring): NoP volume (elements),
+    ring steps, the SRAM working set and activation stash (elements per die), and the dies busy
+    in attention."""
     m, p = instance.model, instance.package
     n, T, h, g = p.dies, m.tokens, m.hidden, m.gqa_ratio
     mu, rho = option.microbatches, int(option.recompute)
     r, c = option.rows, option.cols
     t_mu = T / mu
     linears = m.linears(ffn)
-    w_blk = m.block_weights(ffn)
     elementwise = T * h * (1 + 2 * g) / n + 2 * T * ffn / n  # Q, K, V and SwiGLU gate/up, sharded
     attention_split = m.sequences % mu == 0 and (m.sequences // mu) % r == 0
     if option.scheme == "1d":
@@ -503,6 +503,17 @@ def cost(instance: Instance, ffn: int, option: Option) -> Cost:
         sram = max(2 * (t_mu * k + k * nn) / n + t_mu * nn / n for k, nn, _ in linears)
         stash = T * h / n if rho else sum(T * k / n for k, _, _ in linears) + elementwise
         busy_attention = r * min(c, m.heads)
+    return volume, steps, sram, stash, busy_attention
+
+
+@cache
+def cost(instance: Instance, ffn: int, option: Option) -> Cost:
+    """The closed-form cost of one block of FFN width ``ffn`` under ``option`` (module docstring)."""
+    m, p = instance.model, instance.package
+    n, T, h = p.dies, m.tokens, m.hidden
+    rho = int(option.recompute)
+    w_blk = m.block_weights(ffn)
+    volume, steps, sram, stash, busy_attention = _split(instance, ffn, option)
     beta = m.bytes_per_element
     stash_bytes = _ceil(beta * stash)
     nop_bytes = beta * volume

@@ -26,22 +26,23 @@ import math
 import random
 from dataclasses import replace
 
-from coopt.problems.lightcode.model import (
+from coopt.problems.lightcode.data import (
     MICRO,
     OBJECTIVES,
     TRANSFER_MODELS,
     Instance,
     Limits,
-    StackedGraph,
     TransformerModel,
+    preset_device,
+    preset_memory,
+)
+from coopt.problems.lightcode.graph import StackedGraph, stacked_graph
+from coopt.problems.lightcode.model import (
     conversion_elements,
     energy,
     latency_sum,
-    preset_device,
-    preset_memory,
     ptu_weight_bytes,
     side_violations,
-    stacked_graph,
 )
 from coopt.problems.lightcode.presets import LEGS
 

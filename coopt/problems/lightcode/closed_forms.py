@@ -2,7 +2,7 @@
 
 Source: R. Tomich et al., LightCode, arXiv 2509.16443, and the repo's cost constants; the closed
 forms are derived here (research notes, section 1(d)) from the cost model of
-:mod:`coopt.problems.lightcode.model`, not transcribed from the paper.
+:mod:`coopt.problems.lightcode.graph`, not transcribed from the paper.
 
 Latency. A compute-bound matrix product of ``MACs`` multiply-accumulates takes ``2 MACs / Phi`` on
 the GPU and ``MACs / (m c f_PTU)`` on a PTU with ``m`` lanes per core and ``c`` cores (ceilings,

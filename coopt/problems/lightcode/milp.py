@@ -54,7 +54,8 @@ through SRAM, so ``eps_uv^{dd'} = s_uv (E_out(d) + E_in(d'))`` is a sum of a pro
 term and energy separates per operator (likewise latency-sum); greedy per operator, with edge
 costs attributed to their endpoints, is then optimal. ``"realistic"`` adds a link cost only to
 cross-device edges, a Potts-like interaction that makes the problem combinatorial (and, for two
-devices, a submodular labeling that a min cut solves: see ``coopt.problems.lightcode.heuristics.min_cut``).
+devices, a submodular labeling that a min cut solves: see
+:func:`coopt.problems.lightcode.heuristics.min_cut`).
 """
 
 from __future__ import annotations
@@ -64,17 +65,9 @@ from typing import Any
 import pyomo.environ as pyo
 
 from coopt.problem import Solution
-from coopt.problems.lightcode.model import (
-    MICRO,
-    SIDE_TOL,
-    Instance,
-    StackedGraph,
-    earliest_starts,
-    energy,
-    makespan,
-    side_violations,
-    stacked_graph,
-)
+from coopt.problems.lightcode.data import MICRO, SIDE_TOL, Instance
+from coopt.problems.lightcode.graph import StackedGraph, stacked_graph
+from coopt.problems.lightcode.model import earliest_starts, energy, makespan, side_violations
 
 #: Objectives and start times are O(RESOLUTION) in model units (see :func:`_units`).
 RESOLUTION = 1000.0
