@@ -1,4 +1,4 @@
-"""Degraded provisioning (issue 4): loader, checker, Models A/B, heuristics."""
+"""Degraded provisioning: loader, checker, Models A/B, heuristics."""
 
 from __future__ import annotations
 
@@ -195,12 +195,12 @@ def test_degradation_penalty_never_outweighs_an_acceptance(static: P.Instance) -
     assert deepest < 0.5
 
 
-# -- issue 13: proven optima that nothing beats --------------------------------------------------------
+# -- proven optima that nothing beats ------------------------------------------------------------------
 
 
 def test_a_tie_break_decides_the_optimum_and_the_exact_route_resolves_it() -> None:
     """1-six-node-static-24 on 18 slots: every request can be served, so only the degradation
-    tie-break separates the optima; one weighted objective stopped at 1019.998958 (issue 13)."""
+    tie-break separates the optima; one weighted objective stopped at 1019.998958."""
     instance = dataclasses.replace(read(ROOT / "1-six-node-static-24.toml"), num_slots=18)
     exact = run(provisioning.PROBLEM, instance, "exact")
     assert exact.status == "optimal" and exact.check["feasible"], exact.check
@@ -415,7 +415,7 @@ def test_transponder_limit_is_enforced_by_model_and_checker() -> None:
         assert P.check(limited, provisioning.PROBLEM.heuristics[method](limited)) == []
 
 
-# -- declared fields (issue 14) --------------------------------------------------------------------------
+# -- declared fields -------------------------------------------------------------------------------------
 
 
 def test_a_version_1_file_is_refused_with_what_changed(tmp_path: Path) -> None:
@@ -448,7 +448,7 @@ def test_the_generator_writes_files_its_loader_reads(tmp_path: Path, size: int) 
         assert read(path) == instance
 
 
-# -- heuristics of ours (issue 19) ----------------------------------------------------------------------
+# -- heuristics of ours ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", sorted(ROOT.glob("[01]-*.toml")), ids=lambda p: p.name)
@@ -464,7 +464,7 @@ def test_multistart_never_below_its_first_order_and_upgrade_keeps_who_is_served(
     assert raised["objective"] >= deepest["objective"]
 
 
-# -- issue 20: stage 2 restricted to the solutions at W* ---------------------------------------------
+# -- stage 2 restricted to the solutions at W* -------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -70,7 +70,7 @@ def test_the_oracle_s_rate_lp_finds_the_vertex_a_greedy_misses() -> None:
 
 @pytest.mark.parametrize(("seed", "value"), [(6, 241.8214286), (8, 232.8214286)])
 def test_a_tie_break_decides_the_optimum_and_the_exact_route_resolves_it(seed: int, value: float) -> None:
-    """Generated seeds 6 and 8, size 2 (issue 13): one weighted solve stopped at ...3244 with its
+    """Generated seeds 6 and 8, size 2: one weighted solve stopped at ...3244 with its
     bound equal to it, degrading a request for nothing; the lexicographic route reaches the value."""
     instance = G.generate(seed, 2)
     exact = run(provisioning.GROOMING, instance, "exact")

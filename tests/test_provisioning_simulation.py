@@ -188,7 +188,7 @@ def test_kaufman_roberts_reduces_to_erlang_b_and_bounds_first_fit() -> None:
     assert result.blocking.high >= (one + three) / 2
 
 
-# -- the paper's QoS-assured policy (issue 18) -----------------------------------------------------------
+# -- the paper's QoS-assured policy ----------------------------------------------------------------------
 
 
 def test_qos_assured_degrades_only_when_no_path_fits_at_full_rate(six_node: P.Instance) -> None:
@@ -214,7 +214,7 @@ def test_qos_assured_degrades_only_when_no_path_fits_at_full_rate(six_node: P.In
 def test_the_highest_class_gains_most_when_it_may_be_degraded_most(six_node: P.Instance, bounds, gold_first) -> None:
     """'Significant blocking reduction, especially for requests with higher priorities' holds under
     qos_assured when delta_p falls with priority (degradation as a grade of service); with delta_p
-    rising with priority the order flips (docs/provisioning.md, benchmarks/fidelity_provisioning.py)."""
+    rising with priority the order flips (docs/provisioning.md, benchmarks/fidelity/fidelity_provisioning.py)."""
     from coopt.commands.simulate import with_max_degradation
 
     network = with_max_degradation(six_node, bounds)

@@ -6,13 +6,17 @@
   candidate set and the checker are in :mod:`.model`, the channel MILP in :mod:`.milp`, the
   heuristics in :mod:`coopt.problems.provisioning.rmsa`.
 * ``provisioning_grooming``: the multi-layer architecture with traffic grooming and electrical
-  degradation (Model C). Its data model and checker are in :mod:`.grooming`, its MILP in
+  degradation (Model C). Its data model and checker are in :mod:`.grooming_model`, its MILP in
   :mod:`.grooming_milp`, its heuristics in :mod:`coopt.problems.provisioning.grooming_heuristics`.
 
 The exact method of both (``exact``) is the lexicographic two-stage solve of
 :mod:`coopt.problems.provisioning.exact`: served weight first, then the tie-break. ``milp`` is the
 same rows with the one-number objective, solved once: it proves the served weight, and its
-tie-break is resolved only as far as HiGHS' relative gap reaches (docs/provisioning.md).
+tie-break is resolved only as far as HiGHS' relative gap reaches (docs/provisioning.md). The warm
+start of both (``warm_start``) is the best fixed-for-life heuristic's plan; the runner runs it and
+hands it to ``exact`` (its stage-1 cutoff) and to ``build`` (which does not pass it to HiGHS).
+The ``bound`` of ``provisioning`` takes a plan too (``incumbent``, channels that seed its column
+generation) and, without one, starts from an empty master.
 
 They share one package because they are one paper's two layers: Model C reads the same network,
 modulation formats, priority classes and K-shortest routes as Models A and B (it imports
@@ -21,7 +25,7 @@ modulation formats, priority classes and K-shortest routes as Models A and B (it
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem
+from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.provisioning import (
     bound,
     brute,
@@ -41,19 +45,14 @@ PROBLEM = Problem(
     summary="QoS-assured degraded RMSA with priorities (static Model A / time-expanded Model B)",
     source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; channel RSA: Velasco et al., PNC 2012",
     sense="max",
-    load=model.load,
-    dump=model.dump,
-    check=model.check,
-    objective=model.objective,
-    generate=model.generate,
-    build=milp.build,
-    extract=milp.extract,
+    **model_fields(model),
+    **exact_fields(milp),
     heuristics=rmsa.HEURISTICS,
     exact=exact.provisioning_exact,
+    warm_start=rmsa.best_heuristic_solution,
     bound=bound.provisioning_bound,
     sizes=(1, 2, 3),
     size_doc="requests / 8",
-    schema=model.SCHEMA,
     objective_name=OBJECTIVE,
     objective_unit="weight",
     oracle=Oracle(generate=brute.tiny_provisioning, solve=brute.provisioning_optimum),
@@ -65,19 +64,14 @@ GROOMING = Problem(
     summary="Multi-layer degraded provisioning with grooming over <= 2 lightpaths (Model C)",
     source="Zhong et al., GLOBECOM 2016, arXiv 1607.04695; grooming ILP after Zhu & Mukherjee, JSAC 2002",
     sense="max",
-    load=grooming.load,
-    dump=grooming.dump,
-    check=grooming.check,
-    objective=grooming.objective,
-    generate=grooming.generate,
-    build=grooming_milp.build,
-    extract=grooming_milp.extract,
+    **model_fields(grooming),
+    **exact_fields(grooming_milp),
     heuristics=grooming_heuristics.HEURISTICS,
     exact=exact.grooming_exact,
+    warm_start=grooming_heuristics.best_heuristic_solution,
     bound=bound.grooming_bound,
     sizes=(1, 2, 3),
     size_doc="requests / 4",
-    schema=grooming.SCHEMA,
     objective_name=OBJECTIVE + " and lightpath count",
     objective_unit="weight",
     oracle=Oracle(generate=brute.tiny_grooming, solve=brute.grooming_optimum),

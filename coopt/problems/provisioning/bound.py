@@ -10,9 +10,12 @@ and transponder rows, the Lagrangian relaxation of those rows gives a valid uppe
     L(mu) = sum_rows rhs mu + sum_r max(0, max_c (v_c - a_c mu)),
 
 v_c = w (1 - eps (1 - rho)) the value of channel c and a_c its column: every feasible plan, and
-every LP point, is worth at most L(mu). Each round's L(mu) is such a bound; at the LP optimum it
-equals the LP value (no channel prices out). On the large files the master LP becomes slow long
-before that (NSFNET: 380 s for its eighth round), so a second bound runs beside it: the capacity
+every LP point, is worth at most L(mu). Each iteration's L(mu) is such a bound; at the LP optimum
+it equals the LP value (no channel prices out). The master starts from the channels of a feasible
+plan where the caller gives one (``incumbent``: the problem's warm start), else empty; the start
+changes how soon the bound tightens, never its validity or the converged value. On the large
+files the master LP becomes slow long before convergence (NSFNET: 380 s for its eighth
+iteration), so a second bound runs beside it: the capacity
 relaxation, a small 0-1 model (one variable per request, path and fraction; one row per link
 and instant) whose dual bound HiGHS reports at any time (:func:`capacity_bound`). The bound
 reported is the least of them, sharpened by integrality: no plan serves more than floor(L + 1/2)
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
-from coopt.problem import SolveOptions
+from coopt.problem import Solution, SolveOptions
 from coopt.problems.provisioning import grooming_milp
 from coopt.problems.provisioning import grooming_model as G
 from coopt.problems.provisioning import model as P
@@ -201,17 +204,20 @@ def _prices(lp: ChannelLP, fams: list[Family], duals: np.ndarray, pi: np.ndarray
     return inner, entering
 
 
-def provisioning_bound(instance: P.Instance, options: SolveOptions) -> float:
+def provisioning_bound(instance: P.Instance, options: SolveOptions,
+                       incumbent: Solution | None = None) -> float:
     """min(the least Lagrangian bound of column generation on the channel LP, the capacity
     relaxation's dual bound), rounded (module docstring). Column generation gets half of
     ``options.time_limit`` (:data:`DEFAULT_SECONDS` without one), the capacity MILP the rest;
-    stopped early, each bound stays valid, only weaker."""
+    stopped early, each bound stays valid, only weaker. ``incumbent`` (a feasible plan, the
+    problem's warm start) seeds the master LP with its channels; without one the master starts
+    empty: the bound is valid either way and, once column generation converges, the same."""
     fams = families(instance)
     if not fams:
         return 0.0
     budget = options.time_limit if options.time_limit is not None else DEFAULT_SECONDS
     start = time.perf_counter()
-    lagrangian = column_generation(instance, fams, start + budget / 2)
+    lagrangian = column_generation(instance, fams, start + budget / 2, incumbent)
     left = SolveOptions(time_limit=max(1.0, budget - (time.perf_counter() - start)), gap=options.gap,
                         threads=options.threads, seed=options.seed)
     # the capacity bound is one on W, an integer: no plan's value exceeds its floor
@@ -267,21 +273,29 @@ def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptio
     return result.bound
 
 
-def column_generation(instance: P.Instance, fams: list[Family], deadline: float) -> float:
-    """The least Lagrangian bound L(mu) over the rounds of column generation until ``deadline``
-    (or convergence: then it is the channel LP's value)."""
-    from coopt.problems.provisioning.rmsa import best_heuristic_solution
+def seed_columns(instance: P.Instance, fams: list[Family], plan: Solution | None
+                 ) -> list[tuple[int, Family, int]]:
+    """The channels of a feasible ``plan`` as master columns (none without a plan)."""
+    if plan is None:
+        return []
+    seeds = []
+    lookup = {(fam.request, fam.links, fam.width): k for k, fam in enumerate(fams)}
+    for conn in plan["connections"]:
+        links = P.path_links(instance, conn["path"])
+        k = lookup.get((conn["request"], links, conn["slots"]))
+        if k is not None:
+            seeds.append((k, fams[k], conn["first_slot"]))
+    return seeds
 
+
+def column_generation(instance: P.Instance, fams: list[Family], deadline: float,
+                      plan: Solution | None = None) -> float:
+    """The least Lagrangian bound L(mu) over the rounds of column generation until ``deadline``
+    (or convergence: then it is the channel LP's value), the master seeded with the channels of
+    ``plan`` where one is given."""
     lp = ChannelLP(instance)
     try:
-        start = []
-        lookup = {(fam.request, fam.links, fam.width): k for k, fam in enumerate(fams)}
-        for conn in best_heuristic_solution(instance)["connections"]:
-            links = P.path_links(instance, conn["path"])
-            k = lookup.get((conn["request"], links, conn["slots"]))
-            if k is not None:
-                start.append((k, fams[k], conn["first_slot"]))
-        lp.add(start)
+        lp.add(seed_columns(instance, fams, plan))
         best = math.inf
         duals = np.zeros(len(lp.rhs))
         for _ in range(MAX_ROUNDS):

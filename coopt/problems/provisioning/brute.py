@@ -237,11 +237,8 @@ def best_fractions(weights: list[float], low: list[float], uses: list[list[int]]
     return best
 
 
-def grooming_optimum(instance: G.Instance) -> float:
-    """The best value over every assignment of requests to virtual routes (or none) and every
-    set of lightpaths on the pairs it uses, with the best served rates of each."""
-    eps1 = 1.0 / (4 * len(instance.requests) * max(c.weight for c in instance.classes))
-    eps2 = 1.0 / (2 * len(instance.nodes) * instance.transponders_per_node + 4)
+def _virtual_route_choices(instance: G.Instance) -> list[list[tuple[str, ...] | None]]:
+    """Per request: unserved (None), direct, or (with H >= 2) through each other node."""
     choices = []
     for req in instance.requests:
         routes = [(req.source, req.target)]
@@ -249,9 +246,44 @@ def grooming_optimum(instance: G.Instance) -> float:
             routes += [(req.source, m, req.target) for m in instance.nodes
                        if m not in (req.source, req.target)]
         choices.append([None, *routes])
+    return choices
+
+
+def _best_kept_weight(instance: G.Instance, served: list[int], assignment: tuple, pairs: list,
+                      options: dict) -> float | None:
+    """The largest weighted served fraction over every set of non-overlapping lightpaths on
+    ``pairs`` (one per pair) for the requests ``served`` on their virtual routes (None: no set
+    carries every class floor)."""
+    uses = [[pairs.index(_pair(instance, a, b))
+             for a, b in zip(assignment[r], assignment[r][1:], strict=False)] for r in served]
+    reqs = [instance.requests[r] for r in served]
+    weights = [instance.classes[q.priority - 1].weight for q in reqs]
+    low = [1 - instance.classes[q.priority - 1].max_degradation if instance.degradation else 1.0
+           for q in reqs]
+    best = None
+    tried = set()
+    for lightpaths in itertools.product(*(options[q] for q in pairs)):
+        if any(x[0] & y[0] and x[1] < y[1] + y[2] and y[1] < x[1] + x[2]
+               for x, y in itertools.combinations(lightpaths, 2)):
+            continue
+        capacity = tuple(lp[3] for lp in lightpaths)
+        if capacity in tried:
+            continue
+        tried.add(capacity)
+        kept = best_fractions(weights, low, uses, [q.bandwidth_bps for q in reqs], list(capacity))
+        if kept is not None and (best is None or kept > best):
+            best = kept
+    return best
+
+
+def grooming_optimum(instance: G.Instance) -> float:
+    """The best value over every assignment of requests to virtual routes (or none) and every
+    set of lightpaths on the pairs it uses, with the best served rates of each."""
+    eps1 = 1.0 / (4 * len(instance.requests) * max(c.weight for c in instance.classes))
+    eps2 = 1.0 / (2 * len(instance.nodes) * instance.transponders_per_node + 4)
     options = {}
     best = 0.0
-    for assignment in itertools.product(*choices):
+    for assignment in itertools.product(*_virtual_route_choices(instance)):
         served = [r for r, vr in enumerate(assignment) if vr is not None]
         pairs = sorted({_pair(instance, a, b) for r in served
                         for a, b in zip(assignment[r], assignment[r][1:], strict=False)})
@@ -260,26 +292,9 @@ def grooming_optimum(instance: G.Instance) -> float:
             continue
         for q in pairs:
             options.setdefault(q, _lightpath_options(instance, q))
-        uses = [[pairs.index(_pair(instance, a, b))
-                 for a, b in zip(assignment[r], assignment[r][1:], strict=False)] for r in served]
-        reqs = [instance.requests[r] for r in served]
-        weights = [instance.classes[q.priority - 1].weight for q in reqs]
-        low = [1 - instance.classes[q.priority - 1].max_degradation if instance.degradation else 1.0
-               for q in reqs]
         if any(sum(v in q for q in pairs) > instance.transponders_per_node for v in instance.nodes):
             continue
-        tried = set()
-        for lightpaths in itertools.product(*(options[q] for q in pairs)):
-            if any(x[0] & y[0] and x[1] < y[1] + y[2] and y[1] < x[1] + x[2]
-                   for x, y in itertools.combinations(lightpaths, 2)):
-                continue
-            capacity = tuple(lp[3] for lp in lightpaths)
-            if capacity in tried:
-                continue
-            tried.add(capacity)
-            kept = best_fractions(weights, low, uses, [q.bandwidth_bps for q in reqs], list(capacity))
-            if kept is None:
-                continue
-            value = weight - eps1 * (weight - kept) - eps2 * len(pairs)
-            best = max(best, value)
+        kept = _best_kept_weight(instance, served, assignment, pairs, options)
+        if kept is not None:
+            best = max(best, weight - eps1 * (weight - kept) - eps2 * len(pairs))
     return best

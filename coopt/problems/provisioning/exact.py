@@ -7,7 +7,7 @@ weights), then by the tie-break Q (weighted degradation eps P, plus eps2 L light
 Q < 1/2. Inside one weighted sum the tie-break is about 1e-8 of the objective: below HiGHS'
 relative gap (1e-6) and, once the objective is scaled, its coefficients fall below the dual
 feasibility tolerance (1e-7), so HiGHS stops on solutions that degrade a request for nothing and
-reports a bound that a feasible solution beats (issue 13). Here every stage has its own
+reports a bound that a feasible solution beats. Here every stage has its own
 objective, and every term of it is well above the tolerances:
 
     stage 1   max W / w_max  s.t.  W >= W0 + 1/2         coefficients w_p / w_max in [1e-6, 1]
@@ -16,14 +16,18 @@ objective, and every term of it is well above the tolerances:
               Model C:   Q = eps1 P + eps2 L, q_unit = eps2: coefficients 1 (a lightpath) and
                          (eps1 / eps2) w_p (a served fraction)
 
-W0 is the served weight of the best heuristic's solution, Q0 the tie-break of the best solution
-known at W* (stage 1's, improved in place by :func:`coopt.problems.provisioning.rmsa.upgrade` or
-:func:`coopt.problems.provisioning.grooming_heuristics.reoptimize_rates`). The two cutoff rows do what a warm
-start does for the proof (prune every node that cannot beat the incumbent), without handing HiGHS
-a start: with HiGHS 1.16.0 a start given through ``setSolution`` (``model.warm_start``) loses the
-objective offset of the columns presolve fixes ("MIP start solution is feasible: objective value
-is 1.41667 ... in the reduced space: objective value is 0.41667"), and the solve then stops at the
-start as ``optimal`` although a better solution exists (stage 2 of ``brute.tiny_grooming(1)``;
+W0 is the served weight of the start: the problem's warm start (the best fixed-for-life
+heuristic's solution), which :mod:`coopt.run` runs, checks and hands in as ``incumbent``, or the
+plan that serves nothing (W0 = 0) without one; the optimum does not depend on it, only the time to
+prove it. Q0 is the tie-break of the best solution known at W* (stage 1's, improved in place by
+:func:`coopt.problems.provisioning.rmsa.upgrade` or
+:func:`coopt.problems.provisioning.grooming_heuristics.reoptimize_rates`, local improvements of
+a given plan, not heuristic runs). The two cutoff rows do what a warm start does for the proof
+(prune every node that cannot beat the incumbent), without handing HiGHS a start: with HiGHS
+1.16.0 a start given through ``setSolution`` (``model.warm_start``) loses the objective offset of
+the columns presolve fixes ("MIP start solution is feasible: objective value is 1.41667 ... in
+the reduced space: objective value is 0.41667"), and the solve then stops at the start as
+``optimal`` although a better solution exists (stage 2 of ``brute.tiny_grooming(1)``;
 right with presolve off). A stage that comes back infeasible proves its incumbent optimal.
 
 Stage 1 drops what cannot matter to max W (with proofs in the model modules): in the static
@@ -39,7 +43,7 @@ counts n_p of served requests obey sum_p w_p n_p = W*, whose integer solutions o
 n_p (generated size 6, seed 0: 20 gold, 10 silver, 6 bronze). The LP had neither: it met
 W >= W* with fractions of every class, its stage-2 bound stayed at 0.88 after 15486 nodes and
 600 s while the optimum is 1.435 (units of q_unit); with the rows the same stage is proved in
-about 300 nodes (docs/provisioning.md, "Stage 2 restricted to W*").
+about 300 nodes (docs/notes/provisioning.md, "Stage 2 restricted to W*").
 
 Tolerances of the route (HiGHS through :func:`coopt.solvers.highs.solve_model`): relative MIP gap
 ``options.gap`` (1e-6 by default), absolute MIP gap 1e-9, MIP feasibility 1e-6, primal and dual
@@ -48,8 +52,9 @@ the cutoff above the primal tolerance in model units (delta / q_unit >= 5e-7, fi
 q_unit <= 1/2 and W* - Q0 >= 1/2 whenever anything is served; a plan HiGHS accepts within its
 tolerance is returned with its own Q, so a smaller margin costs speed, never correctness), and
 keeps the reported bound within 5e-7 relative of the value, inside the allowance of
-:func:`coopt.run.run` (gap + 1e-6): 1e-5 q_unit alone was 1.7e-6 relative on the oracle's seed 114
-(3 requests, value 0.99583), so the route reported ``optimal`` and the run, rightly, ``feasible``.
+:func:`coopt.run.run` (gap + 1e-6): 1e-5 q_unit alone is 1.7e-6 relative on the oracle's seed 114
+(3 requests, value 0.99583), where the route would claim ``optimal`` and the run, rightly, say
+``feasible``.
 
 What ``optimal`` means, and the bound. Let U1 be stage 1's dual bound. No feasible W exceeds
 W_cap = max(W0, floor(U1 + 1e-6 max(1, U1))) (W is an integer; the slack absorbs HiGHS' rounding
@@ -190,14 +195,16 @@ def _second_stage(spec: Lexicographic, weight: int, cap: int, cutoff: float | No
     return second
 
 
-def provisioning_exact(instance: P.Instance, options: SolveOptions) -> ExactOutcome:
-    """Models A and B, solved lexicographically (module docstring)."""
-    from coopt.problems.provisioning.rmsa import best_heuristic_solution
-
-    # Model B's stage 2 was slower restricted (size 3, seed 1, both at the root: 4.2 -> 10.7 s),
+def provisioning_exact(instance: P.Instance, options: SolveOptions,
+                       incumbent: Solution | None = None) -> ExactOutcome:
+    """Models A and B, solved lexicographically (module docstring), from ``incumbent`` (the
+    problem's warm start, :func:`coopt.problems.provisioning.rmsa.best_heuristic_solution`, which
+    the runner runs and checks) or, without one, from the plan that serves nothing."""
+    # Model B's stage 2 is slower restricted (size 3, seed 1, both at the root: 4.2 -> 10.7 s),
     # and its size-6 bottleneck is stage 1; the restriction is on for the static model only
     restrict = instance.model == "static"
-    return solve(provisioning_spec(instance, restrict), best_heuristic_solution(instance), options)
+    start = incumbent if incumbent is not None else P.solution_from(instance, [])
+    return solve(provisioning_spec(instance, restrict), start, options)
 
 
 def provisioning_spec(instance: P.Instance, restrict: bool = True) -> Lexicographic:
@@ -223,9 +230,12 @@ def provisioning_spec(instance: P.Instance, restrict: bool = True) -> Lexicograp
     )
 
 
-def grooming_exact(instance: G.Instance, options: SolveOptions) -> ExactOutcome:
-    """Model C, solved lexicographically (module docstring)."""
-    from coopt.problems.provisioning.grooming_heuristics import best_heuristic_solution, reoptimize_rates
+def grooming_exact(instance: G.Instance, options: SolveOptions,
+                   incumbent: Solution | None = None) -> ExactOutcome:
+    """Model C, solved lexicographically (module docstring), from ``incumbent`` (the problem's
+    warm start, :func:`coopt.problems.provisioning.grooming_heuristics.best_heuristic_solution`,
+    which the runner runs and checks) or, without one, from the plan that serves nothing."""
+    from coopt.problems.provisioning.grooming_heuristics import reoptimize_rates
 
     eps1, eps2 = G.epsilons(instance)
     w_max = max(c.weight for c in instance.classes)
@@ -247,4 +257,5 @@ def grooming_exact(instance: G.Instance, options: SolveOptions) -> ExactOutcome:
         weight_unit=float(w_max),
         tie_unit=eps2,
     )
-    return solve(spec, best_heuristic_solution(instance), options)
+    start = incumbent if incumbent is not None else G.solution_from(instance, [], [])
+    return solve(spec, start, options)

@@ -269,7 +269,7 @@ def priority_degraded_grooming(instance: G.Instance, seed: int = 0) -> Solution:
 
     Guarantee: feasible, class windows and data volume kept. Complexity
     O((3 + RESTARTS)(1 + SQUEAKY_ROUNDS) x 2 x R |V| H K |W| |path| |S|) plus one LP with R
-    columns. Source: ours (issue 19); the per-request rule is :func:`degraded_grooming`'s."""
+    columns. Source: ours; the per-request rule is :func:`degraded_grooming`'s."""
     rng = random.Random(seed)
     reqs = instance.requests
 
@@ -321,7 +321,7 @@ def reoptimize_rates(instance: G.Instance, solution: Solution) -> Solution:
     then drop the lightpaths nobody uses. The rates the solution had are feasible for the LP, so
     nothing gets worse. Guarantee: feasible in, feasible out; same served set and W; P and L never
     larger. Complexity: one LP with R columns and |lightpaths| rows (HiGHS).
-    Source: issue 19 (re-optimizing the degraded requests' rates after routing)."""
+    Source: ours (re-optimizing the degraded requests' rates after routing)."""
     conns = solution["connections"]
     if not conns:
         return G.solution_from(instance, [], [])

@@ -39,7 +39,7 @@ def grooming_model(instance: Instance, lowest_rates: bool = False, linking: bool
     needs a lightpath on each of its pairs. The rows are implied for integer points by (C4) and
     (C2) (a served request with h > 0 needs capacity, so some y_l = 1), not for the LP, where
     (C4) lets lambda = 1 ride on a sliver of y; they cut the stage-1 search from 2020 nodes to 75
-    on generated seed 2, size 6 (benchmarks/provisioning_scale.py).
+    on generated seed 2, size 6 (benchmarks/figures/provisioning_scale.py).
 
     ``lowest_rates`` fixes every served fraction at its class floor, rho_r = (1 - delta_p) z_r,
     which loses nothing for max W: lowering a served rate only frees capacity in (C4), and W does
@@ -61,8 +61,26 @@ def grooming_model(instance: Instance, lowest_rates: bool = False, linking: bool
         expr=sum(weight[r] * (model.z[r] - model.rho[r]) for r in range(len(reqs))))
     model.lightpath_count = pyo.Expression(expr=sum(model.y[i] for i in range(len(lps))))
     model.rows = pyo.ConstraintList()
+    uses = _add_request_rows(model, instance, lowest_rates)
+    supply, cells, at_node = _lightpath_resources(instance, lps)
+    model.linking = pyo.ConstraintList()
+    _add_pair_rows(model, instance, uses, supply, linking)
+    for cell in sorted(cells):
+        if len(cells[cell]) > 1:
+            model.rows.add(sum(model.y[i] for i in cells[cell]) <= 1)
+    for v in instance.nodes:
+        if len(at_node[v]) > instance.transponders_per_node:
+            model.rows.add(sum(model.y[i] for i in at_node[v]) <= instance.transponders_per_node)
+    return model
+
+
+def _add_request_rows(model: pyo.ConcreteModel, instance: Instance, lowest_rates: bool
+                      ) -> dict[tuple[str, str], list]:
+    """Per request: one virtual route if served, its rate split over that route, the class
+    window of the rate (its floor only with ``lowest_rates``). Returns, per node pair, the
+    (request, route) indices whose virtual route has a hop on it."""
     uses: dict[tuple[str, str], list] = defaultdict(list)
-    for r, req in enumerate(reqs):
+    for r, req in enumerate(instance.requests):
         mine = [(r, i) for i in range(len(model.routes_of[r]))]
         model.rows.add(sum(model.lam[j] for j in mine) == model.z[r])
         model.rows.add(sum(model.h[j] for j in mine) == model.rho[r])
@@ -76,6 +94,12 @@ def grooming_model(instance: Instance, lowest_rates: bool = False, linking: bool
             model.rows.add(model.rho[r] == min_fraction(instance, req) * model.z[r])
         else:
             model.rows.add(model.rho[r] >= min_fraction(instance, req) * model.z[r])
+    return uses
+
+
+def _lightpath_resources(instance: Instance, lps: list) -> tuple[dict, dict, dict]:
+    """What each candidate lightpath offers and holds: per node pair its (index, capacity in
+    Gbit/s), per cell (link, slot) and per node the lightpaths using it."""
     supply: dict[tuple[str, str], list] = defaultdict(list)
     cells: dict[tuple[int, int], list[int]] = defaultdict(list)
     at_node: dict[str, list[int]] = defaultdict(list)
@@ -87,8 +111,14 @@ def grooming_model(instance: Instance, lowest_rates: bool = False, linking: bool
                 cells[(e, s)].append(i)
         for v in lp.ends:
             at_node[v].append(i)
-    gbps = [req.bandwidth_bps / GBPS for req in reqs]
-    model.linking = pyo.ConstraintList()
+    return supply, cells, at_node
+
+
+def _add_pair_rows(model: pyo.ConcreteModel, instance: Instance, uses: dict, supply: dict,
+                   linking: bool) -> None:
+    """Per node pair a virtual hop uses: the carried rate within the capacity of the pair's
+    lightpath, at most one lightpath per pair, and (``linking``) no hop without one."""
+    gbps = [req.bandwidth_bps / GBPS for req in instance.requests]
     for q in sorted(uses):
         carried = sum(gbps[j[0]] * model.h[j] for j in uses[q])
         model.rows.add(carried <= sum(c * model.y[i] for i, c in supply[q]))
@@ -98,17 +128,11 @@ def grooming_model(instance: Instance, lowest_rates: bool = False, linking: bool
             pair_open = sum(model.y[i] for i, _ in supply[q])
             for j in uses[q]:
                 model.linking.add(model.lam[j] <= pair_open)
-    for cell in sorted(cells):
-        if len(cells[cell]) > 1:
-            model.rows.add(sum(model.y[i] for i in cells[cell]) <= 1)
-    for v in instance.nodes:
-        if len(at_node[v]) > instance.transponders_per_node:
-            model.rows.add(sum(model.y[i] for i in at_node[v]) <= instance.transponders_per_node)
-    return model
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
-    """Model C with the one-number objective W - eps1 P - eps2 L in problem units."""
+def build(instance: Instance, incumbent: Solution | None = None) -> pyo.ConcreteModel:
+    """Model C with the one-number objective W - eps1 P - eps2 L in problem units. ``incumbent``
+    (the runner's warm start) is not handed to HiGHS, for the reason of :func:`.milp.build`."""
     model = grooming_model(instance)
     eps1, eps2 = epsilons(instance)
     model.value = pyo.Objective(

@@ -51,7 +51,7 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
     class: the same candidates, cells and values) the one listed first is served whenever the
     other is: swapping their decisions maps any solution to one that obeys this, with the same
     W and P. Off by default: on generated size 6 it took seed 0 from 411 nodes to 1456 and gave
-    seed 2 one unit of bound in 60 s (benchmarks/provisioning_scale.py)."""
+    seed 2 one unit of bound in 60 s (benchmarks/figures/provisioning_scale.py)."""
     cands = candidates(instance, narrowest)
     model = pyo.ConcreteModel(name=f"provisioning_{instance.model}")
     model.candidates = cands
@@ -66,10 +66,29 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
         by_request[c.request].append(i)
     model.by_request = by_request
     model.packing = []  # the (A2), (A3) rows as (candidates, right-hand side) of sum x <= rhs
+    _add_one_decision_rows(model)
+    _add_overlap_rows(model, instance, maximal_rows)
+    model.symmetry = pyo.ConstraintList()
+    if symmetry and instance.model == "static":
+        for first, second in identical_pairs(instance):
+            if by_request[first] and by_request[second]:
+                model.symmetry.add(sum(model.x[i] for i in by_request[first])
+                                   >= sum(model.x[i] for i in by_request[second]))
+    _add_transponder_rows(model, instance)
+    return model
+
+
+def _add_one_decision_rows(model: pyo.ConcreteModel) -> None:
+    """(A1): at most one channel per request (requests with one channel need no row)."""
     model.one_decision = pyo.ConstraintList()
-    for r in sorted(by_request):
-        if len(by_request[r]) > 1:
-            model.one_decision.add(sum(model.x[i] for i in by_request[r]) <= 1)
+    for r in sorted(model.by_request):
+        if len(model.by_request[r]) > 1:
+            model.one_decision.add(sum(model.x[i] for i in model.by_request[r]) <= 1)
+
+
+def _add_overlap_rows(model: pyo.ConcreteModel, instance: Instance, maximal_rows: bool) -> None:
+    """(A2): the rows of :func:`overlap_rows` that span two requests or more, each once."""
+    cands = model.candidates
     model.no_overlap = pyo.ConstraintList()
     rows_seen: set[frozenset[int]] = set()
     for members in overlap_rows(instance, cands, maximal_rows):
@@ -78,23 +97,23 @@ def channel_model(instance: Instance, narrowest: bool = False, maximal_rows: boo
             rows_seen.add(row)
             model.no_overlap.add(sum(model.x[i] for i in members) <= 1)
             model.packing.append((members, 1))
-    model.symmetry = pyo.ConstraintList()
-    if symmetry and instance.model == "static":
-        for first, second in identical_pairs(instance):
-            if by_request[first] and by_request[second]:
-                model.symmetry.add(sum(model.x[i] for i in by_request[first])
-                                   >= sum(model.x[i] for i in by_request[second]))
+
+
+def _add_transponder_rows(model: pyo.ConcreteModel, instance: Instance) -> None:
+    """(A3): at every instant, the channels ending at a node use at most its free transponders
+    (a row only where more requests could use them than there are)."""
+    cands = model.candidates
     model.transponders = pyo.ConstraintList()
-    if instance.transponders_per_node:
-        for q in instants(instance):
-            active = [i for i, c in enumerate(cands) if active_at(instance, c, q)]
-            for v in instance.nodes:
-                members = [i for i in active if v in request_ends(instance, cands[i].request)]
-                free = instance.transponders_per_node - background_transponders(instance, v, q)
-                if len({cands[i].request for i in members}) > free:
-                    model.transponders.add(sum(model.x[i] for i in members) <= max(free, 0))
-                    model.packing.append((members, max(free, 0)))
-    return model
+    if not instance.transponders_per_node:
+        return
+    for q in instants(instance):
+        active = [i for i, c in enumerate(cands) if active_at(instance, c, q)]
+        for v in instance.nodes:
+            members = [i for i in active if v in request_ends(instance, cands[i].request)]
+            free = instance.transponders_per_node - background_transponders(instance, v, q)
+            if len({cands[i].request for i in members}) > free:
+                model.transponders.add(sum(model.x[i] for i in members) <= max(free, 0))
+                model.packing.append((members, max(free, 0)))
 
 
 def identical_pairs(instance: Instance) -> list[tuple[int, int]]:
@@ -140,10 +159,12 @@ def overlap_rows(instance: Instance, cands: list[Candidate], maximal: bool = Tru
     return rows
 
 
-def build(instance: Instance) -> pyo.ConcreteModel:
+def build(instance: Instance, incumbent: Solution | None = None) -> pyo.ConcreteModel:
     """The channel MILP (A1)-(A3) with the one-number objective W - eps P in problem units (not
     divided further: that would push the degradation coefficients eps w (1 - rho) toward HiGHS'
-    dual feasibility tolerance)."""
+    dual feasibility tolerance). ``incumbent`` (the runner's warm start) is not handed to HiGHS:
+    with HiGHS 1.16.0 a start can end the solve at a worse plan reported ``optimal``
+    (:mod:`coopt.problems.provisioning.exact`, which uses it as a cutoff row instead)."""
     model = channel_model(instance)
     model.value = pyo.Objective(expr=model.served_weight - epsilon(instance) * model.degradation,
                                 sense=pyo.maximize)

@@ -229,7 +229,7 @@ def multistart_first_fit(instance: P.Instance, seed: int = 0) -> Solution:
     :func:`priority_degraded_first_fit` (its order and rule are the first tried).
     Complexity O((3 + RESTARTS)(1 + SQUEAKY_ROUNDS) x 2 x R K |Lambda| |path| |S|) plus
     :func:`upgrade`; an (order, rule) already replayed is not replayed again (on the bench's
-    files 40 replays are 2-32 distinct ones). Source: ours (issue 19)."""
+    files 40 replays are 2-32 distinct ones). Source: ours."""
     rng = random.Random(seed)
     reqs = instance.requests
 
