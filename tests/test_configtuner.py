@@ -14,7 +14,8 @@ import pytest
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.problems.configtuner import analytic, model
+from coopt.problems.configtuner import analytic, model, partition
+from coopt.problems.configtuner import exact as exact_c1
 from coopt.problems.configtuner import heuristics as solvers
 from coopt.problems.configtuner.model import GIB, RECOMPUTE, ZERO_STAGES
 from coopt.problems.configtuner.partition import stage_data, stage_memory, uniform_partition
@@ -207,7 +208,7 @@ def test_the_rule_of_thumb_takes_the_smallest_fitting_tp_then_the_fewest_stages(
 def test_configtuners_memory_first_rules_lose_nothing_inside_their_space(stem):
     instance = shipped_instance(stem)
     rows = model.structures(instance, tp_within_node=True, ep_within_node=True)
-    best = solvers.best_of(instance, model.space(instance, rows))
+    best = exact_c1.best_of(instance, model.space(instance, rows))
     pruned = solvers.configtuner(instance)
     assert pruned["objective"] == pytest.approx(best["objective"], rel=1e-12)
     assert pruned["memory_checked"] == len(model.space(instance, rows))
@@ -224,7 +225,7 @@ def test_every_search_reports_how_many_configurations_it_priced():
 
 def test_the_breakdown_adds_up_to_the_iteration_time():
     for stem in ("0-mixtral-8x7b-16xh100", "1-korthikanti-175b-64xa100", "2-llama2-70b-1024xh100"):
-        solution = solvers.exact(shipped_instance(stem), SolveOptions()).solution
+        solution = exact_c1.exact(shipped_instance(stem), SolveOptions()).solution
         assert sum(solution["breakdown"].values()) == pytest.approx(solution["objective"], rel=1e-12)
         assert min(solution["breakdown"].values()) >= -1e-12
 
@@ -232,7 +233,7 @@ def test_the_breakdown_adds_up_to_the_iteration_time():
 # -- the model moves the way it should ------------------------------------------------------------
 
 def optimum(instance) -> float:
-    return solvers.exact(instance, SolveOptions()).solution["objective"]
+    return exact_c1.exact(instance, SolveOptions()).solution["objective"]
 
 
 def test_a_faster_network_never_slows_the_best_configuration_and_topology_matters():
@@ -248,7 +249,7 @@ def test_a_faster_network_never_slows_the_best_configuration_and_topology_matter
 def test_more_memory_never_hurts_and_too_little_admits_nothing():
     instance = shipped_instance("1-gpt13b-64xa100")
     assert optimum(replace(instance, gpu_memory=160 * GIB)) <= optimum(instance)
-    assert solvers.exact(replace(instance, gpu_memory=0.5 * GIB), SolveOptions()).status == "infeasible"
+    assert exact_c1.exact(replace(instance, gpu_memory=0.5 * GIB), SolveOptions()).status == "infeasible"
 
 
 def test_sequence_parallel_adds_one_all_gather_per_layer_in_backward_and_saves_memory():
@@ -282,7 +283,7 @@ def test_the_generator_respects_its_own_loader_at_every_size(tmp_path):
         path = tmp_path / f"g{size}.toml"
         path.write_text(to_toml(PROBLEM, instance))
         assert load(path).instance == instance
-        assert solvers.exact(instance, SolveOptions()).status == "optimal"
+        assert exact_c1.exact(instance, SolveOptions()).status == "optimal"
 
 
 # -- C2: the layer-to-stage partition ----------------------------------------------------------------
@@ -303,8 +304,8 @@ def test_partition_dp_equals_the_milp_and_never_loses_to_the_uniform_split(stem,
     instance = shipped_instance(stem)
     config = partition_config(**layout)
     data = stage_data(instance, config)
-    counts, value = solvers.partition_dp(instance, config)
-    milp_counts, milp_value = solvers.partition_milp(instance, config)
+    counts, value = partition.partition_dp(instance, config)
+    milp_counts, milp_value = partition.partition_milp(instance, config)
     assert milp_value == pytest.approx(value, rel=1e-9)
     uniform = uniform_partition(instance, config)
     from coopt.problems.configtuner.partition import partition_feasible, pipeline_time
@@ -318,10 +319,10 @@ def test_partition_dp_equals_the_milp_and_never_loses_to_the_uniform_split(stem,
 def test_partition_dp_and_milp_equal_brute_force_when_layers_do_not_divide(layers, stages):
     instance = replace(gpt_small(), layers=layers, gpus=2 * stages, global_batch=16)
     config = partition_config(tp=2, pp=stages, dp=1)
-    truth = solvers.partition_brute(instance, config)
+    truth = partition.partition_brute(instance, config)
     assert truth is not None
-    assert solvers.partition_dp(instance, config)[1] == pytest.approx(truth, rel=1e-12)
-    assert solvers.partition_milp(instance, config)[1] == pytest.approx(truth, rel=1e-9)
+    assert partition.partition_dp(instance, config)[1] == pytest.approx(truth, rel=1e-12)
+    assert partition.partition_milp(instance, config)[1] == pytest.approx(truth, rel=1e-9)
 
 
 def test_the_partition_moves_layers_off_the_stage_that_holds_the_most_activations():
@@ -331,9 +332,9 @@ def test_the_partition_moves_layers_off_the_stage_that_holds_the_most_activation
     uniform = uniform_partition(instance, config)
     first = stage_memory(instance, data, 0, 8, uniform[0])
     tight = replace(instance, gpu_memory=first * 0.97)  # the uniform split's first stage no longer fits
-    counts, _ = solvers.partition_dp(tight, config)
+    counts, _ = partition.partition_dp(tight, config)
     assert counts[0] < uniform[0] and sum(counts) == instance.layers
-    assert solvers.partition_milp(tight, config)[0] is not None
+    assert partition.partition_milp(tight, config)[0] is not None
 
 
 def test_the_partition_refuses_what_it_does_not_model():
@@ -364,8 +365,8 @@ def test_the_generator_refuses_a_size_or_seed_it_cannot_make():
 @pytest.mark.parametrize("path", shipped("configtuner"), ids=lambda p: p.stem)
 def test_on_every_shipped_instance_the_bound_is_the_optimum_and_ours_stay_within_one_percent(path):
     instance = load(path).instance
-    best = solvers.exact(instance, SolveOptions()).solution["objective"]
-    assert solvers.bound(instance, SolveOptions()) == best
+    best = exact_c1.exact(instance, SolveOptions()).solution["objective"]
+    assert exact_c1.bound(instance, SolveOptions()) == best
     for name, fn in solvers.HEURISTICS.items():
         value = fn(instance)["objective"]
         assert value >= best * (1 - 1e-12), name

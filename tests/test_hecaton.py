@@ -13,7 +13,7 @@ from coopt.errors import InstanceError
 from coopt.instance import load, to_toml
 from coopt.problem import NoSolution, SolveOptions, close
 from coopt.problems import hecaton
-from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import dp as methods
 from coopt.problems.hecaton import milp as hecaton_milp
 from coopt.problems.hecaton import model as hecaton_model
 from coopt.problems.hecaton.model import (

@@ -16,6 +16,7 @@ from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.problems.mixnet import circuits as H
+from coopt.problems.mixnet import exact as mixnet_exact
 from coopt.problems.mixnet import model
 from coopt.problems.mixnet.model import Fabric, Instance, Traffic
 from coopt.run import judge, run
@@ -270,11 +271,11 @@ def test_the_robust_allocation_beats_planning_on_either_scenario():
     for k in range(2):
         alone = item.instance.only_region(0)
         one = Instance(alone.fabric, (alone.traffic[k],))
-        planned = H.exact(one, OPTIONS).solution
+        planned = mixnet_exact.exact(one, OPTIONS).solution
         circuits = [np.array(planned["regions"][0]["circuits"])]
         assert model.worst_case(item.instance, circuits) <= robust * (1 + 1e-9)
     mean = np.mean([t.bits() for t in item.instance.traffic], axis=0) / 8
-    mean_plan = H.exact(instance_of(mean, alpha=6, nics=8, rate=200e9), OPTIONS).solution
+    mean_plan = mixnet_exact.exact(instance_of(mean, alpha=6, nics=8, rate=200e9), OPTIONS).solution
     circuits = [np.array(mean_plan["regions"][0]["circuits"])]
     assert model.worst_case(item.instance, circuits) <= robust * (1 + 1e-9)
 

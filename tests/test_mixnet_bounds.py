@@ -11,7 +11,7 @@ import pytest
 
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.problems.mixnet import circuits as H
+from coopt.problems.mixnet import exact as mixnet_exact
 from coopt.problems.mixnet import iteration, model
 from coopt.problems.mixnet.plan_model import Instance as PlanInstance
 from coopt.problems.topoopt.model import DEFAULT_PRICES
@@ -61,14 +61,14 @@ def test_perf_per_dollar_reproduces_a_calculator_ratio():
 def test_all_to_all_bounds_bracket_the_solved_time(path):
     instance = load(path).instance
     f = instance.fabric
-    optimum = H.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
+    optimum = mixnet_exact.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
     for t in instance.traffic:
         busiest = model.busiest(t.bits()) / 8
         values = {"D_max": busiest, "alpha": f.alpha, "N": f.nics, "B": f.nic_rate, "o": f.eps_oversubscription}
         lower = get("mixnet.all_to_all_lower_bound").evaluate(values)
         eps = get("mixnet.electrical_only_time").evaluate(values)
         single = alone(instance, t)
-        assert lower <= 1 / H.exact(single, SolveOptions(gap=1e-9)).solution["objective"] * (1 + 1e-9)
+        assert lower <= 1 / mixnet_exact.exact(single, SolveOptions(gap=1e-9)).solution["objective"] * (1 + 1e-9)
         assert eps == pytest.approx(1 / model.electrical_only(single), rel=1e-12)
     assert 1 / optimum <= 1 / model.electrical_only(instance) * (1 + 1e-12)
 

@@ -11,7 +11,8 @@ import pytest
 
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.problems.mixnet import circuits as circuit_methods
+from coopt.problems.mixnet import exact as mixnet_exact
+from coopt.problems.mixnet import plan_exact
 from coopt.problems.mixnet import plan_heuristics as P
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet.model import Fabric, throughput
@@ -49,7 +50,7 @@ def test_free_reconfiguration_gives_each_layer_its_own_optimum():
     instance = two_layers(delay=0.0)
     optimum = run(PROBLEM, instance, "exact", OPTIONS)
     alone = sum(instance.layers[l].all_to_alls
-                / circuit_methods.exact(P.layer_instance(instance, l), OPTIONS).solution["objective"]
+                / mixnet_exact.exact(P.layer_instance(instance, l), OPTIONS).solution["objective"]
                 for l in range(2))
     assert optimum.status == "optimal"
     assert optimum.objective == pytest.approx(alone, rel=1e-9)
@@ -60,8 +61,8 @@ def test_a_prohibitive_delay_keeps_one_circuit_set():
     instance = two_layers(delay=10.0)
     optimum = run(PROBLEM, instance, "exact", OPTIONS)
     assert len(optimum.solution["segments"]) == 1
-    model = P.plan_milp.build_segment(instance, 0, 1)
-    result = P.solve_model(model, OPTIONS)
+    model = plan_exact.plan_milp.build_segment(instance, 0, 1)
+    result = plan_exact.solve_model(model, OPTIONS)
     assert optimum.objective == pytest.approx(result.objective + instance.exposed(0), rel=1e-9)
 
 
@@ -131,7 +132,7 @@ def test_the_dp_prunes_without_loss_on_the_medium_files():
         dp = run(PROBLEM, item.instance, "exact", OPTIONS)
         assert dp.status == "optimal"
         assert dp.objective <= run(PROBLEM, item.instance, "segment_dp", OPTIONS).objective * (1 + 1e-9)
-        assert dp.objective >= P.layer_bound(item.instance, OPTIONS) * (1 - 1e-9)
+        assert dp.objective >= plan_exact.layer_bound(item.instance, OPTIONS) * (1 - 1e-9)
 
 
 def test_the_generator_makes_forward_then_backward_layers():

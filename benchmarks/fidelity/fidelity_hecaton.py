@@ -29,7 +29,7 @@ from pathlib import Path
 
 from coopt.instance import load
 from coopt.problem import SolveOptions
-from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import dp as methods
 from coopt.problems.hecaton.model import Instance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

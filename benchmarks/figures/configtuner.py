@@ -23,8 +23,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from coopt.instance import load  # noqa: E402
 from coopt.problem import SolveOptions  # noqa: E402
+from coopt.problems.configtuner import exact as exact_c1  # noqa: E402
 from coopt.problems.configtuner import heuristics as solvers  # noqa: E402
-from coopt.problems.configtuner import model  # noqa: E402
+from coopt.problems.configtuner import model, partition  # noqa: E402
 from coopt.problems.configtuner.partition import (  # noqa: E402
     partition_feasible,
     pipeline_time,
@@ -131,7 +132,7 @@ def searches(repeat: int) -> list[dict]:
         row = {"instance": path.stem, "space": len(model.space(instance))}
         for name in SEARCHES:
             if name == "exact":
-                run = lambda i=instance: solvers.exact(i, SolveOptions()).solution  # noqa: E731
+                run = lambda i=instance: exact_c1.exact(i, SolveOptions()).solution  # noqa: E731
             else:
                 run = lambda i=instance, f=solvers.HEURISTICS[name]: f(i)  # noqa: E731
             row[name] = timed(run, repeat)
@@ -148,14 +149,14 @@ def partitions() -> list[tuple]:
         mask = (configs.pp >= 2) & (configs.interleave == 1)
         if not mask.any():
             continue
-        best = solvers.best_of(instance, model.subset(configs, mask.nonzero()[0]))
+        best = exact_c1.best_of(instance, model.subset(configs, mask.nonzero()[0]))
         if best is None:
             continue
         config = best["config"]
         data = stage_data(instance, config)
         uniform = uniform_partition(instance, config)
-        counts, value = solvers.partition_dp(instance, config)
-        milp_counts, milp_value = solvers.partition_milp(instance, config)
+        counts, value = partition.partition_dp(instance, config)
+        milp_counts, milp_value = partition.partition_milp(instance, config)
         uniform_value = pipeline_time(data, uniform) if partition_feasible(instance, data, uniform) else None
         rows.append((path.stem, config_text(config), uniform_value, value, milp_value, counts))
     return rows
@@ -174,7 +175,7 @@ def partition_sweep(stems: tuple[str, ...]) -> list[tuple]:
         for index in chosen:
             config = configs.config(int(index))
             data = stage_data(instance, config)
-            found = solvers.partition_dp(instance, config)
+            found = partition.partition_dp(instance, config)
             uniform = uniform_partition(instance, config)
             if found is None:
                 continue

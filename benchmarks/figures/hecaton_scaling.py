@@ -23,6 +23,7 @@ from pathlib import Path
 from coopt.instance import load
 from coopt.problem import ExactOutcome, NoSolution, SolveOptions
 from coopt.problems import hecaton
+from coopt.problems.hecaton import dp
 from coopt.problems.hecaton import heuristics as methods
 from coopt.problems.hecaton import model as hecaton_model
 from coopt.problems.hecaton.model import Instance, Option, cost, parse, stash_total
@@ -39,7 +40,7 @@ def solve_exact(instance: Instance) -> ExactOutcome:
         start = methods.warm_start(instance)
     except NoSolution:
         start = None
-    return methods.exact(instance, SolveOptions(), incumbent=start)
+    return dp.exact(instance, SolveOptions(), incumbent=start)
 
 
 def best(instance: Instance, scheme: str | None, objective: str) -> tuple[float, Option] | None:
@@ -119,7 +120,7 @@ def weak_scaling_table() -> None:
 def forget() -> None:
     """Empty the per-instance caches (option costs, candidates, re-layouts, the solvers' menu), so
     that every method pays for its own cost tables."""
-    for cached in (hecaton_model.cost, hecaton_model.candidates, hecaton_model.transition, methods.menu):
+    for cached in (hecaton_model.cost, hecaton_model.candidates, hecaton_model.transition, dp.menu):
         cached.cache_clear()
 
 
@@ -163,7 +164,7 @@ def heuristic_gaps(seeds: int) -> None:
             if exact.solution is None:
                 continue
             solved += 1
-            free = methods.layered_dp(instance)
+            free = dp.layered_dp(instance)
             binding += stash_total(instance, free) > instance.stash_capacity
             optimum = exact.solution["objective"]
             for name, fn in hecaton.PROBLEM.heuristics.items():

@@ -22,7 +22,8 @@ import numpy as np
 from coopt.instance import load
 from coopt.problem import ExactOutcome, SolveOptions
 from coopt.problems.mixnet import circuits as H
-from coopt.problems.mixnet import iteration, model, traffic
+from coopt.problems.mixnet import exact as mixnet_exact
+from coopt.problems.mixnet import iteration, model, plan_exact, traffic
 from coopt.problems.mixnet import plan_heuristics as P
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet.model import Fabric, Instance, Traffic
@@ -38,7 +39,7 @@ EXACT = SolveOptions(time_limit=60, gap=1e-6)
 def exact_m1(instance: Instance, options: SolveOptions) -> ExactOutcome:
     """M1's exact route as the runner runs it: each region's MILP warm-started from ``fill_and_swap``
     (the problem's warm start, timed with the solve)."""
-    return H.exact(instance, options, incumbent=H.fill_and_swap(instance))
+    return mixnet_exact.exact(instance, options, incumbent=H.fill_and_swap(instance))
 
 
 def table(header: list[str], rows: list[list[object]]) -> str:
@@ -285,7 +286,7 @@ def large(time_limit: float) -> str:
             seconds = time.perf_counter() - t0
             lp = item.problem.bound(item.instance, options)
             if name == "mixnet_plan":
-                lp = max(lp, P.layer_bound(item.instance, SolveOptions(gap=1e-6)))
+                lp = max(lp, plan_exact.layer_bound(item.instance, SolveOptions(gap=1e-6)))
             exact = run(item.problem, item.instance, "exact", options)
             bound = exact.bound if exact.bound is not None else lp
             bound = min(bound, lp) if name == "mixnet" else max(bound, lp)

@@ -11,7 +11,7 @@ import pytest
 from coopt.problem import SolveOptions, close
 from coopt.problems import hecaton
 from coopt.problems.hecaton import brute
-from coopt.problems.hecaton import heuristics as methods
+from coopt.problems.hecaton import dp as methods
 from coopt.problems.hecaton import model as hecaton_model
 from coopt.problems.hecaton.model import Option, stash_total, to_solution, total
 from coopt.run import run

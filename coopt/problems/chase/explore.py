@@ -65,10 +65,6 @@ def chase_mapper_of(inst: Instance) -> Mapping:
     return chase_mapping(inst)
 
 
-def heft_mapper_of(inst: Instance) -> Mapping:
-    return heft_mapping(inst.tables)
-
-
 @dataclass
 class Evaluation:
     """One design scored on the portfolio (see the module docstring)."""

@@ -22,7 +22,7 @@ of thumb, a Calculon-style exhaustive search over Calculon's space, and our two-
 
 C2, the non-uniform layer-to-stage partition of one pipelined configuration (the embedding and the
 LM head cost their own), is a library: :mod:`.partition` (MILP) and
-:func:`coopt.problems.configtuner.heuristics.partition_dp` (exact DP), tested against each other, brute force
+:func:`coopt.problems.configtuner.partition.partition_dp` (exact DP), tested against each other, brute force
 and the uniform split. It refines a C1 answer rather than reading a file of its own, so it is not
 a second registered problem.
 
@@ -32,7 +32,7 @@ Layout: the symbolic model in :mod:`.analytic`, fields, space and checker in :mo
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.configtuner import brute, heuristics, milp, model
+from coopt.problems.configtuner import brute, exact, heuristics, milp, model
 
 PROBLEM = Problem(
     name="configtuner",
@@ -43,8 +43,8 @@ PROBLEM = Problem(
     **model_fields(model),
     **exact_fields(milp),
     heuristics=heuristics.HEURISTICS,
-    exact=heuristics.exact,
-    bound=heuristics.bound,
+    exact=exact.exact,
+    bound=exact.bound,
     oracle=Oracle(generate=model.generate_tiny, solve=brute.solve),
     objective_name="iteration time",
     objective_unit="s",

@@ -1,6 +1,6 @@
-"""Solvers of ``configtuner``: the exact enumeration (C1), the dual bound, the searches compared in
-the paper, and the layer-to-stage partition (C2: exact DP beside the MILP of
-:mod:`coopt.problems.configtuner.partition`).
+"""The searches of ``configtuner`` compared in the paper: ConfigTuner's pruned search, the
+Megatron-LM rule of thumb, Calculon's search and a two-phase search. The exact enumeration (C1) and
+the dual bound are in :mod:`.exact`, the layer-to-stage partition (C2) in :mod:`.partition`.
 
 Every search prices its configurations in one or two vectorised calls of the analytic model
 (:func:`coopt.problems.configtuner.model.evaluate`), so its cost is the number of
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from coopt.problem import ExactOutcome, Heuristic, NoSolution, Solution, SolveOptions
+from coopt.problem import Heuristic, NoSolution, Solution
 from coopt.problems.configtuner import analytic
+from coopt.problems.configtuner.exact import best_of
 from coopt.problems.configtuner.model import (
     RECOMPUTE,
     Instance,
-    Space,
     evaluate,
     priced,
     select,
@@ -29,49 +29,6 @@ from coopt.problems.configtuner.model import (
     subset,
     symbol_values,
 )
-from coopt.problems.configtuner.partition import (
-    build_partition,
-    partition_feasible,
-    pipeline_time,
-    stage_data,
-    stage_memory,
-    stage_time,
-)
-
-
-def best_of(instance: Instance, configs: Space, evaluated: int | None = None) -> Solution | None:
-    """The fastest memory-feasible configuration of ``configs`` (first on ties), or None; one
-    pricing call."""
-    if not len(configs):
-        return None
-    out = evaluate(instance, configs)
-    times = np.where(out["memory"] <= instance.gpu_memory, out["time"], np.inf)
-    index = int(np.argmin(times))
-    if not np.isfinite(times[index]):
-        return None
-    return priced(configs, out, index, len(configs) if evaluated is None else evaluated)
-
-
-def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
-    """C1 by enumeration: every configuration of the space priced in one vectorised call.
-
-    Guarantee: optimal (the space is exactly the configurations the checker accepts, see
-    :mod:`coopt.problems.configtuner.model`). Running time O(|S|)."""
-    solution = best_of(instance, space(instance))
-    if solution is None:
-        return ExactOutcome(None, "infeasible", None)
-    return ExactOutcome(solution, "optimal", solution["objective"])
-
-
-def bound(instance: Instance, options: SolveOptions) -> float:
-    """Dual bound at any size: the enumeration's optimum. The space grows like the divisor
-    triples of N times a few dozen flag settings (at most 18 000 configurations on the shipped
-    instances, up to 10^6 GPUs in the generator), so it is priced whole in milliseconds at every
-    size; no relaxation is needed, and this equals the LP relaxation of the MILP (integral)."""
-    solution = best_of(instance, space(instance))
-    if solution is None:
-        raise NoSolution("no configuration fits in memory")
-    return solution["objective"]
 
 
 def configtuner(instance: Instance, seed: int = 0) -> Solution:
@@ -228,81 +185,3 @@ HEURISTICS = {
                           scope="instances where some TP degree up to 8 divides the node, the heads and N"),
     "two_phase": two_phase,
 }
-
-
-# -- C2: layer-to-stage partition ---------------------------------------------------------------
-
-def partition_dp(instance: Instance, config: dict) -> tuple[list[int], float] | None:
-    """C2 exact: layers per stage minimising the 1F1B pipeline time under each stage's memory.
-
-    ``sum_s tau_s = L tau_l + p P2P + t_emb + t_head`` does not depend on the split, so the
-    pipeline time is minimised by minimising ``max_s tau_s``; ``f[s][l]``, the least bottleneck of
-    stages 0..s holding the first ``l`` layers, is ``min_n max(f[s-1][l-n], tau_s(n))`` over the
-    ``n >= 1`` layers stage ``s`` can hold in memory. O(p L^2) (numpy over l). Returns (counts,
-    pipeline time) or None when no split fits."""
-    data = stage_data(instance, config)
-    p, L = config["pp"], instance.layers
-    if p > L:
-        return None
-    inf = np.inf
-    f = np.full(L + 1, inf)
-    f[0] = 0.0
-    choice = np.zeros((p, L + 1), dtype=np.int64)
-    for s in range(p):
-        new = np.full(L + 1, inf)
-        for n in range(1, L + 1):
-            if stage_memory(instance, data, s, p, n) > instance.gpu_memory:
-                break  # memory grows with n
-            candidate = np.maximum(f[: L + 1 - n], stage_time(data, s, p, n))
-            better = candidate < new[n:]
-            new[n:] = np.where(better, candidate, new[n:])
-            choice[s, n:][better] = n
-        f = new
-    if not np.isfinite(f[L]):
-        return None
-    counts, left = [], L
-    for s in range(p - 1, -1, -1):
-        n = int(choice[s, left])
-        counts.append(n)
-        left -= n
-    counts.reverse()
-    return counts, pipeline_time(data, counts)
-
-
-def partition_brute(instance: Instance, config: dict) -> float | None:
-    """Every composition of L into p positive parts (tiny cases only): the least pipeline time."""
-    import itertools
-
-    data = stage_data(instance, config)
-    p, L = config["pp"], instance.layers
-    best = None
-    for cuts in itertools.combinations(range(1, L), p - 1):
-        bounds = (0, *cuts, L)
-        counts = [bounds[j + 1] - bounds[j] for j in range(p)]
-        if partition_feasible(instance, data, counts):
-            value = pipeline_time(data, counts)
-            best = value if best is None or value < best else best
-    return best
-
-
-def partition_milp(
-    instance: Instance, config: dict, options: SolveOptions | None = None
-) -> tuple[list[int], float] | None:
-    """C2 by the MILP of :mod:`coopt.problems.configtuner.partition` (HiGHS); (counts,
-    pipeline time) or None when no split fits."""
-    import pyomo.environ as pyo
-
-    from coopt.solvers.highs import solve_model
-
-    if instance.layers < config["pp"]:
-        return None
-    model = build_partition(instance, config)
-    result = solve_model(model, options or SolveOptions(gap=1e-9))
-    if result.status == "infeasible":
-        return None
-    if result.status != "optimal":
-        raise RuntimeError(f"HiGHS ended the partition MILP with status {result.status}")
-    counts = [round(pyo.value(model.n[s])) for s in model.S]
-    if not partition_feasible(instance, model.data, counts):
-        raise RuntimeError(f"the partition MILP returned an infeasible split {counts}")
-    return counts, pipeline_time(model.data, counts)

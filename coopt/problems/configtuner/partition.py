@@ -1,4 +1,5 @@
-"""C2, the layer-to-stage partition of one pipelined configuration, as a MILP.
+"""C2, the layer-to-stage partition of one pipelined configuration: a MILP, an exact DP and the
+brute force they are tested against.
 
 For a fixed 1F1B configuration (``pp = p >= 2``, ``interleave = 1``) choose ``n_s >= 1`` layers
 per stage, ``sum_s n_s = L``, to minimise the pipeline time ``(m - 1) max_s tau_s + sum_s tau_s``
@@ -12,16 +13,18 @@ is determined by the counts ``n_s``: integer ``n_s`` lose nothing against binari
                                    n_s in {1..L} integer
 
 and the reported objective adds the constant back. Megatron's uniform split (``n_s = L/p``) is
-C1's pipeline; :func:`coopt.problems.configtuner.heuristics.partition_dp` is the exact DP. Data-parallel and
-optimizer tails are outside C2 (their overlap differs per stage): C2 is the pipeline time.
+C1's pipeline; :func:`partition_dp` is the exact DP, :func:`partition_brute` the brute force.
+Data-parallel and optimizer tails are outside C2 (their overlap differs per stage): C2 is the pipeline time.
 
 Memory rows are scaled to GiB and checked again exactly by :func:`partition_feasible`.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyomo.environ as pyo
 
+from coopt.problem import SolveOptions
 from coopt.problems.configtuner.model import Instance, evaluate, space_of
 
 
@@ -100,3 +103,77 @@ def build_partition(instance: Instance, config: dict) -> pyo.ConcreteModel:
     m.constant = sum(stage_time(data, s, p, 0) for s in range(p)) + L * data["layer_time"]
     m.data = data
     return m
+
+
+def partition_dp(instance: Instance, config: dict) -> tuple[list[int], float] | None:
+    """C2 exact: layers per stage minimising the 1F1B pipeline time under each stage's memory.
+
+    ``sum_s tau_s = L tau_l + p P2P + t_emb + t_head`` does not depend on the split, so the
+    pipeline time is minimised by minimising ``max_s tau_s``; ``f[s][l]``, the least bottleneck of
+    stages 0..s holding the first ``l`` layers, is ``min_n max(f[s-1][l-n], tau_s(n))`` over the
+    ``n >= 1`` layers stage ``s`` can hold in memory. O(p L^2) (numpy over l). Returns (counts,
+    pipeline time) or None when no split fits."""
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    if p > L:
+        return None
+    inf = np.inf
+    f = np.full(L + 1, inf)
+    f[0] = 0.0
+    choice = np.zeros((p, L + 1), dtype=np.int64)
+    for s in range(p):
+        new = np.full(L + 1, inf)
+        for n in range(1, L + 1):
+            if stage_memory(instance, data, s, p, n) > instance.gpu_memory:
+                break  # memory grows with n
+            candidate = np.maximum(f[: L + 1 - n], stage_time(data, s, p, n))
+            better = candidate < new[n:]
+            new[n:] = np.where(better, candidate, new[n:])
+            choice[s, n:][better] = n
+        f = new
+    if not np.isfinite(f[L]):
+        return None
+    counts, left = [], L
+    for s in range(p - 1, -1, -1):
+        n = int(choice[s, left])
+        counts.append(n)
+        left -= n
+    counts.reverse()
+    return counts, pipeline_time(data, counts)
+
+
+def partition_brute(instance: Instance, config: dict) -> float | None:
+    """Every composition of L into p positive parts (tiny cases only): the least pipeline time."""
+    import itertools
+
+    data = stage_data(instance, config)
+    p, L = config["pp"], instance.layers
+    best = None
+    for cuts in itertools.combinations(range(1, L), p - 1):
+        bounds = (0, *cuts, L)
+        counts = [bounds[j + 1] - bounds[j] for j in range(p)]
+        if partition_feasible(instance, data, counts):
+            value = pipeline_time(data, counts)
+            best = value if best is None or value < best else best
+    return best
+
+
+def partition_milp(
+    instance: Instance, config: dict, options: SolveOptions | None = None
+) -> tuple[list[int], float] | None:
+    """C2 by the MILP of :mod:`coopt.problems.configtuner.partition` (HiGHS); (counts,
+    pipeline time) or None when no split fits."""
+    from coopt.solvers.highs import solve_model
+
+    if instance.layers < config["pp"]:
+        return None
+    model = build_partition(instance, config)
+    result = solve_model(model, options or SolveOptions(gap=1e-9))
+    if result.status == "infeasible":
+        return None
+    if result.status != "optimal":
+        raise RuntimeError(f"HiGHS ended the partition MILP with status {result.status}")
+    counts = [round(pyo.value(model.n[s])) for s in model.S]
+    if not partition_feasible(instance, model.data, counts):
+        raise RuntimeError(f"the partition MILP returned an infeasible split {counts}")
+    return counts, pipeline_time(model.data, counts)

@@ -16,13 +16,15 @@ the rest over the electrical fabric.
 
 Two problems, one package:
 
-* ``mixnet`` (:mod:`.model`, :mod:`.milp`): M1, the circuits of one layer. Integer circuits per
+* ``mixnet`` (:mod:`.model`, :mod:`.milp`, exactly by region in :mod:`.exact`, heuristics in
+  :mod:`.circuits`): M1, the circuits of one layer. Integer circuits per
   server pair inside a region, at most ``alpha`` per server, OCS and EPS rates per ordered pair,
   hose-model EPS; maximise the concurrent throughput ``theta`` (the all-to-all takes
   ``1 / theta``). Several regions, and several traffic matrices per region, give the worst case:
   the slowest region, and the robust allocation over scenario matrices (beyond the paper) is
   the same model with more than one matrix, so it is not a problem of its own.
-* ``mixnet_plan`` (:mod:`.plan_model`, :mod:`.plan_milp`): the cross-layer reconfiguration plan. The
+* ``mixnet_plan`` (:mod:`.plan_model`, :mod:`.plan_milp`, the exact DP in :mod:`.plan_exact`,
+  heuristics in :mod:`.plan_heuristics`): the cross-layer reconfiguration plan. The
   layers of one iteration in order, a reconfiguration delay and the compute that hides part of
   it: where to re-plan and which circuits each stretch of layers keeps, minimising the
   iteration's all-to-all time plus the exposed reconfiguration. It reads M1's fabric and evaluates
@@ -36,7 +38,7 @@ the bench and the oracle; a library function would have had none of these.
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.mixnet import brute, circuits, milp, model, plan_heuristics, plan_milp
+from coopt.problems.mixnet import brute, circuits, exact, milp, model, plan_exact, plan_heuristics, plan_milp
 from coopt.problems.mixnet import plan_model as plan
 
 PROBLEM = Problem(
@@ -48,12 +50,12 @@ PROBLEM = Problem(
     **exact_fields(milp),
     warm_start=circuits.fill_and_swap,
     heuristics=circuits.HEURISTICS,
-    exact=circuits.exact,
+    exact=exact.exact,
     sizes=(1, 2, 3),
     size_doc="regions (4 to 16 servers each)",
     objective_name="worst-case all-to-all throughput (1 / all-to-all time)",
     objective_unit="1/s",
-    bound=circuits.lp_bound,
+    bound=exact.lp_bound,
     oracle=Oracle(generate=model.generate_tiny, solve=brute.optimum),
     showcase="0-sample-8x8-alpha6.toml",
 )
@@ -67,12 +69,12 @@ PLAN = Problem(
     **exact_fields(plan_milp),
     warm_start=plan_heuristics.segment_dp,
     heuristics=plan_heuristics.HEURISTICS,
-    exact=plan_heuristics.exact,
+    exact=plan_exact.exact,
     sizes=(1, 2, 3),
     size_doc="MoE layers (forward then backward: 2 x size plan layers) on 4 to 8 servers",
     objective_name="all-to-all plus exposed reconfiguration time per iteration",
     objective_unit="s",
-    bound=plan_heuristics.bound,
+    bound=plan_exact.bound,
     oracle=Oracle(generate=plan.generate_tiny, solve=brute.plan_optimum),
     showcase="0-moe-2layers-4servers-25ms.toml",
 )
