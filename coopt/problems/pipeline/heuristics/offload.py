@@ -171,9 +171,10 @@ def admits_offload(instance: Instance, base: Timed) -> bool:
 
 
 def pipeoffload_applies(instance: Instance) -> bool:
-    """Offload allowed, a base schedule for the placement, and some activation of the uncapped base
-    schedule that the validity rule admits (where none does, nothing can be offloaded). The cap is
-    not read: it is what the offload tries to meet."""
+    """Offload allowed, a base schedule for the placement, and either some activation of the
+    uncapped base schedule that the validity rule admits, or a base schedule that fits the caps as
+    it is (then it is the answer, nothing offloaded). Elsewhere nothing can be offloaded and the
+    base does not fit."""
     if not instance.allow_offload:
         return False
     base_name = _base_name(instance)
@@ -184,4 +185,4 @@ def pipeoffload_applies(instance: Instance) -> bool:
         _, base = _base(instance)
     except NoSolution:  # ZB-V's construction stops within its own memory limit of p micro-batches
         return False
-    return base is not None and admits_offload(instance, base)
+    return base is not None and (admits_offload(instance, base) or not _over_cap(instance, base))
