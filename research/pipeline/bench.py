@@ -1,5 +1,5 @@
 """Research runs on the pipeline problem: the relaxations and restrictions no registered method
-uses, beside the product's own exact family (benchmarks/pipeline_exact.py, whose rows and ``--only``
+uses, beside the product's own exact family (benchmarks/figures/pipeline_exact.py, whose rows and ``--only``
 / ``--sizes`` filters these share).
 
 ``--counts``: Model N (:mod:`research.pipeline.counts`) beside Model P where it applies.
@@ -45,7 +45,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from benchmarks.pipeline_exact import _stage, family, show
+from benchmarks.figures.pipeline_exact import _stage, family, show
 from coopt.problem import SolveOptions
 from coopt.problems.pipeline import crossing, pattern
 from coopt.problems.pipeline import model as pm
