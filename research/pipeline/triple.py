@@ -89,8 +89,8 @@ compared (their continuations differ), so the Pareto argument above holds per ke
 
 **What it measured** (docs/pipeline.md, "The triple relaxation"): on the generator's size 16
 seed 0, stage 2, T(2) = **670** (X({2}) 667, X({2, 10}) 669) in about 2 CPU minutes under load
-(about 3 before the seventh round's speed-ups), so it is benchmarked (``python
-python -m research.pipeline.bench --triple``), not part of Model P's cut: it neither reaches the
+(about 3 before the seventh round's speed-ups), so it is benchmarked (``python -m
+research.pipeline.bench --triple``), not part of Model P's cut: it neither reaches the
 incumbent 682 nor fits the route's 60 s. T_sigma(s) equals T(s) wherever it finished (m = 8 and
 12 of that instance, size 8 seed 1) at 2-3 times its cost.
 """
