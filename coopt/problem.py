@@ -39,12 +39,18 @@ Conventions:
   brute force the exact methods are checked against.
 * ``showcase`` (optional) names the small shipped file ``coopt showcase`` solves, where the first
   one in sort order would show the problem poorly.
+* ``objective_grid`` (optional) is ``fn(instance) -> float | None``: a unit ``g`` such that the
+  optimal value of the instance is an integer multiple of ``g`` (detected from the instance's
+  numbers, :func:`grid_of`, with the problem's proof that an optimum is such a sum), or None
+  where there is none. The runner then rounds the
+  exact routes' dual bound to that grid (:func:`round_to_grid`) and closes the proof when the
+  rounded bound meets the incumbent.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -218,6 +224,9 @@ class Problem:
     #: The largest ``size`` the generator accepts (it refuses more with a UsageError), where it
     #: has a limit: the bench's ``scaling`` family runs its 10x round at no more than this.
     max_size: int | None = None
+    #: The objective's grid on an instance (module docstring), or None: the optimal value is then
+    #: an integer multiple of it, so the runner may round a dual bound to it.
+    objective_grid: Callable[[Any], float | None] | None = None
 
     @property
     def methods(self) -> list[str]:
@@ -272,3 +281,54 @@ def close(a: float, b: float, rel: float = TOL) -> bool:
 def relative_gap(value: float, reference: float) -> float:
     """|value - reference| / max(|reference|, 1e-12): the gap used in every report."""
     return abs(value - reference) / max(abs(reference), 1e-12)
+
+
+#: Largest objective-to-grid ratio :func:`grid_of` accepts: beyond it one grid step is below the
+#: solvers' relative tolerance, so rounding to it would prove nothing a solver does not.
+MAX_GRID_STEPS = 10**7
+#: Largest count of decimal units (``value * 10^d``) :func:`grid_of` reads as an integer.
+MAX_GRID_COUNT = 10**9
+#: Relative slack within which a number counts as an integer multiple of a decimal unit (floats
+#: built from decimal data carry about 1e-16 relative noise per operation).
+GRID_NOISE = 1e-12
+
+
+def grid_of(values: Iterable[float], *, steps: float = MAX_GRID_STEPS) -> float | None:
+    """The largest unit ``g = k / 10^d`` (integers k >= 1, -12 <= d <= 12) such that every value
+    is an integer multiple of ``g`` (within :data:`GRID_NOISE`, relative), no value is more than
+    :data:`MAX_GRID_COUNT` units of ``10^-d`` and none more than ``steps`` units ``g``; None
+    when no such unit exists or every value is zero. A sum of the values with non-negative
+    integer coefficients is then a multiple of ``g`` too."""
+    magnitudes = [abs(float(v)) for v in values]
+    if any(not math.isfinite(v) for v in magnitudes):
+        return None
+    nonzero = [v for v in magnitudes if v > 0]
+    if not nonzero:
+        return None
+    largest = max(nonzero)
+    for digits in range(-12, 13):
+        scale = 10.0**digits
+        scaled = [v * scale for v in nonzero]
+        if max(scaled) > MAX_GRID_COUNT:
+            return None  # past this the noise allowance nears a whole count; finer digits only grow it
+        counts = [round(x) for x in scaled]
+        if all(c >= 1 and abs(x - c) <= GRID_NOISE * x for x, c in zip(scaled, counts, strict=True)):
+            unit = math.gcd(*counts) / scale
+            return unit if largest / unit <= steps else None
+    return None
+
+
+def round_to_grid(bound: float, grid: float, sense: Sense) -> float:
+    """The dual bound ``bound`` tightened to the grid ``g`` of the objective: for a minimisation
+    the optimum is ``g k`` with k integer and ``g k >= bound``, so it is at least
+    ``g ceil(bound / g)``; for a maximisation at most ``g floor(bound / g)``. The quotient is first
+    moved by ``TOL`` (relative, at least 1e-9 of a step) towards the weaker side, so that a bound
+    that a solver's tolerance put a hair past a grid point (65.0000001 for 65) does not jump a
+    whole step; a bound never loses by the rounding (the result is at least as tight)."""
+    if not (math.isfinite(bound) and grid > 0):
+        return bound
+    steps = bound / grid
+    slack = max(1e-9, TOL * abs(steps))
+    if sense == "min":
+        return max(bound, grid * math.ceil(steps - slack))
+    return min(bound, grid * math.floor(steps + slack))

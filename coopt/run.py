@@ -12,6 +12,12 @@ construction, ``handoff`` the translation into HiGHS, ``solve`` HiGHS' own run t
 method's whole run for a DP or heuristic), ``total`` the wall time of the whole call including
 extraction and checking.
 
+Where the problem declares the objective's grid on the instance (``Problem.objective_grid``: the
+optimal value is an integer multiple of a unit ``g``), the dual bound of the exact routes and of
+``bound`` is rounded to it (:func:`coopt.problem.round_to_grid`); when the rounded bound meets a
+checked incumbent (within the requested gap) the status becomes ``optimal``, and the report's
+``solver`` object says so under the key ``integrality``.
+
 A heuristic that declares it does not apply to an instance (:class:`coopt.problem.Heuristic`) is
 not run: the report says ``no_solution`` and "does not apply".
 """
@@ -27,7 +33,16 @@ from typing import Any
 import coopt
 from coopt.limits import StepLimit, guard
 from coopt.output import non_finite
-from coopt.problem import ExactOutcome, NoSolution, Problem, Solution, SolveOptions, applies, relative_gap
+from coopt.problem import (
+    ExactOutcome,
+    NoSolution,
+    Problem,
+    Solution,
+    SolveOptions,
+    applies,
+    relative_gap,
+    round_to_grid,
+)
 from coopt.solvers.highs import TracePoint, Watch, solve_model
 
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "no_solution", "bound",
@@ -248,6 +263,34 @@ def _verdict(problem: Problem, instance: Any, method: str, found: _Found,
     return check
 
 
+def _integrality(problem: Problem, instance: Any, method: str, found: _Found, check: dict[str, Any],
+                 options: SolveOptions) -> str | None:
+    """Round the dual bound of an exact route (or of ``bound``) to the objective's grid and close
+    the proof where the rounded bound meets the checked incumbent; returns what it did, for the
+    report, or None when the grid changed nothing. The optimum lies on the grid, so the rounded
+    bound stays valid."""
+    if problem.objective_grid is None or method not in ("exact", "milp", "bound"):
+        return None
+    bound = finite_or_none(found.bound)
+    if bound is None:
+        return None
+    grid = problem.objective_grid(instance)
+    if grid is None:
+        return None
+    rounded = round_to_grid(bound, grid, problem.sense)
+    if rounded == bound:
+        return None
+    found.bound = rounded
+    note = f"bound {bound:.12g} rounded to {rounded:.12g} on the objective's grid of {grid:.12g}"
+    closes = (found.status in ("feasible", "time_limit", "interrupted") and check.get("feasible")
+              and found.objective is not None
+              and relative_gap(found.objective, rounded) <= options.gap + OPTIMAL_SLACK)
+    if closes:
+        found.status = "optimal"
+        note += ", which meets the incumbent: optimal"
+    return note
+
+
 def run(
     problem: Problem,
     instance: Any,
@@ -280,6 +323,7 @@ def run(
         found, error = _Found("error"), f"{type(exc).__name__}: {exc}"
     times["total"] = time.perf_counter() - start
     check = _verdict(problem, instance, method, found, error)
+    integrality = _integrality(problem, instance, method, found, check, options) if error is None else None
     objective, bound = finite_or_none(found.objective), finite_or_none(found.bound)
     solution = found.solution
     if solution is not None and non_finite(solution):
@@ -291,6 +335,9 @@ def run(
         # farther from the bound than the gap allows, it is an incumbent, not a proven optimum
         status = "feasible"
     name, unit = problem.describe_objective(instance)
+    solver = found.solver or {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__}
+    if integrality is not None:
+        solver = {**solver, "integrality": integrality}
     return SolveReport(
         problem=problem.name,
         instance=path,
@@ -304,7 +351,7 @@ def run(
         bound=bound,
         gap=gap,
         times=times,
-        solver=found.solver or {"name": f"coopt.{problem.name}.{method}", "version": coopt.__version__},
+        solver=solver,
         seed=options.seed,
         threads=options.threads,
         solution=solution,

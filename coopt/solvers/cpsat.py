@@ -17,7 +17,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from coopt.limits import STOP, on_worker
-from coopt.problem import SolveOptions, Termination
+from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination
 
 #: Told each (incumbent, dual bound) while the search runs, problem units, None while unknown.
 Watch = Callable[[float | None, float | None], None]
@@ -88,4 +88,18 @@ def solve(model: cp_model.CpModel, options: SolveOptions, *, scale: float = 1.0,
         solve=elapsed,
         branches=int(solver.NumBranches()),
         solver=solver,
+    )
+
+
+def exact_outcome(solution: Solution | None, termination: Termination, bound: float | None, build_s: float,
+                  solve_s: float, nodes: int | None = None) -> ExactOutcome:
+    """An exact method's outcome from a CP-SAT route: the engine named, the build and solve times
+    apart (the hand-off, the model's protocol buffer, happens inside ``Solve``: it is in ``solve_s``)."""
+    return ExactOutcome(
+        solution=solution,
+        termination=termination,
+        bound=bound,
+        times={"build": build_s, "handoff": 0.0, "solve": solve_s},
+        solver={"name": "cp-sat", "version": version()},
+        nodes=nodes,
     )

@@ -36,7 +36,17 @@ workload DAGs of the shipped files come from public repositories (tools/chase_in
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.chase import arch_heuristics, arch_milp, bound, brute, mapping, milp, model
+from coopt.problems.chase import (
+    arch_heuristics,
+    arch_milp,
+    bound,
+    brute,
+    cpsat,
+    mapping,
+    milp,
+    model,
+    schedule,
+)
 from coopt.problems.chase import arch_model as arch
 
 PROBLEM = Problem(
@@ -48,14 +58,18 @@ PROBLEM = Problem(
     **model_fields(model),
     **exact_fields(milp),
     heuristics=mapping.HEURISTICS,
+    exact=cpsat.solve,
+    exact_applies=cpsat.applies,
     warm_start=mapping.local_search,
     bound=bound.mapping_bound,
     oracle=Oracle(generate=brute.tiny, solve=brute.enumerate_optimum),
     objective_name="makespan (contention-free)",
     objective_unit="s",
     sizes=(1, 2, 3, 4),
+    max_size=model.MAX_SIZE,
     size_doc="tasks = 4 + 2*size (layered random DAG) on 4 devices",
     showcase="0-topcuoglu-10x3.toml",  # HEFT's published 80 beside the proven optimum 73
+    objective_grid=schedule.objective_grid,
 )
 
 ARCH = Problem(
@@ -72,6 +86,7 @@ ARCH = Problem(
     objective_name="capability (proxy)",
     objective_unit="TFLOP/s",
     sizes=(1, 2, 4),
+    max_size=arch.MAX_SIZE,
     size_doc="at most 4*size devices of each of 4 types, max(1, size // 2) racks (at most 1000)",
     showcase="0-two-racks-gpu-npu.toml",
 )

@@ -13,7 +13,8 @@
   on ``p``;
 * :func:`serial_bound` is a makespan every instance can reach (the MILP's horizon without a warm
   start);
-* :func:`device_classes` finds interchangeable devices (the MILP's symmetry breaking).
+* :func:`device_classes` finds interchangeable devices (the MILP's symmetry breaking);
+* :func:`objective_grid` is the unit the optimal makespan is a multiple of, where there is one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import heapq
 import math
 from typing import TYPE_CHECKING
+
+from coopt.problem import grid_of
 
 if TYPE_CHECKING:
     from coopt.problems.chase.instance import Instance, Tables
@@ -177,3 +180,16 @@ def reachability(tab: Tables) -> list[int]:
             bits |= (1 << v) | reach[v]
         reach[u] = bits
     return reach
+
+
+def objective_grid(inst: Instance) -> float | None:
+    """The largest unit (:func:`coopt.problem.grid_of`) of which every run time on a compatible
+    device and every transfer time between two distinct compatible devices is a multiple, or None.
+    The optimal makespan is then a multiple of it: some optimum is the semi-active schedule of its
+    assignment and order (:func:`semi_active`, module docstring), whose makespan is the length of
+    a path of run times and transfer times."""
+    tab = inst.tables
+    values = [tab.time[v][p] for v in range(tab.n) for p in tab.compatible[v]]
+    for e, (u, v) in enumerate(zip(tab.source, tab.target, strict=True)):
+        values += [tab.comm(e, p, q) for p in tab.compatible[u] for q in tab.compatible[v] if p != q]
+    return grid_of(values)

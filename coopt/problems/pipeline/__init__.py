@@ -15,8 +15,27 @@ relaxations) live in ``research/pipeline``.
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem, exact_fields, model_fields
+from coopt.problem import Oracle, Problem, exact_fields, grid_of, model_fields
 from coopt.problems.pipeline import bound, brute, cpsat, heuristics, milp, model, warm
+
+
+def objective_grid(instance: model.Instance) -> float | None:
+    """The unit every duration a makespan is made of is a multiple of (passes, the recompute time
+    of one layer, copies, the lag), or None; none for ``stage_span``. For fixed modes and a fixed
+    weak order of the events, the rows are difference constraints with right-hand sides on that
+    grid (the argument of :mod:`.grid`, copies and recompute included), whose least solution is on
+    it: so is the optimal makespan."""
+    if instance.objective != "makespan":
+        return None
+    values = [instance.lag_s]
+    for k in range(instance.virtual_stages):
+        values += [instance.duration((x, k, 0)) for x in instance.kinds]
+        if instance.allow_recompute:
+            values.append(instance.t_r(k) / instance.layers(k))
+        if instance.allow_offload:
+            values += [instance.tau_d(k), instance.tau_u(k)]
+    return grid_of(values)
+
 
 PROBLEM = Problem(
     name="pipeline",
@@ -40,4 +59,5 @@ PROBLEM = Problem(
         "per-stage span" if instance.objective == "stage_span" else "iteration time"
     ),
     objective_unit="s",
+    objective_grid=objective_grid,
 )

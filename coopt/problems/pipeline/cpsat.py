@@ -253,9 +253,9 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
     built = None if math.isinf(floor) else build(instance, upper, floor, warm)  # inf: no schedule
     t_build = time.perf_counter() - t0
     if built is None or built.infeasible:
-        return _outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
-    if warm is not None and built.floor >= built.horizon:
-        return _outcome(warm, Termination.OPTIMAL, value, t_build, 0.0)  # the bound meets the heuristic
+        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
+    if warm is not None and built.floor >= built.horizon:  # the bound meets the heuristic
+        return cp_route.exact_outcome(warm, Termination.OPTIMAL, value, t_build, 0.0)
     if watch is not None:
         watch(value if warm is not None else None, built.floor * built.q)
     left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
@@ -267,27 +267,14 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
     solution = warm
     if result.objective is not None and (warm is None or result.objective < value - _EPS * built.q):
         solution = extract(instance, built, {x: solver.Value(v) for x, v in built.start.items()})
+    spent = (t_build, result.solve, result.branches)
     if result.termination is Termination.OPTIMAL:  # within relative_gap_limit: the bound says how close
-        return _outcome(solution, Termination.OPTIMAL, result.bound, t_build, result.solve, result.branches)
+        return cp_route.exact_outcome(solution, Termination.OPTIMAL, result.bound, *spent)
     if result.termination is Termination.INFEASIBLE:
         # C <= H admits every schedule some optimum dominates: with a heuristic schedule inside
         # that cannot happen; without one, H is the serial bound and no schedule exists
         if warm is not None:
             raise RuntimeError("Model S is infeasible although a heuristic schedule fits its horizon")
-        return _outcome(None, Termination.INFEASIBLE, None, t_build, result.solve, result.branches)
+        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, *spent)
     bound = max(built.floor, solver.BestObjectiveBound()) * built.q
-    return _outcome(solution, result.termination, bound, t_build, result.solve, result.branches)
-
-
-def _outcome(solution: Solution | None, termination: Termination, bound: float | None, build_s: float,
-             solve_s: float, nodes: int | None = None) -> ExactOutcome:
-    """The report's outcome; the hand-off to CP-SAT (the model's protocol buffer) happens inside
-    ``Solve`` and is counted in ``solve_s``."""
-    return ExactOutcome(
-        solution=solution,
-        termination=termination,
-        bound=bound,
-        times={"build": build_s, "handoff": 0.0, "solve": solve_s},
-        solver={"name": "cp-sat", "version": cp_route.version()},
-        nodes=nodes,
-    )
+    return cp_route.exact_outcome(solution, result.termination, bound, *spent)

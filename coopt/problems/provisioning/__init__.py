@@ -25,7 +25,7 @@ modulation formats, priority classes and K-shortest routes as Models A and B (it
 
 from __future__ import annotations
 
-from coopt.problem import Oracle, Problem, exact_fields, model_fields
+from coopt.problem import Oracle, Problem, exact_fields, grid_of, model_fields
 from coopt.problems.provisioning import (
     bound,
     brute,
@@ -52,11 +52,16 @@ PROBLEM = Problem(
     warm_start=rmsa.best_heuristic_solution,
     bound=bound.provisioning_bound,
     sizes=(1, 2, 3),
+    max_size=model.MAX_SIZE,
     size_doc="requests / 8",
     objective_name=OBJECTIVE,
     objective_unit="weight",
     oracle=Oracle(generate=brute.tiny_provisioning, solve=brute.provisioning_optimum),
     showcase="0-six-node-static.toml",
+    # where no request can be degraded the value is the served weight, a sum of integer class weights
+    objective_grid=lambda instance: (
+        grid_of(c.weight for c in instance.classes)
+        if all(model.retained_levels(instance, r) == (1.0,) for r in instance.requests) else None),
 )
 
 GROOMING = Problem(
@@ -71,6 +76,7 @@ GROOMING = Problem(
     warm_start=grooming_heuristics.best_heuristic_solution,
     bound=bound.grooming_bound,
     sizes=(1, 2, 3),
+    max_size=grooming.MAX_SIZE,
     size_doc="requests / 4",
     objective_name=OBJECTIVE + " and lightpath count",
     objective_unit="weight",

@@ -1,0 +1,65 @@
+"""chase's constraint program (coopt.problems.chase.cpsat): the enumerated optimum on the oracle's
+tiny family, the MILP's proven optimum on the small shipped files, exact integers on a grid, and the
+rule that hands 8-device platforms to the MILP."""
+
+from __future__ import annotations
+
+import pytest
+
+from coopt.instance import load
+from coopt.problem import SolveOptions
+from coopt.problems.chase import PROBLEM, brute, cpsat, mapping
+from coopt.problems.chase.model import check
+from coopt.run import run
+
+OPTIONS = SolveOptions(time_limit=30, gap=1e-9, threads=1)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_constraint_program_proves_the_enumerated_optimum(seed):
+    """Cold (the serial bound as horizon) and warm (local search as horizon and hint)."""
+    inst = brute.tiny(seed)
+    truth = brute.enumerate_optimum(inst)
+    for incumbent in (None, mapping.local_search(inst)):
+        outcome = cpsat.solve(inst, OPTIONS, incumbent=incumbent)
+        assert outcome.status == "optimal"
+        assert check(inst, outcome.solution) == []
+        assert outcome.solution["objective"] == pytest.approx(truth, rel=1e-9)
+        assert outcome.bound <= truth * (1 + 1e-9)
+        assert outcome.solution["objective"] - outcome.bound <= 1e-6 * truth  # within the suite's gap
+
+
+@pytest.mark.parametrize("name", ["0-mapreduce-4m2r-servers", "0-spmv-b3-mixed", "0-topcuoglu-10x3",
+                                  "0-transformer-l1-tp2-servers", "0-random-n10-identical"])
+def test_the_two_exact_models_agree_on_the_small_shipped_files(name):
+    inst = load(f"chase/{name}").instance
+    assert PROBLEM.runs_exact(inst)
+    by_cp = run(PROBLEM, inst, "exact", OPTIONS)
+    by_milp = run(PROBLEM, inst, "milp", OPTIONS)
+    assert by_cp.solver["name"] == "cp-sat" and by_milp.solver["name"] == "highs"
+    assert by_cp.status == by_milp.status == "optimal"
+    assert by_cp.objective == pytest.approx(by_milp.objective, rel=1e-6)
+    assert by_cp.bound <= by_milp.objective * (1 + 1e-6)
+
+
+def test_on_a_grid_the_times_are_whole_units_and_the_proof_exact():
+    """Topcuoglu et al.'s example is on integer seconds: the unit is 1 s and the bound is the
+    optimum 73 itself (HEFT gives 80)."""
+    inst = load("chase/0-topcuoglu-10x3").instance
+    assert cpsat.unit_of(inst, 80.0) == (1.0, True)
+    outcome = cpsat.solve(inst, OPTIONS)
+    assert outcome.status == "optimal" and outcome.solution["objective"] == 73.0 and outcome.bound == 73.0
+
+
+def test_off_a_grid_the_unit_is_fine_enough_for_the_suites_tolerance():
+    inst = brute.tiny(1)
+    unit, grid = cpsat.unit_of(inst, 1.0)
+    assert not grid
+    truth = brute.enumerate_optimum(inst)
+    assert 2 * inst.n_tasks * unit <= cpsat.RESOLUTION * truth * (1 + 1e-12)
+
+
+def test_eight_devices_go_to_the_milp():
+    inst = load("chase/1-transformer-l4-tp2-pp2-2x4gpu").instance
+    assert inst.n_devices == 8 and not cpsat.applies(inst) and not PROBLEM.runs_exact(inst)
+    assert all(cpsat.applies(PROBLEM.generate(seed, 2)) for seed in range(4))
