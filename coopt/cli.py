@@ -2,7 +2,9 @@
 
 Exit status: 0 success; 1 a solution failed its checker or a method crashed; 2 bad input (one line
 per error naming the file, the field and what was expected; nothing written); 130 interrupted
-(Ctrl-C: what finished is printed and written, the interrupted solve keeps its incumbent).
+(Ctrl-C: what finished is printed and written, the interrupted solve keeps its incumbent); 141
+when the reader of standard output left (``| head``), quietly. Standard output that cannot be
+written (a full disk, ``>&-``) is one line and status 2.
 
 Heavy libraries (Pyomo, SymPy, matplotlib) are imported by the commands that need them, so
 ``coopt --help`` starts about as fast as Python itself.
@@ -11,14 +13,20 @@ Heavy libraries (Pyomo, SymPy, matplotlib) are imported by the commands that nee
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import math
+import os
 import pkgutil
+import signal
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import coopt
 from coopt.errors import CooptError, UsageError
@@ -73,7 +81,7 @@ def _methods(loaded, method: str) -> list[str]:
     problem = loaded.problem
     if method == "all":
         return problem.all_methods
-    wanted = method.split(",")
+    wanted = list(dict.fromkeys(method.split(",")))  # a method named twice runs once
     for m in wanted:
         if m not in problem.all_methods:
             raise UsageError(
@@ -222,7 +230,24 @@ def _objective_header(reports) -> str:
     return "objective"
 
 
+@contextmanager
+def _stopped_like_ctrl_c() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a batch scheduler's stop, a closed terminal) act as Ctrl-C does while a
+    command runs: the solve keeps its incumbent and what finished is written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
+    from coopt.commands import leave_solver_threads
     from coopt.console import err
     from coopt.limits import STOP, finish_abandoned, stoppable
     from coopt.output import output_path
@@ -236,13 +261,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     err.print(f"coopt solve: {len(loaded)} file(s), {len(plan)} run(s); time limit per exact solve {limit} "
               "(--time-limit); Ctrl-C stops and keeps what finished", highlight=False)
     reports, interrupted = [], False
-    with stoppable():
+    with stoppable(), _stopped_like_ctrl_c():
         for item, method in plan:
             live = Live()
             try:
                 with ticker(f"{item.problem.name}: {method} on {Path(item.path).name}", status=live.text):
                     report = _run(item, method, options, live)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # a second Ctrl-C: stop now, the solver's thread is left behind
                 interrupted = True
                 break
             reports.append(report)
@@ -252,18 +277,25 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if reports:
         _print_reports(reports, err if args.json == "-" else None)
     if args.json:
-        _write_reports(json_target, args.json, reports)
+        _write_reports(json_target, args.json, reports, interrupted)
     if interrupted:
         print(f"coopt: interrupted after {len(reports)} of {len(plan)} run(s)", file=sys.stderr)
         finish_abandoned(130)
+        leave_solver_threads(130)
         return 130
     return _exit_status(reports)
 
 
-def _write_reports(target: Path | None, shown: str, reports) -> None:
+def _write_reports(target: Path | None, shown: str, reports, interrupted: bool = False) -> None:
+    """Write the reports; an interrupted run never replaces an existing file (it may hold more than
+    the run finished): its reports go beside it, to ``NAME.interrupted.json``."""
     from coopt.console import err
-    from coopt.output import dumps, write_atomic
+    from coopt.output import beside_if_interrupted, dumps, write_atomic
 
+    aside = beside_if_interrupted(target, interrupted)
+    if aside != target:
+        err.print(f"kept {_escape(shown)} as it was (the run was interrupted)", highlight=False)
+        target, shown = aside, str(Path(shown).with_name(aside.name))
     write_atomic(target, dumps([r.to_json() for r in reports], indent=2) + "\n")
     if target is not None:
         err.print(f"wrote {_escape(shown)} ({len(reports)} report(s))", highlight=False)
@@ -293,7 +325,8 @@ def _print_reports(reports, console=None) -> None:
     objective = _objective_header(reports)
     for col in ("instance", "method", "status", objective, "bound", "gap", "feasible", "seconds"):
         right = col in (objective, "bound", "gap", "seconds")
-        table.add_column(col, justify="right" if right else "left", no_wrap=col == "method",
+        # rich reads "[s]" or "[iterations/s]" as markup: the unit must be escaped to be shown
+        table.add_column(_escape(col), justify="right" if right else "left", no_wrap=col == "method",
                          overflow="fold")
     for r in reports:
         table.add_row(
@@ -334,20 +367,19 @@ def _verdict(report) -> str:
 
 
 def _read_json(path: str) -> Any:
+    from coopt.instance import MAX_DEPTH, check_depth, read_bytes
+
+    raw = read_bytes(path, "a JSON solution or solve report")
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a folder, expected a JSON file") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
-    try:
-        return json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise UsageError(f"{path}: is not UTF-8 text, expected a JSON solution or solve report") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nests objects or arrays more than {MAX_DEPTH} deep") from None
+    check_depth(path, data)
+    return data
 
 
 def _solutions_in(path: str, item) -> tuple[list[tuple[str, dict]], dict[str, int]]:
@@ -470,12 +502,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     from coopt.problem import NoSolution
     from coopt.solvers.highs import export, objective_unit
 
-    fmt = args.format or Path(args.output).suffix.lstrip(".").lower()
-    if fmt not in ("lp", "mps"):
-        raise UsageError(f"--format must be lp or mps, got {fmt!r}")
     target = output_path(args.output, "-o")
     if target is None:
-        raise UsageError("-o: export writes a file, not standard output")
+        raise UsageError("-o -: export writes a file, not standard output; give a file name ending in "
+                         ".lp or .mps")
+    suffix = Path(args.output).suffix.lstrip(".").lower()
+    if args.format and suffix in ("lp", "mps") and suffix != args.format:
+        raise UsageError(f"-o {args.output}: the name says {suffix.upper()} but --format is {args.format}; "
+                         "make them agree")
+    fmt = args.format or suffix
+    if fmt not in ("lp", "mps"):
+        raise UsageError(f"-o {args.output}: expected a file name ending in .lp or .mps (or give --format)")
     item = load(args.file)
     if item.problem.build is None:
         raise UsageError(f"{args.file}: problem {item.problem.name!r} has no MILP to export")
@@ -509,14 +546,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
     problem = registry_get(args.problem)
     if args.size < 1:
         raise UsageError(f"--size must be >= 1, got {args.size}")
+    if problem.max_size is not None and args.size > problem.max_size:
+        raise UsageError(f"--size: {problem.name}'s generator takes 1..{problem.max_size} "
+                         f"({problem.size_doc}), got {args.size}")
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
     target = output_path(args.output, "-o") if args.output else None
     try:
         instance = problem.generate(args.seed, args.size)
     except (ValueError, OverflowError, MemoryError) as exc:
+        reason = str(exc) or type(exc).__name__
         raise UsageError(f"coopt generate {problem.name}: size {args.size} cannot be generated "
-                         f"({exc})") from None
+                         f"({reason})") from None
     note = f"generated: seed {args.seed}, {problem.size_doc} {args.size}"
     text = to_toml(problem, instance, description=note)
     # a generator must respect its own loader: read the text back before writing it anywhere
@@ -560,7 +601,7 @@ def cmd_showcase(args: argparse.Namespace) -> int:
         table.add_column(col, justify="right" if right else "left", no_wrap=col in ("problem", "method"),
                          overflow="fold")
     reports, interrupted = [], False
-    with stoppable():
+    with stoppable(), _stopped_like_ctrl_c():
         for name, problem in registry.problems().items():
             if (args.problems and name not in args.problems) or interrupted:
                 continue
@@ -677,18 +718,91 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+class StdoutError(OSError):
+    """Standard output cannot be written (full, closed, or a pipe whose reader left)."""
+
+
+class _Stdout:
+    """Standard output as the commands see it: a failed write or flush raises :class:`StdoutError`,
+    so that ``main`` can tell it from other errors; a closed one (``>&-``) fails on first write."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _fail(self, exc: OSError) -> NoReturn:
+        kind = BrokenPipeError if isinstance(exc, BrokenPipeError) else StdoutError
+        raise kind(exc.errno, exc.strerror) from None
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise StdoutError(errno.EBADF, "it is closed")
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            self._fail(exc)
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            self._fail(exc)
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so the interpreter's last flush cannot fail again."""
     try:
-        return int(args.func(args) or 0)
-    except CooptError as exc:
-        for line in str(exc).splitlines() or [""]:
-            print(f"coopt: error: {line}", file=sys.stderr)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+    sys.stdout = _Stdout(open(os.devnull, "w"))  # noqa: SIM115 (lives until exit)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if sys.stderr is None:  # 2>&-: errors have nowhere to go, but nothing else changes
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives until exit)
+    stdout = sys.stdout
+    if not isinstance(stdout, _Stdout):
+        sys.stdout = _Stdout(stdout)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        try:
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()
+            return code
+        except CooptError as exc:
+            for line in str(exc).splitlines() or [""]:
+                print(f"coopt: error: {line}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("coopt: interrupted", file=sys.stderr)
+            return 130
+    except BrokenPipeError:  # the reader left (| head): stop quietly, as other tools do
+        _silence_stdout()
+        return 141
+    except StdoutError as exc:
+        _silence_stdout()
+        print(f"coopt: error: cannot write standard output ({exc.strerror})", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("coopt: interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"coopt: error: {where}cannot be written or read ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    finally:
+        if isinstance(sys.stdout, _Stdout) and sys.stdout._stream is stdout:
+            sys.stdout = stdout
 
 
 if __name__ == "__main__":

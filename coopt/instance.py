@@ -14,7 +14,7 @@ was expected.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,34 +37,95 @@ class Loaded:
     sha256: str
 
 
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """Parse a TOML file, turning every failure into an InstanceError naming the file."""
+#: The largest instance or solution file coopt reads (the largest generated instance is a few MB).
+MAX_FILE_BYTES = 64 * 2**20
+#: The deepest nesting of tables and arrays a file may have (instance files need about five).
+MAX_DEPTH = 32
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_bytes(path: str | Path, expected: str = "a TOML instance file") -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; anything else (a folder, a
+    FIFO, a device, a socket, a larger file) is refused before a byte is read, with an
+    InstanceError naming the file."""
+    import stat
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise InstanceError(str(path), None, f"is a directory, expected {expected}")
+        if not stat.S_ISREG(st.st_mode):
+            raise InstanceError(str(path), None, f"is not a regular file (a FIFO, device or socket), "
+                                f"expected {expected}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise InstanceError(str(path), None, f"is {st.st_size} bytes, expected {expected} of at most "
+                                f"{MAX_FILE_BYTES} bytes")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InstanceError(str(path), None, "no such file") from None
-    except IsADirectoryError:
-        raise InstanceError(str(path), None, "is a directory, expected a TOML instance file") from None
     except OSError as exc:
         raise InstanceError(str(path), None, f"cannot be read ({exc.strerror})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InstanceError(str(path), None, f"holds more than {MAX_FILE_BYTES} bytes, expected {expected}")
+    if raw.startswith(_BOM):
+        raise InstanceError(str(path), None, "starts with a UTF-8 byte order mark (BOM); save it as UTF-8 "
+                            "without a BOM")
+    return raw
+
+
+def depth(value: Any) -> int:
+    """How deeply tables and arrays nest in a parsed TOML or JSON value (a scalar: 0), counted
+    without recursion so that any depth is measured."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def check_depth(path: str | Path, value: Any) -> None:
+    """Refuse a parsed value that nests deeper than :data:`MAX_DEPTH`."""
+    if depth(value) > MAX_DEPTH:
+        raise InstanceError(str(path), None, f"nests tables or arrays more than {MAX_DEPTH} deep")
+
+
+def parse_toml(path: str | Path, raw: bytes) -> dict[str, Any]:
+    """Parse the bytes of a TOML file, turning every failure into an InstanceError naming it."""
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InstanceError(str(path), None, "is not UTF-8 text, expected a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise InstanceError(str(path), None, f"is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise InstanceError(str(path), None, f"nests tables or arrays more than {MAX_DEPTH} deep") from None
+    check_depth(path, data)
+    return data
 
 
-def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> Loaded:
-    """Read and validate one instance file (a path, or a shipped instance's name such as
-    ``topoopt/0-exact-n6-d2``); every field error of the file is reported at once."""
-    import hashlib
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file, turning every failure into an InstanceError naming the file."""
+    return parse_toml(path, read_bytes(path))
 
+
+def read_table(data: Mapping[str, Any], where: str,
+               registry_get: Callable[[str], Any] | None = None) -> tuple[Any, Any]:
+    """Validate one instance table, a parsed file or a dict in the file's field names and units:
+    (problem, instance), or one :class:`InstanceError` naming ``where``, every field that is wrong
+    and what was expected."""
     get = registry_get or registry.get
-    path = resolve(str(path))
-    data = read_toml(path)
-    fields = Fields(data, str(path))
+    fields = Fields(data, where)
     name = fields.str("problem")
     try:
         problem = get(name)
@@ -86,7 +147,18 @@ def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> 
         errors.extend(fields.unknown())
     if errors:
         raise InstanceError.combine(errors)
-    sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return problem, instance
+
+
+def load(path: str | Path, registry_get: Callable[[str], Any] | None = None) -> Loaded:
+    """Read and validate one instance file (a path, or a shipped instance's name such as
+    ``topoopt/0-exact-n6-d2``); every field error of the file is reported at once."""
+    import hashlib
+
+    path = resolve(str(path))
+    raw = read_bytes(path)
+    problem, instance = read_table(parse_toml(path, raw), str(path), registry_get)
+    sha = hashlib.sha256(raw).hexdigest()
     return Loaded(problem=problem, instance=instance, path=str(path), sha256=sha)
 
 

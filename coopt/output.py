@@ -8,7 +8,8 @@ An output path (``--json OUT``, ``-o OUT``, ``--plot OUT``) is one of:
 * a symbolic link to one of those: the link is followed and its target written, the link kept.
 
 Anything else (a folder, a FIFO, a device, a path below a regular file, a folder that cannot be
-written) is refused with one line before the command does any work. Files are replaced atomically
+written) is refused with one line before the command does any work. An output folder (``bench
+--out DIR``) is checked the same way by :func:`output_dir`. Files are replaced atomically
 (written beside the target, then renamed over it) with the mode ``0666`` minus the umask, as any
 other program would create them.
 """
@@ -56,6 +57,8 @@ def output_path(path: str | os.PathLike, what: str, suffixes: tuple[str, ...] = 
     text = os.fspath(path)
     if text == STDOUT:
         return None
+    if text.endswith(("/", os.sep)):
+        raise UsageError(f"{what} {text}: ends in '/', expected a file name")
     target = Path(os.path.realpath(text)) if os.path.islink(text) else Path(text)
     if suffixes and target.suffix.lower() not in suffixes:
         raise UsageError(f"{what} {text}: expected a file ending in {' or '.join(suffixes)}")
@@ -80,6 +83,46 @@ def output_path(path: str | os.PathLike, what: str, suffixes: tuple[str, ...] = 
     if not os.access(folder, os.W_OK | os.X_OK) or str(folder.resolve()).startswith(("/proc", "/sys")):
         raise UsageError(f"{what} {text}: its folder {folder} cannot be written")
     return target
+
+
+def output_dir(path: str | os.PathLike, what: str) -> Path:
+    """Check an output folder before any work: a folder that can be written, or a path that does not
+    exist yet below one (it is created when the first file is written). Raises :class:`UsageError`
+    naming the option and the reason (a file, a device, a path below a file, a read-only folder)."""
+    text = os.fspath(path)
+    if text in ("", STDOUT):
+        raise UsageError(f"{what} {text!r}: expected a folder name")
+    target = Path(text)
+    probe = target
+    while True:
+        try:
+            st = probe.stat()
+            break
+        except FileNotFoundError:
+            if probe.parent == probe:
+                raise UsageError(f"{what} {text}: no part of the path exists") from None
+            probe = probe.parent if str(probe.parent) else Path(".")
+        except NotADirectoryError:
+            raise UsageError(f"{what} {text}: a part of the path is a file, not a folder") from None
+        except OSError as exc:
+            raise UsageError(f"{what} {text}: cannot be used ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else "a FIFO, device or socket"
+        where = "is" if probe == target else f"is below {probe}, which is"
+        raise UsageError(f"{what} {text}: {where} {kind}, expected a folder")
+    if not os.access(probe, os.W_OK | os.X_OK) or str(probe.resolve()).startswith(("/proc", "/sys", "/dev")):
+        raise UsageError(f"{what} {text}: {'the folder' if probe == target else f'its folder {probe}'} "
+                         "cannot be written")
+    return target
+
+
+def beside_if_interrupted(target: Path | None, interrupted: bool) -> Path | None:
+    """Where a run writes its output: ``target``, except that an interrupted run never replaces an
+    existing file (it may hold more than the run finished); it writes ``NAME.interrupted.SUFFIX``
+    beside it instead."""
+    if not interrupted or target is None or not target.exists():
+        return target
+    return target.with_name(f"{target.stem}.interrupted{target.suffix}")
 
 
 def _umask() -> int:

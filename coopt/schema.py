@@ -32,6 +32,9 @@ from typing import Any
 
 from coopt.errors import InstanceError
 
+#: The key under which :meth:`Schema.read` keeps the names of the fields that failed to read.
+_FAILED = "\0failed"
+
 #: A field without a default must be given.
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
@@ -276,14 +279,23 @@ class Schema:
         errors of the table are collected and raised together, as one :class:`InstanceError`."""
         read = Values()
         root = read if root is None else root
+        if _FAILED not in root:
+            root[_FAILED] = set()
+        failed: set[str] = root[_FAILED]
         errors: list[InstanceError] = []
         # fields that depend on another (a length, a flag) after the ones they may depend on
         dependent = [f for f in self.fields if f.required_if or f.only_if or isinstance(f.length, str)]
         for f in [f for f in self.fields if f not in dependent] + dependent:
+            if {f.only_if, f.required_if, f.length} & failed:
+                # what it depends on is wrong and already reported: no guess from a value not read
+                fields.mark(f.name)
+                read[f.name] = None
+                continue
             try:
                 read[f.name] = f.read(fields, read, root)
             except InstanceError as exc:
                 errors.extend(exc.errors)
+                failed.add(f.name)
                 read[f.name] = None
         if errors:
             raise InstanceError.combine(errors)

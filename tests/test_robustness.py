@@ -90,6 +90,16 @@ def damaged_solutions(solution: dict):
         yield f"-{key}", gone
         for junk in (None, "x", -1, [], {}, [[-1]]):
             yield f"{key}={junk!r}", {**solution, key: junk}
+        value = solution[key]
+        # one level down: an entry of a table or a list of the wrong kind (a list where a name
+        # was expected cannot be a dictionary key, a table cannot be compared with a number)
+        inner = list(value)[:2] if isinstance(value, dict) else range(min(len(value), 2)) \
+            if isinstance(value, list) else ()
+        for k in inner:
+            for junk in (None, ["x"], {"x": 1}, float("nan")):
+                damaged = copy.deepcopy(solution)
+                damaged[key][k] = junk
+                yield f"{key}[{k!r}]={junk!r}", damaged
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)

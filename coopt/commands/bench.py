@@ -9,11 +9,15 @@ in red here and at the top of the report.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from coopt.bench.families import DEFAULT_FAMILIES, FAMILIES
+from coopt.commands import leave_solver_threads
 from coopt.errors import UsageError
 
 
@@ -31,6 +35,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from coopt.bench.progress import BarProgress, LineProgress
     from coopt.bench.report import check_readme, update_readme, write_report
     from coopt.console import err
+    from coopt.output import output_dir
 
     for name in args.problems:
         if name not in registry.names():
@@ -39,16 +44,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise UsageError(f"--time-limit must be a finite number of seconds > 0, got {args.time_limit}")
     if args.sizes and min(args.sizes) < 1:
         raise UsageError(f"--sizes must all be >= 1, got {args.sizes}")
+    limits = [registry.get(name).max_size for name in args.problems or registry.names()]
+    if args.sizes and None not in limits and max(args.sizes) > max(limits):
+        raise UsageError(f"--sizes: no chosen problem's generator takes more than {max(limits)}, "
+                         f"got {max(args.sizes)}")
+    out = output_dir(args.out, "--out")
+    if args.scheduler and importlib.util.find_spec("distributed") is None:
+        raise UsageError("--scheduler needs dask.distributed: pip install 'coopt[dist]'")
     if args.update_readme:
         try:
             check_readme(Path(args.update_readme))
         except (OSError, ValueError) as exc:
             raise UsageError(f"--update-readme: {exc}") from None
-    out = Path(args.out)
     config = bench.BenchConfig(
         problems=list(args.problems),
         families=args.family,
@@ -72,8 +83,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{args.seeds} seed(s); time limit {args.time_limit:g} s; {where}; results in {out}"
         )
         shown = BarProgress() if err.is_terminal else LineProgress()
-        with shown as progress:
-            done = bench.run_bench(config, progress=progress)
+        try:
+            with shown as progress:
+                done = bench.run_bench(config, progress=progress)
+        except KeyboardInterrupt:  # the finished tasks are in the results file: report on them
+            rows = bench.read_results(out / bench.RESULTS)
+            if rows:
+                write_report(rows, out)
+                err.print(f"wrote {out / 'report.md'} ({len(rows)} rows, interrupted)")
+            print(f"coopt: interrupted; {len(rows)} finished task(s) kept in {out / bench.RESULTS}",
+                  file=sys.stderr)
+            leave_solver_threads(130)
+            return 130
         err.print(f"ran {done.ran} task(s), {done.skipped} already done")
         rows = done.rows
     analysis = write_report(rows, out)

@@ -34,6 +34,10 @@ _OPERATORS = {
 }
 
 
+#: The longest arithmetic a number may be written as on the command line.
+MAX_NUMBER_TEXT = 200
+
+
 def parse_number(text: str, where: str) -> float:
     """A number, or arithmetic on numbers (``2^-8``, ``1.5e9*2``); nothing else is evaluated."""
 
@@ -46,9 +50,12 @@ def parse_number(text: str, where: str) -> float:
             return _OPERATORS[type(node.op)](value(node.operand))
         raise ValueError
 
+    if len(text) > MAX_NUMBER_TEXT:
+        raise UsageError(f"{where}: expected a number (at most {MAX_NUMBER_TEXT} characters), got "
+                         f"{len(text)} characters")
     try:
         result = value(ast.parse(text.replace("^", "**"), mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError):
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
         raise UsageError(f"{where}: expected a number, got {text!r}") from None
     return float(result)
 
@@ -265,11 +272,15 @@ def _fit(entry, path: str, values: dict[str, Any]) -> tuple[dict[str, float], fl
     fit = getattr(entry, "fit", None)
     if fit is None:
         raise UsageError(f"bound {entry.name!r} has no fit; --fit works for bounds whose notes offer it")
+    from coopt.errors import InstanceError
+    from coopt.instance import read_bytes
+
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            table = list(csv.reader(fh))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+        table = list(csv.reader(read_bytes(path, "a CSV file").decode("utf-8").splitlines()))
+    except InstanceError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.expected})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: is not UTF-8 text, expected a CSV file") from None
     if len(table) < 2:
         raise UsageError(f"{path}: expected a header row and at least one data row")
     header, rows = [h.strip() for h in table[0]], table[1:]

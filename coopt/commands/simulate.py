@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,13 @@ if TYPE_CHECKING:  # the simulator loads Pyomo; the command imports it when it r
     from coopt.problems.provisioning.simulation import RunControl, SimulationResult, Traffic
     from coopt.problems.provisioning.simulation.statistics import Estimate
 
-# Wide when writing to a file or pipe, so the per-class columns are not truncated.
+#: The most measured (or warm-up) arrivals one run may simulate (some minutes of one core).
+MAX_ARRIVALS = 10**7
+#: The most batches of a batch-means interval, and the most replications per point.
+MAX_BATCHES = 10_000
+MAX_SEEDS = 10_000
+#: The most slots per link (the loader's limit on num_slots).
+MAX_SLOTS = 4096
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="OUT.json", help="write every run's statistics as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_simulate)
+
+
+def _network_name(path: str, taken: dict[str, Any]) -> str:
+    """The name a network is reported under: its file's stem, or the path as given where another
+    file has that stem (and a count where the same path is given twice)."""
+    name = Path(path).stem
+    if name not in taken:
+        return name
+    name, n = str(path), 2
+    while name in taken:
+        name, n = f"{path} ({n})", n + 1
+    return name
 
 
 def _numbers(text: str, what: str, positive: bool = True) -> tuple[float, ...]:
@@ -115,10 +135,27 @@ def sweep(
     seeds: int,
     report=None,
 ) -> list[Point]:
-    """Every (network, load, policy) point; ``report(text)`` gets one line per finished run."""
+    """Every (network, load, policy) point; ``report(text)`` gets one line per finished run. A
+    Ctrl-C raises :class:`Interrupted` with the points finished so far."""
+    points: list[Point] = []
+    try:
+        _sweep_into(points, networks, loads, policies, traffic, control, seeds, report)
+    except KeyboardInterrupt:
+        raise Interrupted(points) from None
+    return points
+
+
+class Interrupted(Exception):
+    """A sweep stopped by Ctrl-C (or SIGTERM, SIGHUP); ``points`` holds the points it finished."""
+
+    def __init__(self, points: list[Point]):
+        super().__init__(f"interrupted after {len(points)} point(s)")
+        self.points = points
+
+
+def _sweep_into(points: list[Point], networks, loads, policies, traffic, control, seeds, report) -> None:
     from coopt.problems.provisioning.simulation import simulate
 
-    points = []
     total = len(networks) * len(loads) * len(policies) * seeds
     done = 0
     for name, instance in networks.items():
@@ -136,7 +173,6 @@ def sweep(
                                f"seed {run_control.seed}: blocking {result.blocking.mean:.4f}, "
                                f"{result.wall_s:.1f} s")
                 points.append(_combine(name, runs))
-    return points
 
 
 def claims(points: list[Point], baseline: str) -> list[tuple[str, bool]]:
@@ -224,7 +260,7 @@ def with_max_degradation(instance: P.Instance, bounds: tuple[float, ...]) -> P.I
 def cmd_simulate(args: argparse.Namespace) -> int:
     from coopt.console import out
     from coopt.instance import load
-    from coopt.output import dumps, output_path, write_atomic
+    from coopt.output import beside_if_interrupted, dumps, output_path, write_atomic
     from coopt.problems.provisioning.simulation import POLICIES, SINGLE_LAYER, RunControl, Traffic
 
     json_target = output_path(args.json, "--json") if args.json else None
@@ -236,12 +272,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for policy in policies:
         if policy not in POLICIES:
             raise UsageError(f"--policies: unknown policy {policy!r}; expected some of {', '.join(POLICIES)}")
-    for flag, value, low in (("arrivals", args.arrivals, 1), ("warmup", args.warmup, 0),
-                             ("batches", args.batches, 2), ("seeds", args.seeds, 1)):
-        if value < low:
-            raise UsageError(f"--{flag} must be >= {low}, got {value}")
-    if not args.holding > 0:
-        raise UsageError(f"--holding must be > 0, got {args.holding}")
+    for flag, value, low, high in (("arrivals", args.arrivals, 1, MAX_ARRIVALS),
+                                   ("warmup", args.warmup, 0, MAX_ARRIVALS),
+                                   ("batches", args.batches, 2, MAX_BATCHES),
+                                   ("seeds", args.seeds, 1, MAX_SEEDS),
+                                   ("seed", args.seed, 0, 2**32 - 1)):
+        if not low <= value <= high:
+            raise UsageError(f"--{flag} must be in {low}..{high}, got {value}")
+    if not (math.isfinite(args.holding) and args.holding > 0):
+        raise UsageError(f"--holding must be a finite number of seconds > 0, got {args.holding}")
+    if args.slots is not None and not 1 <= args.slots <= MAX_SLOTS:
+        raise UsageError(f"--slots must be in 1..{MAX_SLOTS}, got {args.slots}")
     networks: dict[str, P.Instance] = {}
     for path in args.instances:
         loaded = load(path)
@@ -249,10 +290,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: expected a provisioning instance, got problem {loaded.problem.name!r}")
         instance = loaded.instance
         if args.slots is not None:
-            if args.slots < 1:
-                raise UsageError(f"--slots must be >= 1, got {args.slots}")
             instance = dataclasses.replace(instance, num_slots=args.slots)
-        networks[Path(path).stem] = instance
+        networks[_network_name(path, networks)] = instance
     shares = _numbers(args.shares, "shares") if args.shares else ()
     bounds = _numbers(args.max_degradation, "max-degradation", positive=False) if args.max_degradation else ()
     if any(not 0.0 <= d <= 0.999 for d in bounds):
@@ -273,15 +312,30 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(text, file=sys.stderr, flush=True)
 
-    points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
-    print_points(points, policies[0])
-    if args.json:
-        write_atomic(json_target, dumps(points_json(points), indent=1) + "\n")
-        if json_target is not None:
-            out.print(f"wrote {args.json}")
-    if args.plot:
+    interrupted = False
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    term = {sig: signal.signal(sig, signal.default_int_handler)
+            for sig in (signal.SIGTERM, signal.SIGHUP) if main_thread}
+    try:
+        points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
+    except Interrupted as stop:
+        points, interrupted = stop.points, True
+    finally:
+        for sig, old in term.items():
+            signal.signal(sig, old)
+    if points:
+        print_points(points, policies[0])
+    if args.json and (points or not interrupted):
+        target = beside_if_interrupted(json_target, interrupted)
+        write_atomic(target, dumps(points_json(points), indent=1) + "\n")
+        if target is not None:
+            out.print(f"wrote {target if target != json_target else args.json}")
+    if args.plot and points:
         plot(points, args.plot)
         out.print(f"wrote {args.plot}")
+    if interrupted:
+        print(f"coopt: interrupted after {len(points)} finished point(s)", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -52,7 +52,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from coopt.errors import InstanceError
+from coopt.errors import InstanceError, UsageError
 from coopt.problem import Solution, Violation
 from coopt.problems.chase.hardware import Device, DeviceType, Hardware, Link, Rack, Switch
 from coopt.schema import Field, Schema
@@ -452,13 +452,17 @@ def make_types(rows: tuple, scale: int) -> tuple[ArchType, ...]:
     return tuple(types)
 
 
+#: The largest ``size`` :func:`generate` accepts (size // 2 racks, the schema allows 1000).
+MAX_SIZE = 2000
+
+
 def generate(seed: int, size: int) -> ArchInstance:
     """A seeded design space: the four device types of research notes 3.e with at most ``4 size``
     of each, ``max(1, size // 2)`` racks of 40 kW (at most 1000, the schema's limit), a radix-32
     switch, a budget drawn between 25 % and 60 % of the price of every allowed device,
     oversubscription 1-3 and a memory need of 0-20 % of the total."""
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (size // 2 racks, the schema allows 1000), got {size}")
     rng = random.Random(seed)
     types = make_types(ARCH_TYPES, size)
     full = sum(t.device.cost * t.max_count for t in types)

@@ -40,7 +40,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from coopt.errors import InstanceError
+from coopt.errors import InstanceError, UsageError
 from coopt.problem import ABS_FLOOR, TOL, Solution, Violation
 from coopt.problems.chase.hardware import (
     Device,
@@ -333,7 +333,7 @@ def parse(inst: Instance, solution: Solution) -> tuple[tuple[list[int], list[flo
     assignment, start = [0] * tab.n, [0.0] * tab.n
     for v, name in enumerate(tab.task_names):
         device = mapping.get(name)
-        if device not in device_index:
+        if not isinstance(device, str) or device not in device_index:
             violations.append(Violation("assignment",
                                         f"task '{name}' is mapped to {device!r}, not to a device"))
         else:
@@ -498,13 +498,17 @@ def tasks_of_size(size: int) -> int:
     return 4 + 2 * size
 
 
+#: The largest ``size`` :func:`generate` accepts (tasks, 4 + 2 size).
+MAX_SIZE = 1000
+
+
 def generate(seed: int, size: int) -> Instance:
     """A seeded layered random DAG of ``4 + 2 size`` tasks (:func:`.workloads.random_layered`) on
     one of the four 4-device platforms of :func:`platform` (``seed mod 4``), with a
     communication-to-computation ratio of 0.1, 1 or 10 (``seed mod 3``) on the reference GPU and
     NIC, so that any three consecutive seeds cover the three ratios."""
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (tasks, 4 + 2 size), got {size}")
     rng = random.Random(seed)
     kind = PLATFORMS[seed % len(PLATFORMS)]
     ccr = (0.1, 1.0, 10.0)[seed % 3]

@@ -271,7 +271,7 @@ SCHEMA = Schema(
         Field("schemes", "strs", f"schemes the options may use, from {', '.join(SCHEMES)}", min_length=1,
               default=SCHEMES),
         Field("microbatches", "ints", "micro-batch counts mu the options may use (divide T)", min=1,
-              min_length=1, default=(1,)),
+              max=2**44, min_length=1, default=(1,)),
         Field("recompute", "str", "recompute flags the options may take", choices=tuple(RECOMPUTE),
               default="choose"),
         Field("model", "table", "the LLM (Llama-style blocks)", fields=_MODEL_FIELDS),

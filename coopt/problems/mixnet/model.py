@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from coopt.errors import UsageError
 from coopt.problem import TOL, Solution, Violation
 from coopt.problems.mixnet import traffic as families
 from coopt.schema import Field, Schema
@@ -72,6 +73,8 @@ from coopt.schema import Field, Schema
 MAX_REGION = 512
 #: Largest pair volume the loader accepts, MB (10^6 bytes): a petabyte per pair per all-to-all.
 MAX_DEMAND_MB = 1e9
+#: Most regions a file may describe (regions are numbered 0, 1, ... and each needs its traffic).
+MAX_REGIONS = 1024
 
 NIC_FIELDS = (
     Field("alpha", "int", "optical ports per server on its region's circuit switch (OCS)", min=0,
@@ -88,7 +91,7 @@ NIC_FIELDS = (
 TRAFFIC_FIELDS = (
     Field("name", "str", "what the matrix is (a layer, a scenario)", default=""),
     Field("region", "int", "the region (0, 1, ...) whose servers exchange this traffic", min=0,
-          default=0),
+          max=MAX_REGIONS - 1, default=0),
     Field("demand_mb", "matrix",
           "bytes server i (row) sends to server j (column) in one all-to-all; the diagonal stays "
           "on NVLink and is ignored", unit="MB", si=1e6, min=0.0, max=MAX_DEMAND_MB,
@@ -205,8 +208,8 @@ def load(fields: Any) -> Instance:
         found.append(Traffic(entry.name, entry.region, entry.demand_mb))
     regions = sorted({t.region for t in found})
     if regions != list(range(len(regions))):
-        missing = sorted(set(range(regions[-1] + 1)) - set(regions))
-        fields.fail("traffic", f"expected regions 0..{regions[-1]} each with traffic, region {missing[0]} "
+        missing = next(r for r, given in enumerate(regions) if r != given)
+        fields.fail("traffic", f"expected regions 0..{regions[-1]} each with traffic, region {missing} "
                     "has none")
     for k, t in enumerate(found):
         first = next(u for u in found if u.region == t.region)
@@ -441,10 +444,16 @@ RATES_GBIT = (100.0, 200.0, 400.0, 800.0)
 ROW_BYTES = 32768 * 6144 * 2
 
 
+#: The largest ``size`` :func:`generate` accepts (regions, the loader's limit).
+MAX_SIZE = MAX_REGIONS
+
+
 def generate(seed: int, size: int) -> Instance:
     """``size`` regions of 4 to 16 servers, alpha in {2, 4, 6} of 8 NICs at 100 to 800 Gbit/s, one
     traffic family (uniform, Zipf, Pareto, Mixtral top-2) per instance; a region has a second,
     re-drawn matrix (a stale scenario) with probability 1/4."""
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (regions, the loader's limit), got {size}")
     rng = np.random.default_rng([seed, size, 15])
     family = families.FAMILIES[int(rng.integers(len(families.FAMILIES)))]
     fabric = Fabric(int(rng.choice(ALPHAS)), 8, float(rng.choice(RATES_GBIT)) * 1e9)

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from coopt.errors import UsageError
 from coopt.problem import Solution, Violation
 from coopt.problems.mixnet import traffic
 from coopt.problems.mixnet.model import (
@@ -308,10 +309,16 @@ def _iteration(forward: list[np.ndarray], alpha: int, delay: float, rate: float)
     return Instance(Fabric(alpha, 8, rate), delay, tuple(sequence))
 
 
+#: The largest ``size`` :func:`generate` accepts (MoE layers).
+MAX_SIZE = 1000
+
+
 def generate(seed: int, size: int) -> Instance:
     """``size`` MoE layers (so ``2 size`` plan layers) on 4 to 8 servers, alpha in {2, 4, 6} (below
     the server count), 100 to 800 Gbit/s, delta in {0.025, 1, 5, 25, 100} ms (from a
     microsecond-class switch, the README's "25 us", to the simulator's default)."""
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (MoE layers), got {size}")
     rng = np.random.default_rng([seed, size, 1516])
     servers = int(rng.choice((4, 6, 8)))
     alpha = int(rng.choice([a for a in (2, 4, 6) if a < servers]))

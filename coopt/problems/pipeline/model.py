@@ -621,8 +621,13 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _listed(solution: Mapping, key: str, bad: list[Violation]) -> list:
-    """``solution[key]`` (default empty); a non-list is a format violation and reads as empty."""
+def _listed(solution: Mapping, key: str, bad: list[Violation], required: bool = False) -> list:
+    """``solution[key]`` (default empty unless ``required``: then a missing key is a format
+    violation, so that a solution cannot drop its modes); a non-list is a format violation and
+    reads as empty."""
+    if required and key not in solution:
+        bad.append(Violation("format", f"missing list '{key}' ([] when nothing is recomputed)"))
+        return []
     value = solution.get(key, [])
     if not isinstance(value, list):
         bad.append(Violation("format", f"'{key}' is not a list"))
@@ -640,7 +645,7 @@ def parse(instance: Instance, solution: Any) -> tuple[Timed | None, list[Violati
     bad: list[Violation] = []
     start = _parse_passes(instance, passes, bad)
     modes: dict[Item, str] = {}
-    _parse_recompute(instance, _listed(solution, "recompute", bad), modes, bad)
+    _parse_recompute(instance, _listed(solution, "recompute", bad, required=True), modes, bad)
     _parse_layers(instance, _listed(solution, "recompute_layers", bad), modes, bad)
     d2h, h2d = _parse_offload(instance, _listed(solution, "offload", bad), modes, bad)
     if bad and any(v.constraint in ("format", "completeness") for v in bad):

@@ -75,6 +75,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from coopt.errors import UsageError
 from coopt.fields import Fields
 from coopt.problem import Solution, Violation
 from coopt.problems.provisioning import model as P
@@ -395,12 +396,16 @@ def objective(instance: Instance, solution: Solution) -> float:
 # -- generator ----------------------------------------------------------------------------------
 
 
+#: The largest ``size`` :func:`generate` accepts (4 size requests).
+MAX_SIZE = 1000
+
+
 def generate(seed: int, size: int) -> Instance:
     """The 6-node exact family in two layers: 4 x size requests (b in {10, 25, 40, 60} Gb/s, so
     several fit one lightpath), 8 slots, guard band 1, K = 2, widths {2, 3, 5}, H = 2, 2
     transponders per node; degradation on."""
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (4 size requests), got {size}")
     rng = random.Random(seed)
     nodes, links, modulations, classes = P.six_node_network()
     requests = []

@@ -96,7 +96,7 @@ from typing import Any
 
 import networkx as nx
 
-from coopt.errors import InstanceError
+from coopt.errors import InstanceError, UsageError
 from coopt.fields import Fields
 from coopt.problem import Solution, Violation
 from coopt.schema import Field, Schema, Values
@@ -824,14 +824,18 @@ def six_node_network() -> tuple[tuple[str, ...], tuple[Link, ...], tuple[Modulat
     return nodes, links, modulations, tuple(PriorityClass(*c) for c in CLASS_TABLE)
 
 
+#: The largest ``size`` :func:`generate` accepts (8 size requests).
+MAX_SIZE = 1000
+
+
 def generate(seed: int, size: int) -> Instance:
     """The 6-node exact family: 8 x size requests with b in {25, 50, 75, 100} Gb/s, classes
     equiprobable, on 16 slots with 1 guard slot, K = 3, Lambda = {1, .75, .5, .25}; odd seeds
     give the time-expanded model (Poisson arrivals at rate 8 x size / 1.5 per unit time, Exp(1)
     holding times, so most requests overlap and the network congests), even seeds the static
     one."""
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (8 size requests), got {size}")
     rng = random.Random(seed)
     nodes, links, modulations, classes = six_node_network()
     count = 8 * size

@@ -78,6 +78,7 @@ PROBLEM = Problem(
     warm_start=heuristics.search,
     exact=dp.exact,
     sizes=(1, 2, 4),
+    max_size=model.MAX_SIZE,
     size_doc="layers = 2 + 2*size, chiplets = min(64, 2 + 2*size)",
     objective_name="batch time",
     objective_unit="s",

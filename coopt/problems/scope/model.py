@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from coopt.errors import UsageError
 from coopt.problem import Solution, Violation, close
 from coopt.problems.scope.workloads import ChainLayer, resnet, synthetic_chain
 from coopt.schema import Field, Schema
@@ -423,12 +424,18 @@ def objective(inst: Instance, solution: Solution) -> float:
     return math.nan if segments is None else evaluate(inst, segments)
 
 
+#: The largest ``size`` :func:`generate` accepts (2 + 2 size layers).
+MAX_SIZE = 1000
+
+
 def generate(seed: int, size: int) -> Instance:
     """A seeded synthetic CNN chain of 2 + 2*size layers on min(64, 2 + 2*size) chiplets.
 
     SRAM is drawn so that the chain's weights need one to three segments but the largest layer
     fits on the module. Sizes 1-2 enumerate in under a second; size 3 (8 layers, 8 chiplets) can
     reach 10^8-10^9 mappings."""
+    if not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size is 1..{MAX_SIZE} (2 + 2 size layers), got {size}")
     rng = random.Random(seed)
     length = 2 + 2 * size
     chiplets = min(64, 2 + 2 * size)

@@ -210,7 +210,8 @@ PRICE_FIELDS = (
 SCHEMA = Schema(
     (
         Field("servers", "int", "servers of the job's partition (n)", min=2, max=MAX_SERVERS, example=8),
-        Field("degree", "int", "optical ports per server (d), at most servers - 1", min=1, example=2),
+        Field("degree", "int", "optical ports per server (d), at most servers - 1", min=1,
+              max=MAX_SERVERS - 1, example=2),
         Field("bandwidth_gbit_per_s", "float", "rate of one port (B)", unit="Gbit/s", si=1e9,
               positive=True, max=1e6, example=100.0),
         Field("link_symmetry", "str", "symmetric: duplex ports, x_ij = x_ji (TopoOpt's patch panels); "
@@ -218,12 +219,14 @@ SCHEMA = Schema(
               choices=SYMMETRY),
         Field("allreduce", "tables", "AllReduce groups: size servers spaced servers/size apart, one per "
               "coset", default=(), example=({"size": 8, "bytes": 2.0e8},),
-              fields=(Field("size", "int", "members of one group (a divisor of servers)", min=2),
+              fields=(Field("size", "int", "members of one group (a divisor of servers)", min=2,
+                            max=MAX_SERVERS),
                       Field("bytes", "float", "bytes reduced per iteration", **_BYTES))),
         Field("mp_demand", "matrix", "model-parallel demand rows [source, destination, bytes]", cols=3,
               default=(), min=0, max=MAX_BYTES),
         Field("mp_group", "tables", "all-to-all inside blocks of size consecutive servers", default=(),
-              fields=(Field("size", "int", "servers per block (a divisor of servers)", min=2),
+              fields=(Field("size", "int", "servers per block (a divisor of servers)", min=2,
+                            max=MAX_SERVERS),
                       Field("bytes", "float", "bytes per ordered pair per iteration", **_BYTES))),
         Field("prices", "table", "component prices the similar-cost fat-tree is sized with",
               default={}, fields=PRICE_FIELDS),
