@@ -30,9 +30,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import coopt
 from coopt import registry
-from coopt.errors import InstanceError, UsageError
+from coopt.errors import CooptError, InstanceError, UsageError
 from coopt.instance import Loaded, check_depth, read_table, read_toml, schema_version, to_toml
 from coopt.instance import load as load_file
 from coopt.output import output_path, write_atomic
@@ -40,8 +39,25 @@ from coopt.problem import Problem, SolveOptions
 from coopt.run import SolveReport, run
 from coopt.shipped import resolve
 
-#: The public names: those of :data:`coopt.__all__` but ``__version__``, which stays on the package.
-__all__ = [name for name in coopt.__all__ if name != "__version__"]
+__all__ = [
+    "CooptError",
+    "InstanceError",
+    "Loaded",
+    "SolveOptions",
+    "SolveReport",
+    "UsageError",
+    "closed_form",
+    "closed_form_names",
+    "from_dict",
+    "generate",
+    "load",
+    "methods",
+    "problem_names",
+    "read",
+    "save",
+    "solve",
+    "to_dict",
+]
 
 #: The keys every instance table may carry besides its problem's own fields.
 HEADER = ("problem", "schema_version", "name", "description", "source")
