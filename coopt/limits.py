@@ -4,8 +4,14 @@ The first Ctrl-C (SIGINT) asks the run to stop. Inside a solver (:func:`in_solve
 pipeline's CP-SAT) it only raises :data:`STOP`: HiGHS' interrupt callbacks, or CP-SAT's stop poll,
 see it and end the solve with its incumbent, which the report keeps
 (status ``interrupted``); anywhere else (a model being built, a heuristic) it raises
-``KeyboardInterrupt`` at once. The command then writes what has finished and exits 130. A second
-Ctrl-C is a plain ``KeyboardInterrupt`` wherever it lands.
+``KeyboardInterrupt`` at once. The command then writes what has finished and exits 130.
+
+A second Ctrl-C does not wait for a solver to wind down: a solver that can be abandoned (HiGHS,
+see :func:`on_worker`'s ``grace``) is left on its thread at its next poll, with the incumbent its
+callbacks recorded; CP-SAT was asked to stop by the first. It never raises into the middle of a
+solver's call, nor into the few steps that turn a stopped solve into a report (they all check
+:data:`STOP`); a third Ctrl-C outside a solver is a plain ``KeyboardInterrupt``. Once the command's
+:func:`stoppable` block has ended after a stop, Ctrl-C is ignored while it writes and exits.
 
 :func:`guard` watches one step from a background thread: past ``seconds`` or above ``memory_bytes``
 of resident memory it stops the step the same way, and the step raises :class:`StepLimit`, which
@@ -17,6 +23,7 @@ from __future__ import annotations
 import _thread
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +38,8 @@ STOP = threading.Event()
 #: end with :func:`finish_abandoned` (os._exit), since the interpreter cannot shut down around it.
 ABANDONED = threading.Event()
 _in_solver = threading.Event()
+#: Set by a second Ctrl-C: :func:`on_worker` abandons a solve that allows it at its next poll.
+_HURRY = threading.Event()
 _reason: list[str] = []  # why a guard stopped the step, read by the SIGINT handler
 
 
@@ -49,17 +58,26 @@ def _on_sigint(signum, frame) -> None:
             kind, message = _reason[0].split(":", 1)
             raise StepLimit(message, kind)
         return
-    if STOP.is_set() or not _in_solver.is_set():
+    if not STOP.is_set():
         STOP.set()
+        if _in_solver.is_set():
+            return  # the solver stops at its next check and keeps its incumbent
         raise KeyboardInterrupt
-    STOP.set()  # HiGHS stops at its next interrupt check and keeps its incumbent
+    # a further Ctrl-C while the run already winds down
+    if _in_solver.is_set() or not _HURRY.is_set():
+        _HURRY.set()  # raising here could surface inside a solver's call, or while writing
+        return
+    raise KeyboardInterrupt
 
 
 @contextmanager
 def stoppable() -> Iterator[None]:
-    """Install the Ctrl-C handler for the duration of a command (main thread only)."""
+    """Install the Ctrl-C handler for the duration of a command (main thread only). When the block
+    ends after a stop, the command is about to write what finished: from then on Ctrl-C is ignored
+    (the previous handler is not restored), so a late one cannot kill the process mid-write."""
     STOP.clear()
     ABANDONED.clear()
+    _HURRY.clear()
     _reason.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -68,7 +86,8 @@ def stoppable() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # ignored by the kernel, not by a Python handler: interpreter shutdown would reset that one
+        signal.signal(signal.SIGINT, signal.SIG_IGN if STOP.is_set() else previous)
 
 
 @contextmanager
@@ -165,9 +184,12 @@ def on_worker(call: Callable[[], Any], *, name: str, on_stop: Callable[[], None]
     run, so that a Ctrl-C is heard at once; its result (or its exception) is handed back.
 
     When :data:`STOP` is set, ``on_stop()`` runs once (a solver's own stop request). With ``grace``,
-    a worker still running ``grace`` seconds after that is abandoned: ``on_abandon()`` runs,
-    :data:`ABANDONED` is set and :class:`Abandoned` raised. Off the main thread, ``call()`` runs
-    here (only the main thread hears signals). Either way the call runs :func:`in_solver`."""
+    a worker still running ``grace`` seconds after that, or at once after a second Ctrl-C, is
+    abandoned: ``on_abandon()`` runs, :data:`ABANDONED` is set and :class:`Abandoned` raised; a
+    ``KeyboardInterrupt`` heard while waiting (no :func:`stoppable` handler) abandons it the same
+    way and goes on up. Off
+    the main thread, ``call()`` runs here (only the main thread hears signals). Either way the
+    call runs :func:`in_solver`."""
     if threading.current_thread() is not threading.main_thread():
         with in_solver():
             return call()
@@ -183,19 +205,62 @@ def on_worker(call: Callable[[], Any], *, name: str, on_stop: Callable[[], None]
     with in_solver():  # a Ctrl-C now sets STOP instead of raising
         worker.start()
         deadline = None
-        while worker.is_alive():
-            worker.join(0.05)
-            if not STOP.is_set() or not worker.is_alive():
-                continue
-            if deadline is None:
-                deadline = time.perf_counter() + (grace if grace is not None else float("inf"))
+        try:
+            while worker.is_alive():
+                worker.join(0.05)
+                if not STOP.is_set() or not worker.is_alive():
+                    continue
+                if deadline is None:
+                    deadline = time.perf_counter() + (grace if grace is not None else float("inf"))
+                    if on_stop is not None:
+                        on_stop()
+                if time.perf_counter() > deadline or (grace is not None and _HURRY.is_set()):
+                    if on_abandon is not None:
+                        on_abandon()
+                    ABANDONED.set()
+                    raise Abandoned
+        except KeyboardInterrupt:  # no stoppable() handler (a bench task in this process): leave it
+            if worker.is_alive():
                 if on_stop is not None:
                     on_stop()
-            if time.perf_counter() > deadline:
                 if on_abandon is not None:
                     on_abandon()
                 ABANDONED.set()
-                raise Abandoned
+            raise
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def timed_out(step: Callable[[], Any], seconds: float | None, what: str) -> tuple[bool, Any]:
+    """``(False, step())``, or ``(True, None)`` when ``step`` ran past ``seconds`` (None: no limit)
+    and was stopped there (:func:`guard`): how a pure-Python exact method honours the time limit
+    and answers ``time_limit`` with its best so far instead of running on."""
+    try:
+        with guard(what, seconds=seconds):
+            return False, step()
+    except StepLimit as exc:
+        if exc.kind != "time":
+            raise
+        return True, None
+
+
+class StandardStreams:
+    """Standard output and error as they are now, to give back after a solver that captured them
+    was abandoned or interrupted (it never restores them itself)."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.fds = {fd: os.dup(fd) for fd in (1, 2)}
+        self.streams = (sys.stdout, sys.stderr)
+
+    def restore(self) -> None:
+        for fd, copy in self.fds.items():
+            os.dup2(copy, fd)
+        sys.stdout, sys.stderr = self.streams
+
+    def close(self) -> None:
+        for copy in self.fds.values():
+            os.close(copy)
+        self.fds = {}

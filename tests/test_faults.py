@@ -24,7 +24,7 @@ from coopt import registry
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.schema import Field
-from coopt.shipped import shipped
+from coopt.shipped import instances_dir, shipped
 
 SMALL = "topoopt/0-exact-n6-d2"
 
@@ -399,7 +399,8 @@ def test_every_coopt_command_in_the_readme_names_files_that_work_outside_a_check
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signals", [(signal.SIGTERM,)], ids=["sigterm"])  # SIGHUP: the same handler
+@pytest.mark.parametrize("signals", [(signal.SIGTERM,), (signal.SIGINT, signal.SIGINT)],
+                         ids=["sigterm", "two-ctrl-c"])  # SIGHUP: the same handler as SIGTERM
 def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, tmp_path):
     hard = tmp_path / "hard.toml"
     # size 16 runs past a minute (see test_usability): the signal lands during the MILP
@@ -422,15 +423,41 @@ def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, t
     assert out.read_text() == "[\"a good earlier result\"]\n"
     reports = json.loads((tmp_path / "r.interrupted.json").read_text())
     assert reports[0]["status"] == "optimal" and "Traceback" not in stderr, stderr
-    if len(signals) == 1:  # one stop keeps the incumbent of the run it stopped
-        assert [r["status"] for r in reports] == ["optimal", "interrupted"], stderr
-        assert reports[1]["check"]["feasible"]
+    # a second Ctrl-C abandons HiGHS at once and still keeps the incumbent of the run it stopped
+    assert [r["status"] for r in reports] == ["optimal", "interrupted"], stderr
+    assert reports[1]["check"]["feasible"]
+
+
+@pytest.mark.slow
+def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
+    hard = tmp_path / "hard.toml"
+    # chase's exact route is CP-SAT; size 40 runs to its time limit, finding incumbents on the way
+    assert coopt("generate", "chase", "--size", "40", "--seed", "1", "-o", str(hard)).returncode == 0
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", str(hard), "--method", "exact",
+                             "--time-limit", "60", "--json", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in proc.stderr:
+        said.append(line)
+        if re.search(r"incumbent \d", line):
+            break
+    assert proc.poll() is None, "".join(said)
+    for _ in range(2):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    stderr = "".join(said) + proc.stderr.read()
+    assert proc.wait(timeout=30) == 130, stderr
+    [report] = json.loads(out.read_text())
+    assert report["status"] == "interrupted" and report["check"]["feasible"], stderr
+    assert "Traceback" not in stderr, stderr
 
 
 # -- 8: simulate keeps the points that finished ---------------------------------------------------
 
 
-def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_file(tmp_path):
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_file(presses, tmp_path):
     out = tmp_path / "points.json"
     out.write_text("[]\n")
     proc = subprocess.Popen([sys.executable, "-m", "coopt", "simulate", SIX, "--loads", "8,9,10,11,12",
@@ -441,7 +468,9 @@ def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_fi
         said.append(line)
         if line.startswith("[2/5]"):  # the first point is complete once the second run reports
             break
-    proc.send_signal(signal.SIGINT)
+    for _ in range(presses):  # a second Ctrl-C lands while the first one's points are written
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
     stderr = "".join(said) + proc.stderr.read()
     assert proc.wait(timeout=60) == 130, stderr
     assert out.read_text() == "[]\n" and "Traceback" not in stderr
@@ -450,18 +479,115 @@ def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_fi
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_bench_writes_the_report_of_the_finished_tasks(tmp_path):
+@pytest.mark.parametrize("jobs, then", [("2", 0.0), ("1", 4.0)])
+def test_ctrl_c_during_bench_writes_the_report_of_the_finished_tasks(jobs, then, tmp_path):
     out = tmp_path / "bench"
     proc = subprocess.Popen([sys.executable, "-m", "coopt", "bench", "topoopt", "--family", "shipped",
-                             "--jobs", "2", "--out", str(out)],
+                             "--jobs", jobs, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 60
+
     while not (results.exists() and results.stat().st_size) and time.monotonic() < deadline:
         time.sleep(0.2)
+    time.sleep(then)  # with --jobs 1 the tasks run in this process: by then HiGHS solves its MILPs
     proc.send_signal(signal.SIGINT)
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) == 130, stderr
     finished = len(results.read_text().splitlines())
     assert f"({finished} rows, interrupted)" in stderr and (out / "report.md").exists()
     assert "Traceback" not in stderr and "leaked semaphore" not in stderr
+
+
+# -- 14: an infeasible or empty instance is an answer on every route, never an error ---------------
+
+
+def _edited(name: str, tmp_path: Path, pattern: str, replacement: str) -> Path:
+    text = (instances_dir() / f"{name}.toml").read_text()
+    edited, count = re.subn(pattern, replacement, text, flags=re.M)
+    assert count, pattern
+    path = tmp_path / f"{name.split('/')[0]}.toml"
+    path.write_text(edited)
+    return path
+
+
+@pytest.mark.parametrize("name, pattern, replacement, answers", [
+    # no layer fits 1 byte of SRAM: the bound's relaxation is +inf
+    ("scope/0-chain6-m6", r"^sram_kib = .*$", "sram_kib = 0.001", {"exact", "milp", "bound"}),
+    # no design holds 1e9 GB: the bound's LP relaxation is infeasible
+    ("chase_arch/0-one-rack-four-types", r"^memory_required_gb = .*$", "memory_required_gb = 1e9",
+     {"exact", "bound"}),
+], ids=["scope-sram", "chase_arch-memory"])
+def test_an_infeasible_instance_is_infeasible_on_every_route(name, pattern, replacement, answers,
+                                                             tmp_path, capsys):
+    path = _edited(name, tmp_path, pattern, replacement)
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", str(path), "--method", "all", "--json", str(out))
+    reports = json.loads(out.read_text())
+    assert code == 0 and "ERROR" not in err, err
+    assert {r["method"] for r in reports if r["status"] == "infeasible"} == answers, reports
+    assert {r["status"] for r in reports} <= {"infeasible", "no_solution"}, reports
+
+
+def test_an_instance_where_no_request_can_be_served_is_optimal_zero_on_every_exact_route(tmp_path, capsys):
+    path = _edited("provisioning/0-six-node-static", tmp_path, r"reach_km = [0-9.]+", "reach_km = 1.0")
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", str(path), "--method", "exact,milp,bound", "--json", str(out))
+    reports = {r["method"]: r for r in json.loads(out.read_text())}
+    assert code == 0 and "ERROR" not in err, err
+    for method in ("exact", "milp"):
+        assert reports[method]["status"] == "optimal" and reports[method]["objective"] == 0, reports[method]
+        assert reports[method]["check"]["feasible"]
+    assert reports["bound"]["bound"] == 0
+
+
+# -- 16: the time limit bounds the whole run --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, limit", [
+    ("scope/2-resnet152-m64", "0.05"),  # the DP runs for seconds
+    ("configtuner/2-mixtral-8x7b-256xh100", "0.05"),  # the enumeration prices a large space
+])
+def test_an_exact_method_that_is_not_a_solver_stops_at_the_time_limit(name, limit, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", name, "--method", "exact", "--time-limit", limit, "--json", str(out))
+    [report] = json.loads(out.read_text())
+    assert code == 0 and report["status"] == "time_limit" and report["solution"] is None, err
+
+
+def test_hecaton_exact_past_the_time_limit_keeps_its_warm_start(tmp_path, capsys):
+    hard = tmp_path / "hard.toml"
+    # the warm start alone takes longer than the limit; the DP then has no time left
+    assert run(capsys, "generate", "hecaton", "--size", "32768", "--seed", "1", "-o", str(hard))[0] == 0
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", str(hard), "--method", "exact", "--time-limit", "0.05",
+                       "--json", str(out))
+    [report] = json.loads(out.read_text())
+    assert code == 0 and report["status"] == "feasible" and report["check"]["feasible"], err
+
+
+def test_highs_gets_what_the_model_building_left_of_the_time_limit(monkeypatch):
+    import dataclasses
+
+    import coopt.run as runner
+    from coopt.problem import SolveOptions
+
+    problem = registry.get("provisioning")
+    loaded = load(instances_dir() / "provisioning" / "0-six-node-static.toml")
+    build = problem.build
+
+    def slow_build(*args, **kwargs):
+        time.sleep(0.5)
+        return build(*args, **kwargs)
+
+    handed = []
+
+    def solve_model(model, options, watch=None):
+        handed.append(options.time_limit)
+        return real(model, options, watch)
+
+    real = runner.solve_model
+    monkeypatch.setattr(runner, "solve_model", solve_model)
+    slow = dataclasses.replace(problem, build=slow_build)
+    report = runner.run(slow, loaded.instance, "milp", SolveOptions(time_limit=5.0))
+    assert report.status == "optimal" and handed and handed[0] <= 4.5, handed

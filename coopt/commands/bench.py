@@ -19,6 +19,7 @@ from typing import Any
 from coopt.bench.families import DEFAULT_FAMILIES, FAMILIES
 from coopt.commands import leave_solver_threads
 from coopt.errors import UsageError
+from coopt.limits import StandardStreams
 
 
 def _families(text: str) -> tuple[str, ...]:
@@ -83,10 +84,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{args.seeds} seed(s); time limit {args.time_limit:g} s; {where}; results in {out}"
         )
         shown = BarProgress() if err.is_terminal else LineProgress()
+        standard = StandardStreams() if args.jobs == 1 and not args.scheduler else None
         try:
             with shown as progress:
                 done = bench.run_bench(config, progress=progress)
         except KeyboardInterrupt:  # the finished tasks are in the results file: report on them
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the report short
+            if standard is not None:  # a task in this process may have left its output captured
+                standard.restore()
             rows = bench.read_results(out / bench.RESULTS)
             if rows:
                 write_report(rows, out)
@@ -94,7 +101,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"coopt: interrupted; {len(rows)} finished task(s) kept in {out / bench.RESULTS}",
                   file=sys.stderr)
             leave_solver_threads(130)
+            if standard is not None:  # what the interrupted task left half-done (solver threads,
+                sys.stdout.flush()  # capture threads) cannot be shut down under: end here
+                sys.stderr.flush()
+                os._exit(130)
             return 130
+        finally:
+            if standard is not None:
+                standard.close()
         err.print(f"ran {done.ran} task(s), {done.skipped} already done")
         rows = done.rows
     analysis = write_report(rows, out)

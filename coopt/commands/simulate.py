@@ -320,6 +320,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         points = sweep(networks, loads, policies, traffic, control, args.seeds, report)
     except Interrupted as stop:
         points, interrupted = stop.points, True
+        if main_thread:  # a further Ctrl-C must not cut short the writing of what finished
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     finally:
         for sig, old in term.items():
             signal.signal(sig, old)

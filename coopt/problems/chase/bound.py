@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pyomo.environ as pyo
@@ -49,6 +50,8 @@ def arch_bound(inst: Any, options: SolveOptions) -> float:
     model = arch_milp.build(inst)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)
+    if result.status == "infeasible":  # no design meets the rows: nothing is worth any capability
+        return -math.inf
     if result.status != "optimal":
-        raise ValueError(f"the LP relaxation ends {result.status}: no design meets the rows")
+        raise ValueError(f"the LP relaxation ends {result.status}")
     return result.objective

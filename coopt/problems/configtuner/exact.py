@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from coopt.limits import timed_out
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions, Termination
 from coopt.problems.configtuner.model import Instance, Space, evaluate, priced, space
 
@@ -28,8 +29,12 @@ def exact(instance: Instance, options: SolveOptions) -> ExactOutcome:
     """C1 by enumeration: every configuration of the space priced in one vectorised call.
 
     Guarantee: optimal (the space is exactly the configurations the checker accepts, see
-    :mod:`coopt.problems.configtuner.model`). Running time O(|S|)."""
-    solution = best_of(instance, space(instance))
+    :mod:`coopt.problems.configtuner.model`). Running time O(|S|); past the time limit it stops
+    (status ``time_limit``, no solution)."""
+    stopped, solution = timed_out(lambda: best_of(instance, space(instance)), options.time_limit,
+                                  "the enumeration")
+    if stopped:
+        return ExactOutcome(None, Termination.LIMIT, None)
     if solution is None:
         return ExactOutcome(None, Termination.INFEASIBLE, None)
     return ExactOutcome(solution, Termination.OPTIMAL, solution["objective"])

@@ -32,6 +32,7 @@ from functools import cache
 
 import numpy as np
 
+from coopt.limits import timed_out
 from coopt.problem import ExactOutcome, NoSolution, Solution, SolveOptions, Termination
 from coopt.problems.hecaton.model import (
     Instance,
@@ -320,7 +321,16 @@ def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None 
     :func:`warm_start`). Under ``one_scheme`` once per scheme; the best scheme wins.
 
     The incumbent only prunes labels that cannot beat it; the labels of every solution at most
-    its value pass, so the optimum returned is the same with or without it (only slower without)."""
+    its value pass, so the optimum returned is the same with or without it (only slower without).
+    Past the time limit it stops with ``incumbent`` (status ``time_limit``; none without one)."""
+    stopped, outcome = timed_out(lambda: _exact(instance, options, incumbent), options.time_limit,
+                                 "the hecaton DP")
+    if stopped:
+        return ExactOutcome(incumbent, Termination.LIMIT, None)
+    return outcome
+
+
+def _exact(instance: Instance, options: SolveOptions, incumbent: Solution | None) -> ExactOutcome:
     ceiling = math.inf if incumbent is None else objective(instance, incumbent)
     ceiling = ceiling if math.isfinite(ceiling) else math.inf
     best: list[Option] | None = None
@@ -338,7 +348,7 @@ def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None 
         if chosen is not None and (best is None or total(instance, chosen) < total(instance, best)):
             best = chosen
     if best is None and math.isfinite(ceiling):
-        return exact(instance, options)  # unreachable for a feasible incumbent: it passes its scheme
+        return _exact(instance, options, None)  # unreachable for a feasible incumbent: it passes its scheme
     if best is None:
         return ExactOutcome(None, Termination.INFEASIBLE, None)
     solution = to_solution(instance, best)

@@ -166,8 +166,11 @@ def build(instance: Instance, incumbent: Solution | None = None) -> pyo.Concrete
     with HiGHS 1.16.0 a start can end the solve at a worse plan reported ``optimal``
     (:mod:`coopt.problems.provisioning.exact`, which uses it as a cutoff row instead)."""
     model = channel_model(instance)
-    model.value = pyo.Objective(expr=model.served_weight - epsilon(instance) * model.degradation,
-                                sense=pyo.maximize)
+    served = model.served_weight - epsilon(instance) * model.degradation
+    if not model.candidates:  # no request can be served: plan nothing, worth 0 (one fixed column,
+        model.nothing = pyo.Var(bounds=(0, 0))  # since HiGHS answers a model without any "error")
+        served = served + model.nothing
+    model.value = pyo.Objective(expr=served, sense=pyo.maximize)
     model.objective_unit = 1.0
     return model
 

@@ -18,7 +18,8 @@ from bisect import bisect_left
 
 import numpy as np
 
-from coopt.problem import ExactOutcome, Solution, SolveOptions
+from coopt.limits import timed_out
+from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination
 from coopt.problems.scope.fronts import Stages, Table
 from coopt.problems.scope.model import (
     MERGED,
@@ -235,8 +236,11 @@ def segment_bottlenecks(inst: Instance, first: int, last: int,
 
 
 def exact(inst: Instance, options: SolveOptions) -> ExactOutcome:
-    """The exact method ``exact``: :func:`dynamic_program` over the whole (merged) space."""
-    solution = dynamic_program(inst)
+    """The exact method ``exact``: :func:`dynamic_program` over the whole (merged) space, stopped
+    at the time limit (status ``time_limit``, no solution: the DP has none before it ends)."""
+    stopped, solution = timed_out(lambda: dynamic_program(inst), options.time_limit, "the scope DP")
+    if stopped:
+        return ExactOutcome(None, Termination.LIMIT, None)
     if solution is None:
         return ExactOutcome(None, "infeasible", None)
     return ExactOutcome(solution, "optimal", solution["objective"])
