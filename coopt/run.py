@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import coopt
@@ -174,10 +174,10 @@ def _milp_route(problem: Problem, instance: Any, options: SolveOptions, watch: W
         model = (problem.build(instance) if problem.warm_start is None
                  else problem.build(instance, incumbent=incumbent))
     times["build"] = time.perf_counter() - t0
-    result = solve_model(model, options, watch)
+    result = solve_model(model, _left(options, t0), watch)  # HiGHS gets what the build left
     times["handoff"], times["solve"] = result.handoff, result.solve
     found = _Found(result.status, objective=result.objective, bound=result.bound,
-                   solver={"name": "highs", "version": result.solver_version},
+                   solver={"name": result.solver_name, "version": result.solver_version},
                    trace=result.trace, model_size=result.size, nodes=result.nodes)
     if result.objective is not None:
         found.solution = problem.extract(model, instance)
@@ -200,7 +200,9 @@ def _exact_route(problem: Problem, instance: Any, options: SolveOptions, watch: 
 
 
 def _bound_route(problem: Problem, instance: Any, options: SolveOptions, times: dict[str, float]) -> _Found:
-    """The dual bound, handed the warm start where it takes one (a column generation's first columns)."""
+    """The dual bound, handed the warm start where it takes one (a column generation's first columns).
+    A bound that no solution can meet (``inf`` for a minimum, ``-inf`` for a maximum: the relaxation
+    is infeasible) proves the instance infeasible: status ``infeasible``, not an error."""
     extra: dict[str, Any] = {}
     if problem.warm_start is not None and "incumbent" in inspect.signature(problem.bound).parameters:
         t0 = time.perf_counter()
@@ -209,6 +211,8 @@ def _bound_route(problem: Problem, instance: Any, options: SolveOptions, times: 
     t0 = time.perf_counter()
     bound = float(problem.bound(instance, options, **extra))
     times["solve"] = time.perf_counter() - t0
+    if bound == (math.inf if problem.sense == "min" else -math.inf):
+        return _Found("infeasible")  # the relaxation admits nothing: neither does the instance
     if not math.isfinite(bound):
         raise ValueError(f"the bound is {bound!r}, not a finite number")
     return _Found("bound", bound=bound)
@@ -227,6 +231,19 @@ def _heuristic_route(problem: Problem, instance: Any, method: str, options: Solv
     return _Found("feasible", solution, float(solution["objective"]))
 
 
+#: The least time limit a step is handed when what came before used up the run's (seconds): the
+#: step then stops at once and says ``time_limit``, with whatever it has.
+LEAST_LEFT = 0.01
+
+
+def _left(options: SolveOptions, since: float) -> SolveOptions:
+    """``options`` with the time limit less the seconds spent since ``since``."""
+    if options.time_limit is None:
+        return options
+    spent = time.perf_counter() - since
+    return replace(options, time_limit=max(options.time_limit - spent, LEAST_LEFT))
+
+
 def _route(problem: Problem, instance: Any, method: str, options: SolveOptions, watch: Watch | None,
            times: dict[str, float]) -> _Found:
     """Dispatch ``method``: the MILP, the problem's exact method, the dual bound or a heuristic; the
@@ -242,6 +259,7 @@ def _route(problem: Problem, instance: Any, method: str, options: SolveOptions, 
         t0 = time.perf_counter()
         incumbent = warm_start(problem, instance, options)
         times["warm_start"] = time.perf_counter() - t0
+        options = _left(options, t0)  # the time limit bounds the whole run, the warm start included
     if via_milp:
         return _milp_route(problem, instance, options, watch, incumbent, times)
     return _exact_route(problem, instance, options, watch, incumbent, times)
