@@ -61,6 +61,7 @@ def _positive_seconds(value: float | None, option: str) -> float | None:
 def _options(args: argparse.Namespace):
     from coopt.limits import total_memory
     from coopt.problem import SolveOptions
+    from coopt.solvers.pyomo_route import check as check_solver
 
     time_limit = _positive_seconds(args.time_limit, "--time-limit")
     if not (math.isfinite(args.gap) and 0 <= args.gap < 1):
@@ -73,8 +74,10 @@ def _options(args: argparse.Namespace):
     if memory is not None and not (math.isfinite(memory) and memory > 0):
         raise UsageError(f"--max-memory must be a number of GiB > 0, got {memory}")
     limit = memory * 2**30 if memory is not None else DEFAULT_MEMORY_SHARE * total_memory() or None
+    solver = getattr(args, "solver", "highs")
+    check_solver(solver)  # before any work: an unknown or missing solver is one line, exit 2
     return SolveOptions(time_limit=time_limit, gap=args.gap, threads=args.threads, seed=args.seed,
-                        memory_limit=limit)
+                        memory_limit=limit, solver=solver)
 
 
 def _methods(loaded, method: str) -> list[str]:
@@ -648,8 +651,11 @@ def _solve_options(p: argparse.ArgumentParser, time_limit: float | None) -> None
     p.add_argument("--time-limit", type=float, default=time_limit, metavar="S",
                    help=f"seconds per exact solve, model building included (default {_fmt(time_limit)})")
     p.add_argument("--gap", type=float, default=1e-6, metavar="G", help="relative MIP gap (default 1e-6)")
-    p.add_argument("--threads", type=int, default=1, metavar="N", help="HiGHS threads (default 1)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed for HiGHS and heuristics")
+    p.add_argument("--threads", type=int, default=1, metavar="N", help="MILP solver threads (default 1)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the MILP solver and heuristics")
+    p.add_argument("--solver", default="highs", metavar="NAME",
+                   help="MILP solver of the exact routes, through Pyomo: highs (default), gurobi "
+                        "(pip install gurobipy), scip (pip install pyscipopt)")
     p.add_argument("--max-memory", type=float, default=None, metavar="GIB",
                    help=f"stop a model build or heuristic above this resident memory "
                         f"(default {int(100 * DEFAULT_MEMORY_SHARE)} %% of the machine's)")

@@ -141,6 +141,8 @@ class SolveOptions:
     seed: int = 0
     #: Resident memory (bytes) past which building a model or running a heuristic is stopped.
     memory_limit: float | None = None
+    #: The MILP solver of the exact routes: "highs", or a name of coopt.solvers.pyomo_route.SOLVERS.
+    solver: str = "highs"
 
 
 def everywhere(instance: Any) -> bool:
@@ -227,6 +229,9 @@ class Problem:
     #: The objective's grid on an instance (module docstring), or None: the optimal value is then
     #: an integer multiple of it, so the runner may round a dual bound to it.
     objective_grid: Callable[[Any], float | None] | None = None
+    #: A drawing of a checked solution for a paper (``coopt plot``): ``fn(instance, solution,
+    #: figure)`` draws on an empty matplotlib ``Figure``; None where the problem has no drawing.
+    plot: Callable[[Any, Solution, Any], None] | None = None
 
     @property
     def methods(self) -> list[str]:

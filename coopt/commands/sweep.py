@@ -17,9 +17,11 @@ cross-field checks) before anything is solved: an unknown field, a field that is
 value outside the field's declared range, or a point the loader refuses is one line per error and
 exit status 2, and nothing is written. Each run is judged by the problem's checker. The CSV is tidy:
 one header, one row per (point, method), in point order then method order, with the swept values
-(file units), ``method``, ``status``, ``objective``, ``bound``, ``gap``, ``feasible`` (the checker's
-verdict, empty without a solution), the objective's name and unit, the times in seconds
-(``time_total`` and its parts) and ``note``: why a row has no solution, or what the checker found.
+(file units), ``method``, ``solver`` (the engine that ran: ``highs`` or the ``--solver``'s name
+on the MILP routes, a DP or CP-SAT's own name elsewhere), ``status``, ``objective``, ``bound``,
+``gap``, ``feasible`` (the checker's verdict, empty without a solution), the objective's name and
+unit, the times in seconds (``time_total`` and its parts) and ``note``: why a row has no
+solution, or what the checker found.
 ``--plot`` draws the objective (a ``bound`` row: the bound, dashed) against the first swept field,
 one line per method (and per value of the other swept fields). Exit status as ``coopt solve``: 1
 when a run crashed or a solution failed its checker, 130 on Ctrl-C (the rows finished are written).
@@ -218,6 +220,7 @@ def row(values: dict[str, float], report: Any) -> dict[str, Any]:
     return {
         **values,
         "method": report.method,
+        "solver": (report.solver or {}).get("name"),
         "status": report.status,
         "objective": report.objective,
         "bound": report.bound,
@@ -466,8 +469,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def row_columns() -> list[str]:
     """The columns after the swept fields, in order."""
-    return ["method", "status", "objective", "bound", "gap", "feasible", "objective_name", "objective_unit",
-            *(f"time_{k}" for k in TIMES), "note"]
+    return ["method", "solver", "status", "objective", "bound", "gap", "feasible", "objective_name",
+            "objective_unit", *(f"time_{k}" for k in TIMES), "note"]
 
 
 def _fmt(value: Any, digits: int = 6) -> str:

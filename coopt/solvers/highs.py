@@ -1,6 +1,13 @@
 """The Pyomo -> HiGHS route (through ``pyomo.contrib.solver``): solve a built model, its LP
 relaxation, LP/MPS export and re-solve. Running a *method* and judging it lives in
-:mod:`coopt.run`; this module only talks to HiGHS.
+:mod:`coopt.run`; this module only talks to the MILP solver.
+
+:func:`solve_model` is every MILP's way in. With ``SolveOptions.solver`` "highs" (the default) it
+runs HiGHS as described below; with another name it hands the model to that solver through
+:mod:`coopt.solvers.pyomo_route` and returns the same :class:`MilpResult` (``solver_name`` and
+``solver_version`` say which ran), with what that interface supports: time limit, gap, threads,
+seed and warm start, the trace being the final answer alone and the model size and node count
+unknown.
 
 Times are kept apart, as in every honest MIP benchmark: the caller times ``build`` (the Python
 model construction); :func:`solve_model` times ``handoff`` (the translation into HiGHS,
@@ -30,8 +37,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -44,8 +49,9 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from coopt.limits import STOP, Abandoned, interrupt_requested, on_worker
+from coopt.limits import STOP, Abandoned, StandardStreams, interrupt_requested, on_worker
 from coopt.problem import Problem, SolveOptions, Termination, report_status
+from coopt.solvers import pyomo_route
 
 #: Seconds between HiGHS' periodic MIP log lines, each a dual-bound sample of the trace (HiGHS'
 #: default is 5 s; a log line costs HiGHS a formatted line and us one tuple).
@@ -70,6 +76,9 @@ class MilpResult:
     nodes: int | None = None
     trace: list[TracePoint] = field(default_factory=list)
     size: dict[str, int] = field(default_factory=dict)  # rows, columns, nonzeros
+    #: the solver that ran (``SolveOptions.solver``: "highs", or a name of
+    #: :data:`coopt.solvers.pyomo_route.SOLVERS`)
+    solver_name: str = "highs"
 
     @property
     def status(self) -> str:
@@ -253,33 +262,13 @@ def _warm_start(solver: Highs, highs: Any, model: pyo.ConcreteModel) -> int:
 STOP_GRACE = 1.0
 
 
-class _Standard:
-    """Standard output and error as they were before Pyomo captured them for a solve: an
-    abandoned solve never gives them back, so they are restored from these copies."""
-
-    def __init__(self) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.fds = {fd: os.dup(fd) for fd in (1, 2)}
-        self.streams = (sys.stdout, sys.stderr)
-
-    def restore(self) -> None:
-        for fd, copy in self.fds.items():
-            os.dup2(copy, fd)
-        sys.stdout, sys.stderr = self.streams
-
-    def close(self) -> None:
-        for copy in self.fds.values():
-            os.close(copy)
-
-
 def _interruptible(call: Callable[[], Any]) -> Any:
     """Run a HiGHS call so that a Ctrl-C is heard at once (:func:`coopt.limits.on_worker`). After a
     Ctrl-C HiGHS has :data:`STOP_GRACE` seconds to return; HiGHS checks for interrupts between
     branch-and-bound nodes, and its root node can run for seconds without one, so past the grace
     the solve is abandoned (:class:`~coopt.limits.Abandoned`, standard output and error restored)
     and the caller keeps the incumbent the callbacks recorded."""
-    standard = _Standard()
+    standard = StandardStreams()
     try:
         return on_worker(call, name="highs", grace=STOP_GRACE, on_abandon=standard.restore)
     finally:
@@ -311,7 +300,12 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     incumbent history (see the module docstring). A model with ``warm_start = True`` starts from
     the values its builder set on its variables (:func:`_warm_start`). ``watch(primal, dual)`` is
     told every incumbent and dual bound while HiGHS runs (problem units); a Ctrl-C ends the solve
-    with its incumbent (status ``interrupted``, see :mod:`coopt.limits`)."""
+    with its incumbent (status ``interrupted``, see :mod:`coopt.limits`).
+
+    ``options.solver`` other than "highs" sends the model to that solver through Pyomo
+    (:func:`_other_solver`), with what its interface supports."""
+    if options.solver != pyomo_route.DEFAULT:
+        return _other_solver(model, options)
     solver = Highs()
     t0 = time.perf_counter()
     solver.set_instance(model)
@@ -366,6 +360,42 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
         nodes=nodes,
         trace=incumbent_trace(events, unit, solve, objective, bound, _minimizes(model)),
         size=size,
+    )
+
+
+def _other_solver(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult:
+    """Solve ``model`` with ``options.solver`` through its Pyomo interface
+    (:mod:`coopt.solvers.pyomo_route`): time limit, gap, threads, seed and warm start as the
+    interface takes them; the trace is the final answer alone, the model size and node count
+    unknown. A Ctrl-C leaves the solver :data:`STOP_GRACE` seconds (these routes have no interrupt
+    callback), then abandons it: status ``interrupted``, no incumbent."""
+    name = options.solver
+    solver, handoff = pyomo_route.prepare(name, model)
+    unit = objective_unit(model)
+    started = time.perf_counter()
+    try:
+        results = _interruptible(lambda: pyomo_route.solve(name, solver, model, options))
+    except Abandoned:
+        solve = time.perf_counter() - started
+        return MilpResult(termination=Termination.INTERRUPTED, objective=None, bound=None, handoff=handoff,
+                          solve=solve, solver_version=pyomo_route.version(name),
+                          trace=incumbent_trace([], unit, solve, None, None), solver_name=name)
+    solve = float(results.timing_info.wall_time or time.perf_counter() - started)
+    has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
+    termination = termination_of(results.termination_condition, STOP.is_set())
+    if has_incumbent:
+        results.solution_loader.load_vars()
+    objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
+    bound = _in_problem_units(results.objective_bound, unit)
+    return MilpResult(
+        termination=termination,
+        objective=objective,
+        bound=bound,
+        handoff=handoff,
+        solve=solve,
+        solver_version=".".join(map(str, results.solver_version)),
+        trace=incumbent_trace([], unit, solve, objective, bound),
+        solver_name=name,
     )
 
 

@@ -39,12 +39,14 @@ from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.chase import (
     arch_heuristics,
     arch_milp,
+    arch_plot,
     bound,
     brute,
     cpsat,
     mapping,
     milp,
     model,
+    plot,
     schedule,
 )
 from coopt.problems.chase import arch_model as arch
@@ -70,6 +72,7 @@ PROBLEM = Problem(
     size_doc="tasks = 4 + 2*size (layered random DAG) on 4 devices",
     showcase="0-topcuoglu-10x3.toml",  # HEFT's published 80 beside the proven optimum 73
     objective_grid=schedule.objective_grid,
+    plot=plot.draw,
 )
 
 ARCH = Problem(
@@ -89,6 +92,7 @@ ARCH = Problem(
     max_size=arch.MAX_SIZE,
     size_doc="at most 4*size devices of each of 4 types, max(1, size // 2) racks (at most 1000)",
     showcase="0-two-racks-gpu-npu.toml",
+    plot=arch_plot.draw,
 )
 
 PROBLEMS = (PROBLEM, ARCH)

@@ -32,7 +32,7 @@ Layout: the symbolic model in :mod:`.analytic`, fields, space and checker in :mo
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.configtuner import brute, exact, heuristics, milp, model
+from coopt.problems.configtuner import brute, exact, heuristics, milp, model, plot
 
 PROBLEM = Problem(
     name="configtuner",
@@ -52,4 +52,5 @@ PROBLEM = Problem(
     max_size=model.MAX_SIZE,
     size_doc="nodes of 8 A100-80GB (GPUs = 8 x size); the model shape grows with log2(size)",
     showcase="0-gpt1.3b-16xa100.toml",
+    plot=plot.draw,
 )

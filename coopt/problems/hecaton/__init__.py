@@ -15,7 +15,7 @@ use it. The optimum is the same with or without it.
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.hecaton import brute, dp, heuristics, milp, model
+from coopt.problems.hecaton import brute, dp, heuristics, milp, model, plot
 from coopt.problems.hecaton.model import MAX_BLOCKS, Instance
 
 
@@ -45,4 +45,5 @@ PROBLEM = Problem(
     objective_unit=objective_unit,
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
     bound=dp.bound,
+    plot=plot.draw,
 )

@@ -29,7 +29,7 @@ a solution are in seconds (the unit string says so).
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields
-from coopt.problems.lightcode import brute, data, decomposition, heuristics, milp, model
+from coopt.problems.lightcode import brute, data, decomposition, heuristics, milp, model, plot
 from coopt.problems.lightcode.data import MAX_LAYERS
 from coopt.problems.lightcode.model import objective_name, objective_unit
 
@@ -54,4 +54,5 @@ PROBLEM = Problem(
     objective_name=objective_name,
     objective_unit=objective_unit,
     oracle=Oracle(generate=brute.tiny, solve=brute.optimum),
+    plot=plot.draw,
 )

@@ -40,6 +40,7 @@ from __future__ import annotations
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
 from coopt.problems.mixnet import brute, circuits, exact, milp, model, plan_exact, plan_heuristics, plan_milp
 from coopt.problems.mixnet import plan_model as plan
+from coopt.problems.mixnet import plot as drawing
 
 PROBLEM = Problem(
     name="mixnet",
@@ -59,6 +60,7 @@ PROBLEM = Problem(
     bound=exact.lp_bound,
     oracle=Oracle(generate=model.generate_tiny, solve=brute.optimum),
     showcase="0-sample-8x8-alpha6.toml",
+    plot=drawing.draw,
 )
 
 PLAN = Problem(
@@ -79,6 +81,7 @@ PLAN = Problem(
     bound=plan_exact.bound,
     oracle=Oracle(generate=plan.generate_tiny, solve=brute.plan_optimum),
     showcase="0-moe-2layers-4servers-25ms.toml",
+    plot=drawing.draw_plan,
 )
 
 PROBLEMS = (PROBLEM, PLAN)

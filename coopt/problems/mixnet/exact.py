@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyomo.environ as pyo
@@ -30,7 +31,7 @@ def exact(instance: Instance, options: SolveOptions, incumbent: Solution | None 
         if left == 0.0:
             return ExactOutcome(None, Termination.LIMIT)
         model = milp.build(part, milp.region_incumbent(incumbent, region))
-        result = solve_model(model, SolveOptions(left, options.gap, options.threads, options.seed))
+        result = solve_model(model, replace(options, time_limit=left))
         if result.objective is None:
             return ExactOutcome(None, result.termination)
         circuits.append(milp.circuits_from(model, part)[0])

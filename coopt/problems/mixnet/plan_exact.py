@@ -10,6 +10,7 @@ more the segment MILP of :func:`plan_milp.build_segment`.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyomo.environ as pyo
@@ -26,7 +27,7 @@ def _options(options: SolveOptions, start: float) -> SolveOptions | None:
     if options.time_limit is None:
         return options
     left = options.time_limit - (time.perf_counter() - start)
-    return None if left <= 0 else SolveOptions(left, options.gap, options.threads, options.seed)
+    return None if left <= 0 else replace(options, time_limit=left)
 
 
 # -- circuits for layers and stretches of layers ---------------------------------------------
@@ -139,7 +140,7 @@ def bound(instance: Instance, options: SolveOptions) -> float:
     :func:`layer_bound` (both are valid lower bounds, so their maximum is; the per-layer one is
     often the tighter). When the plan LP does not finish within the time limit (thousands of
     layers), :func:`layer_bound` alone, whose LPs are one layer each."""
-    per_layer = layer_bound(instance, SolveOptions(None, options.gap, options.threads, options.seed))
+    per_layer = layer_bound(instance, replace(options, time_limit=None))
     model = plan_milp.build(instance)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)

@@ -16,7 +16,7 @@ relaxations) live in ``research/pipeline``.
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, grid_of, model_fields
-from coopt.problems.pipeline import bound, brute, cpsat, heuristics, milp, model, warm
+from coopt.problems.pipeline import bound, brute, cpsat, heuristics, milp, model, plot, warm
 
 
 def objective_grid(instance: model.Instance) -> float | None:
@@ -60,4 +60,5 @@ PROBLEM = Problem(
     ),
     objective_unit="s",
     objective_grid=objective_grid,
+    plot=plot.draw,
 )

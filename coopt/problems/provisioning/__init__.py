@@ -34,6 +34,7 @@ from coopt.problems.provisioning import (
     grooming_milp,
     milp,
     model,
+    plot,
     rmsa,
 )
 from coopt.problems.provisioning import grooming_model as grooming
@@ -62,6 +63,7 @@ PROBLEM = Problem(
     objective_grid=lambda instance: (
         grid_of(c.weight for c in instance.classes)
         if all(model.retained_levels(instance, r) == (1.0,) for r in instance.requests) else None),
+    plot=plot.draw,
 )
 
 GROOMING = Problem(
@@ -81,6 +83,7 @@ GROOMING = Problem(
     objective_name=OBJECTIVE + " and lightpath count",
     objective_unit="weight",
     oracle=Oracle(generate=brute.tiny_grooming, solve=brute.grooming_optimum),
+    plot=plot.draw_grooming,
 )
 
 PROBLEMS = (PROBLEM, GROOMING)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyomo.environ as pyo
@@ -218,8 +218,7 @@ def provisioning_bound(instance: P.Instance, options: SolveOptions,
     budget = options.time_limit if options.time_limit is not None else DEFAULT_SECONDS
     start = time.perf_counter()
     lagrangian = column_generation(instance, fams, start + budget / 2, incumbent)
-    left = SolveOptions(time_limit=max(1.0, budget - (time.perf_counter() - start)), gap=options.gap,
-                        threads=options.threads, seed=options.seed)
+    left = replace(options, time_limit=max(1.0, budget - (time.perf_counter() - start)))
     # the capacity bound is one on W, an integer: no plan's value exceeds its floor
     return min(rounded(lagrangian), served_weight_cap(capacity_bound(instance, fams, left)))
 

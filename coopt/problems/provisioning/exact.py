@@ -70,7 +70,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyomo.environ as pyo
@@ -107,7 +107,7 @@ def _left(options: SolveOptions, deadline: float | None) -> SolveOptions | None:
     left = deadline - time.perf_counter()
     if left <= 0:
         return None
-    return SolveOptions(time_limit=left, gap=options.gap, threads=options.threads, seed=options.seed)
+    return replace(options, time_limit=left)
 
 
 def served_weight_cap(bound: float | None) -> float:

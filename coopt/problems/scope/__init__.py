@@ -65,7 +65,7 @@ workloads (ResNet chains, synthetic chains) in :mod:`.workloads`, the memoised P
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.scope import bound, brute, dp, heuristics, milp, model
+from coopt.problems.scope import bound, brute, dp, heuristics, milp, model, plot
 
 PROBLEM = Problem(
     name="scope",
@@ -84,4 +84,5 @@ PROBLEM = Problem(
     objective_unit="s",
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
     bound=bound.bound,
+    plot=plot.draw,
 )

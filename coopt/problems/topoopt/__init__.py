@@ -37,7 +37,7 @@ The related models of the paper's search space are library functions:
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.topoopt import brute, heuristics, milp, model
+from coopt.problems.topoopt import brute, heuristics, milp, model, plot
 from coopt.problems.topoopt.bound import dual_bound
 from coopt.problems.topoopt.model import MAX_SIZE
 
@@ -58,4 +58,5 @@ PROBLEM = Problem(
     objective_unit="iterations/s",
     bound=dual_bound,
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
+    plot=plot.draw,
 )
