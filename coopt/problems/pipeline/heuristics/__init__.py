@@ -118,7 +118,8 @@ HEURISTICS = {
     "chronos_recomp": Heuristic(chronos_recomp, _recompute, "recompute allowed"),
     "chronos_offload": Heuristic(chronos_offload, chronos_offload_applies, _OFFLOAD),
     "megatron_full": Heuristic(megatron_full, _megatron, _MEGATRON),
-    "pipeoffload": Heuristic(pipeoffload, pipeoffload_applies, _OFFLOAD),
+    "pipeoffload": Heuristic(pipeoffload, pipeoffload_applies,
+                             _OFFLOAD + ", or a base schedule that fits the caps as it is"),
     "megatron_selective": Heuristic(megatron_selective, _megatron, _MEGATRON),
     "megatron_block": Heuristic(megatron_block, _megatron, _MEGATRON),
 }
