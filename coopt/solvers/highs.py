@@ -331,24 +331,20 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions, watch: Watch | 
     except Abandoned:
         return _abandoned(solver, model, latest, unit, handoff, time.perf_counter() - started, events, size)
     solve = float(getattr(results.timing_info, "highs_time", results.timing_info.wall_time))
-    has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    termination = termination_of(results.termination_condition, STOP.is_set())
-    if has_incumbent:
-        results.solution_loader.load_vars()
-        if getattr(model, "warm_start", False) and not _values_give(model, results.incumbent_objective):
-            # HiGHS 1.16 after a warm start can report one incumbent's objective and hand back
-            # another's values (mixnet_plan oracle seed 666: 1.52 ms claimed, the values time 1.60):
-            # solve again from scratch in what is left of the time limit (at least a second); both
-            # solves' times count
-            left = None if options.time_limit is None else max(options.time_limit - solve, 1.0)
-            model.warm_start = False
-            try:
-                again = solve_model(model, replace(options, time_limit=left), watch)
-            finally:
-                model.warm_start = True
-            return replace(again, handoff=handoff + again.handoff, solve=solve + again.solve)
-    objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
-    bound = _in_problem_units(results.objective_bound, unit)
+    termination, objective, bound = _read(results, unit)
+    if (objective is not None and getattr(model, "warm_start", False)
+            and not _values_give(model, results.incumbent_objective)):
+        # HiGHS 1.16 after a warm start can report one incumbent's objective and hand back
+        # another's values (mixnet_plan oracle seed 666: 1.52 ms claimed, the values time 1.60):
+        # solve again from scratch in what is left of the time limit (at least a second); both
+        # solves' times count
+        left = None if options.time_limit is None else max(options.time_limit - solve, 1.0)
+        model.warm_start = False
+        try:
+            again = solve_model(model, replace(options, time_limit=left), watch)
+        finally:
+            model.warm_start = True
+        return replace(again, handoff=handoff + again.handoff, solve=solve + again.solve)
     nodes = getattr(results.extra_info, "mip_node_count", None)
     return MilpResult(
         termination=termination,
@@ -381,12 +377,7 @@ def _other_solver(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult
                           solve=solve, solver_version=pyomo_route.version(name),
                           trace=incumbent_trace([], unit, solve, None, None), solver_name=name)
     solve = float(results.timing_info.wall_time or time.perf_counter() - started)
-    has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    termination = termination_of(results.termination_condition, STOP.is_set())
-    if has_incumbent:
-        results.solution_loader.load_vars()
-    objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
-    bound = _in_problem_units(results.objective_bound, unit)
+    termination, objective, bound = _read(results, unit)
     return MilpResult(
         termination=termination,
         objective=objective,
@@ -397,6 +388,17 @@ def _other_solver(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult
         trace=incumbent_trace([], unit, solve, objective, bound),
         solver_name=name,
     )
+
+
+def _read(results: Any, unit: float) -> tuple[Termination, float | None, float | None]:
+    """Why a Pyomo ``contrib.solver`` solve stopped, and what it found: the incumbent (loaded into
+    the model's variables; None without one) and the dual bound, both in problem units."""
+    has_incumbent = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
+    if has_incumbent:
+        results.solution_loader.load_vars()
+    objective = _in_problem_units(results.incumbent_objective, unit) if has_incumbent else None
+    return (termination_of(results.termination_condition, STOP.is_set()), objective,
+            _in_problem_units(results.objective_bound, unit))
 
 
 def _objective(model: pyo.ConcreteModel) -> Any:
