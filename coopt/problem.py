@@ -132,6 +132,19 @@ class ExactOutcome:
 
 
 @dataclass(frozen=True)
+class BoundOutcome:
+    """What a problem's ``bound`` may return instead of a bare number: the dual bound ``value`` and
+    whether it is the optimum itself (``optimal``: an exact method that finished within the time
+    limit, whose optimum is the tightest bound there is). The report keeps status ``bound`` and says
+    so in its ``solver`` object under ``bound``."""
+
+    value: float
+    optimal: bool = False
+    #: what produced the value when it is an optimum (for the report), e.g. "segment DP"
+    source: str | None = None
+
+
+@dataclass(frozen=True)
 class SolveOptions:
     """Options shared by every method; exact routes honour all of them, heuristics the seed."""
 

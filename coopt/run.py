@@ -16,7 +16,9 @@ Where the problem declares the objective's grid on the instance (``Problem.objec
 optimal value is an integer multiple of a unit ``g``), the dual bound of the exact routes and of
 ``bound`` is rounded to it (:func:`coopt.problem.round_to_grid`); when the rounded bound meets a
 checked incumbent (within the requested gap) the status becomes ``optimal``, and the report's
-``solver`` object says so under the key ``integrality``.
+``solver`` object says so under the key ``integrality``. A ``bound`` that is an exact optimum (the
+problem's bound returned :class:`coopt.problem.BoundOutcome` with ``optimal``) keeps status
+``bound``, and ``solver`` says so under the key ``bound``.
 
 A heuristic that declares it does not apply to an instance (:class:`coopt.problem.Heuristic`) is
 not run: the report says ``no_solution`` and "does not apply".
@@ -34,6 +36,7 @@ import coopt
 from coopt.limits import StepLimit, guard
 from coopt.output import non_finite
 from coopt.problem import (
+    BoundOutcome,
     ExactOutcome,
     NoSolution,
     Problem,
@@ -216,13 +219,20 @@ def _bound_route(problem: Problem, instance: Any, options: SolveOptions, times: 
     if problem.warm_start is not None and "incumbent" in inspect.signature(problem.bound).parameters:
         extra["incumbent"] = _timed_warm_start(problem, instance, options, times)
     t0 = time.perf_counter()
-    bound = float(problem.bound(instance, options, **extra))
+    raw = problem.bound(instance, options, **extra)
     times["solve"] = time.perf_counter() - t0
+    outcome = raw if isinstance(raw, BoundOutcome) else BoundOutcome(float(raw))
+    bound = float(outcome.value)
     if bound == (math.inf if problem.sense == "min" else -math.inf):
         return _Found("infeasible")  # the relaxation admits nothing: neither does the instance
     if not math.isfinite(bound):
         raise ValueError(f"the bound is {bound!r}, not a finite number")
-    return _Found("bound", bound=bound)
+    solver = None
+    if outcome.optimal:
+        what = f" ({outcome.source})" if outcome.source else ""
+        solver = {"name": f"coopt.{problem.name}.bound", "version": coopt.__version__,
+                  "bound": f"the optimum{what}: an exact method finished"}
+    return _Found("bound", bound=bound, solver=solver)
 
 
 def _heuristic_route(problem: Problem, instance: Any, method: str, options: SolveOptions,

@@ -27,6 +27,7 @@ valid instances, and every exact method equals the brute-force oracle on tiny se
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -176,6 +177,9 @@ def dual_bound_never_cuts_off_the_optimum(suite: Suite, path: Path) -> None:
     best = suite.optimum(path)
     # for a min problem every feasible value, the optimum included, lies at or above the bound
     assert not problem.better(best, report.bound), f"bound {report.bound} cuts off the optimum {best}"
+    if "bound" in (report.solver or {}):  # the bound says it is the optimum itself: it must be
+        assert math.isclose(report.bound, best, rel_tol=1e-6, abs_tol=1e-9), (
+            f"bound {report.bound} is reported as the optimum, which is {best}")
     if problem.build is not None:
         relaxed = lp_relaxation(problem, suite.instance(path), OPTIONS)
         if relaxed is not None:

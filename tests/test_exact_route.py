@@ -239,3 +239,29 @@ def test_optimal_means_the_solution_handed_back_reaches_the_bound():
     report = run(replace(knapsack.PROBLEM, extract=lossy), instance, "exact")
     assert report.check["feasible"] and report.objective < report.bound
     assert report.status == "feasible"
+
+
+def _knapsack_with_bound(bound):
+    import dataclasses
+
+    import knapsack
+
+    return dataclasses.replace(knapsack.PROBLEM, bound=bound), knapsack.Instance((6.0, 5.0), (2.0, 3.0), 4.0)
+
+
+def test_a_bound_that_is_an_optimum_says_so():
+    """A ``bound`` returning BoundOutcome(optimal=True) keeps status ``bound`` with its value and
+    names it an optimum in ``solver``; a bare float is an ordinary bound, with no such key."""
+    from coopt.problem import BoundOutcome
+    from coopt.run import run
+
+    proven, instance = _knapsack_with_bound(lambda inst, options: BoundOutcome(6.0, True, "enumeration"))
+    report = run(proven, instance, "bound")
+    assert (report.status, report.bound) == ("bound", 6.0)
+    assert "optimum (enumeration)" in report.solver["bound"]
+    plain, _ = _knapsack_with_bound(lambda inst, options: 11.0)
+    report = run(plain, instance, "bound")
+    assert (report.status, report.bound) == ("bound", 11.0)
+    assert "bound" not in report.solver
+    unproven, _ = _knapsack_with_bound(lambda inst, options: BoundOutcome(11.0))
+    assert "bound" not in run(unproven, instance, "bound").solver
