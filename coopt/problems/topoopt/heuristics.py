@@ -13,6 +13,9 @@ The heuristics live by family:
   search, one routing LP per move).
 * :mod:`.swap`: ours, ``link_swap_search``: link swaps screened by the routing LPs' dual cuts
   (:mod:`.screening`), only the promising ones routed.
+* :mod:`.expander`: ours, ``expander_search``: low-distance regular graphs (expanders) annealed on
+  the demand-weighted hop count, routed by the routing LP: the candidates for all-to-all and mixed
+  traffic, where rings and matchings have long paths.
 * :mod:`.fabric`, :mod:`.ecmp`, :mod:`.routing`: rings, matchings, the ECMP map with its best ring
   split, and the routing LPs.
 * :mod:`.search`, :mod:`.workloads`, :mod:`.cost`: the alternating search over strategies and
@@ -41,6 +44,8 @@ from coopt.problems.topoopt.cost import (
     topoopt_cost,
 )
 from coopt.problems.topoopt.ecmp import EcmpRouting
+from coopt.problems.topoopt.expander import LP_ROUTING_SERVERS, expander_search
+from coopt.problems.topoopt.expander import applies as expander_applies
 from coopt.problems.topoopt.fabric import (
     circulant_mean_hops,
     ecmp_flows,
@@ -94,11 +99,14 @@ HEURISTICS = {
         scope="even degrees with an AllReduce group whose pre-final degree split the released code accepts"),
     "topology_finder_lp": topology_finder_lp,
     "link_swap_search": link_swap_search,
+    "expander_search": Heuristic(
+        expander_search, applies=expander_applies,
+        scope=f"up to {LP_ROUTING_SERVERS} servers (the routing LP of the annealed graph)"),
 }
 
 __all__ = [
     "HEURISTICS", "WORKLOADS", "EcmpRouting", "Fabric", "Op", "Workload", "alternating_search", "bert",
-    "candle_uno", "circulant_mean_hops", "degrees", "dlrm", "ecmp_flows", "fattree_cost",
+    "candle_uno", "circulant_mean_hops", "degrees", "dlrm", "ecmp_flows", "expander_search", "fattree_cost",
     "find_topology", "guided_swap_search", "iteration_time", "link_swap_search", "lp_solution",
     "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
     "select_permutations", "similar_cost_fattree", "similar_cost_fattree_gbps", "solve_p2",
