@@ -9,6 +9,7 @@ import pyomo.environ as pyo
 
 from coopt.problem import SolveOptions
 from coopt.problems.chase import milp
+from coopt.problems.chase.energetic import energetic_bound
 from coopt.problems.chase.mapping import local_search
 from coopt.problems.chase.model import Instance
 from coopt.problems.chase.schedule import critical_path_bound, reachability
@@ -27,20 +28,25 @@ def incomparable_pairs(inst: Instance) -> int:
 
 
 def mapping_bound(inst: Instance, options: SolveOptions) -> float:
-    """A lower bound on the optimal contention-free makespan: the larger of the critical-path
-    bound (heads and tails, :func:`coopt.problems.chase.schedule.critical_path_bound`) and
-    the LP relaxation of the MILP with its cuts (heads, tails, device loads, horizon, domain
-    reduction from the local-search incumbent); the LP keeps the disjunctive rows up to
-    ``FULL_LP_PAIRS`` incomparable pairs (then it is exactly the MILP's LP relaxation) and drops
-    them beyond (a relaxation of it, O(e P^2) in size). Each part is a valid lower bound, so the
+    """A lower bound on the optimal contention-free makespan: the largest of the critical-path
+    bound (heads and tails, :func:`coopt.problems.chase.schedule.critical_path_bound`), the LP
+    relaxation of the MILP with its cuts (heads, tails, device loads, horizon, domain reduction
+    from the local-search incumbent; the LP keeps the disjunctive rows up to ``FULL_LP_PAIRS``
+    incomparable pairs, then it is exactly the MILP's LP relaxation, and drops them beyond, a
+    relaxation of it, O(e P^2) in size) and the energetic bound of
+    :func:`coopt.problems.chase.energetic.energetic_bound` (energetic reasoning on the devices
+    as one weighted cumulative resource, with heads and tails raised by the work of the ancestors
+    and descendants; Baptiste, Le Pape and Nuijten 1999). Each part is a valid lower bound, so the
     maximum is."""
     tab = inst.tables
     combinatorial = critical_path_bound(tab)
-    model = milp.build(inst, incumbent=local_search(inst), pairs=incomparable_pairs(inst) <= FULL_LP_PAIRS)
+    incumbent = local_search(inst)
+    model = milp.build(inst, incumbent=incumbent, pairs=incomparable_pairs(inst) <= FULL_LP_PAIRS)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
     result = solve_model(model, options)
     lp: Any = result.objective if result.status == "optimal" else None
-    return max(combinatorial, lp) if lp is not None else combinatorial
+    best = max(combinatorial, lp) if lp is not None else combinatorial
+    return energetic_bound(tab, float(incumbent["objective"]), lower=best)
 
 
 def arch_bound(inst: Any, options: SolveOptions) -> float:

@@ -51,7 +51,8 @@ an edge's ends (the MILP's linearised product, here linear for CP-SAT's LP relax
     E_v = S_v + sum_p d_vp x_vp;  C >= E_v                         (ends, makespan)
     sum_q z_epq = x_up,  sum_p z_epq = x_vq    for every edge e = (u, v)   (z_epq = x_up x_vq)
     S_v >= E_u + sum_{p != q} c_e(p, q) z_epq                      (precedence with transfer)
-    S_v >= head_vp,  C >= E_v + tail_vp        if x_vp             (heads, tails)
+    S_v >= head_vp,  C >= E_v + tail_vp        if x_vp             (heads, tails; energetic)
+    C >= floor(LB / u)                                             (energetic bound)
     C >= sum_v d_vp x_vp                       for every device    (loads)
     cumulative of [S_v, E_v), demand 1, capacity |P|               (at most |P| tasks at once)
     x_{v, p_j} -> OR_{pi(u) < pi(v)} x_{u, p_{j-1}}                 (symmetry, identical devices)
@@ -64,12 +65,16 @@ generator instances of 24 tasks stay 10-20 % open after 60 s, with it they close
 
 *What nothing optimal loses.* Heads, tails, loads and the cumulative (each device runs one task
 at a time) are valid inequalities (proof in :mod:`.milp` and :mod:`.schedule`), and so are their
-floors (above). The horizon keeps every
-schedule no longer than the incumbent, the optima among them. The symmetry rows are the MILP's,
-with its proof (:mod:`.milp`): relabelling the devices of a class of interchangeable devices
-(:func:`.schedule.device_classes`) in the order of the first task (by topological rank ``pi``)
-each runs maps every schedule to one of equal makespan that satisfies them; floored data are as
-symmetric as the exact data, so the argument holds in units too.
+floors (above). The heads and tails are those of :func:`.energetic.energetic_heads_tails` (the
+routed ones raised by the work of the ancestors and descendants on the devices weighted by
+speed), and ``LB`` is :func:`.energetic.energetic_bound`, at least the critical-path bound; both
+are lower bounds valid in every schedule (proofs there), and ``C >= floor(LB / u)`` holds for the
+floored image of every schedule, whose makespan may be taken as ``floor(C / u) >= floor(LB / u)``.
+The horizon keeps every schedule no longer than the incumbent, the optima among them. The
+symmetry rows are the MILP's, with its proof (:mod:`.milp`): relabelling the devices of a class of
+interchangeable devices (:func:`.schedule.device_classes`) in the order of the first task (by
+topological rank ``pi``) each runs maps every schedule to one of equal makespan that satisfies
+them; floored data are as symmetric as the exact data, so the argument holds in units too.
 
 Model rows and checker violations (:mod:`.model`), each way:
 
@@ -84,7 +89,7 @@ NoOverlap per device                          ``overlap``
 ``z`` link rows                               (they state ``z = x_u x_v``; no decision of
                                               their own)
 heads, tails, loads, cumulative, horizon,     valid inequalities and restrictions proved above
-symmetry
+energetic bound, symmetry
 ============================================  =============================================
 """
 
@@ -96,16 +101,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination, relative_gap
+from coopt.problems.chase.energetic import energetic_bound, energetic_heads_tails, speed_weights
 from coopt.problems.chase.model import Instance, make_solution
 from coopt.problems.chase.schedule import (
     canonical,
     critical_path_bound,
     device_classes,
-    heads,
     objective_grid,
     semi_active,
     serial_bound,
-    tails,
 )
 from coopt.solvers import cpsat as cp_route
 from coopt.solvers.cpsat import Watch
@@ -163,16 +167,18 @@ def _floor(value: float, unit: float, grid: bool) -> int:
     return round(quotient) if grid else math.floor(quotient)
 
 
-def build(inst: Instance, upper: float, hint: Solution | None = None) -> Built | None:
-    """The model above with horizon ``upper`` (seconds; a makespan some schedule reaches) and
-    ``hint`` (a checked schedule no longer than ``upper``) as CP-SAT's hint; None when the
-    horizon leaves a task no device (no schedule within it)."""
+def build(inst: Instance, upper: float, hint: Solution | None = None,
+          lower: float | None = None) -> Built | None:
+    """The model above with horizon ``upper`` (seconds; a makespan some schedule reaches),
+    ``hint`` (a checked schedule no longer than ``upper``) as CP-SAT's hint and ``lower`` (a
+    lower bound on the optimum, seconds) as ``C >= floor(lower / u)``; None when the horizon
+    leaves a task no device (no schedule within it)."""
     from ortools.sat.python import cp_model
 
     tab = inst.tables
     unit, grid = unit_of(inst, upper)
     H = _floor(upper, unit, grid)
-    head, tail = heads(tab), tails(tab)
+    head, tail = energetic_heads_tails(tab, speed_weights(tab))
     dur = [[_floor(tab.time[v][p], unit, grid) if p in tab.compatible[v] else 0 for p in range(tab.devices)]
            for v in range(tab.n)]
     hd = [[_floor(head[v][p], unit, grid) if p in tab.compatible[v] else 0 for p in range(tab.devices)]
@@ -184,7 +190,7 @@ def build(inst: Instance, upper: float, hint: Solution | None = None) -> Built |
         return None
     classes = device_classes(inst)
     model = cp_model.CpModel()
-    C = model.NewIntVar(0, H, "C")
+    C = model.NewIntVar(0 if lower is None else min(H, max(0, _floor(lower, unit, False))), H, "C")
     x: dict[tuple[int, int], Any] = {}
     start, end = [], []
     per_device: list[list[Any]] = [[] for _ in range(tab.devices)]
@@ -293,7 +299,10 @@ def solve(inst: Instance, options: SolveOptions, watch: Watch | None = None,
     floor = critical_path_bound(tab)
     if incumbent is not None and relative_gap(upper, floor) <= options.gap:
         return cp_route.exact_outcome(incumbent, Termination.OPTIMAL, floor, time.perf_counter() - t0, 0.0)
-    built = build(inst, upper, incumbent)
+    floor = energetic_bound(tab, upper)
+    if incumbent is not None and relative_gap(upper, floor) <= options.gap:
+        return cp_route.exact_outcome(incumbent, Termination.OPTIMAL, floor, time.perf_counter() - t0, 0.0)
+    built = build(inst, upper, incumbent, lower=floor)
     t_build = time.perf_counter() - t0
     if built is None:  # cannot happen with a horizon some schedule reaches
         raise RuntimeError("the horizon leaves a task without a device")
