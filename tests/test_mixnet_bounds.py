@@ -1,6 +1,7 @@
 """MixNet closed forms: the calculator's fabric costs against the totals the research notes derived
 from its formulas, the all-to-all bounds against the solved M1, the exposed delay against the plan
-model, and the iteration model's ordering of the fabrics."""
+model, and the iteration model's ordering of the fabrics; the registered dual bound of M1 against
+the exact optimum and the LP relaxation."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import numpy as np
 import pytest
 
 from coopt.instance import load
-from coopt.problem import SolveOptions
+from coopt.problem import BoundOutcome, SolveOptions
+from coopt.problems.mixnet import PROBLEM as MIXNET
 from coopt.problems.mixnet import exact as mixnet_exact
 from coopt.problems.mixnet import iteration, model
 from coopt.problems.mixnet.plan_model import Instance as PlanInstance
 from coopt.problems.topoopt.model import DEFAULT_PRICES
 from coopt.registry import closed_form as get
+from coopt.run import run
 from coopt.shipped import shipped
 
 #: Research notes 2(f) [derived]: the calculator's totals at 128 servers, US$M, by rate.
@@ -100,3 +103,33 @@ def test_the_iteration_model_orders_the_fabrics():
         (fat100, topo100), (fat800, topo800) = times
         assert fat800 < fat100 and topo800 < topo100  # faster NICs never slow the step
         assert fat100 < topo100  # a static circuit per pair is the bottleneck of skewed traffic
+
+
+@pytest.mark.parametrize("seed,size", [(s, n) for n in (1, 2) for s in range(3)])
+def test_the_registered_bound_is_the_optimum_and_never_weaker_than_the_lp(seed, size):
+    instance = model.generate(seed, size)
+    optimum = mixnet_exact.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
+    outcome = mixnet_exact.optimum_or_lp(instance, SolveOptions(time_limit=60, gap=1e-9))
+    assert isinstance(outcome, BoundOutcome) and outcome.optimal  # every region's MILP ended
+    registered = outcome.value
+    assert registered >= optimum * (1 - 1e-7)  # an upper bound on a maximum: never below it
+    assert registered == pytest.approx(optimum, rel=1e-6)
+    assert registered <= mixnet_exact.lp_bound(instance, SolveOptions()) * (1 + 1e-9)
+
+
+def test_the_bound_route_reports_the_optimum_when_the_milps_end():
+    instance = model.generate(2, 2)
+    optimum = run(MIXNET, instance, "exact", SolveOptions(time_limit=60, gap=1e-9))
+    report = run(MIXNET, instance, "bound", SolveOptions(time_limit=60, gap=1e-9))
+    assert optimum.status == "optimal" and report.status == "bound"
+    assert report.solver["bound"].startswith("the optimum (M1 MILP per region)")
+    assert report.bound == pytest.approx(optimum.objective, rel=1e-6)
+
+
+def test_the_registered_bound_falls_back_to_the_lp_without_a_milp_bound(monkeypatch):
+    instance = model.generate(1, 2)
+    lp = mixnet_exact.lp_bound(instance, SolveOptions())
+    monkeypatch.setattr(mixnet_exact, "exact", lambda *args, **kwargs: mixnet_exact.ExactOutcome(
+        None, mixnet_exact.Termination.LIMIT))
+    fallback = mixnet_exact.optimum_or_lp(instance, SolveOptions(time_limit=60))
+    assert not isinstance(fallback, BoundOutcome) and fallback == lp  # a bound, not the optimum

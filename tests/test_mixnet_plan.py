@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from coopt.instance import load
-from coopt.problem import SolveOptions
+from coopt.problem import BoundOutcome, SolveOptions
 from coopt.problems.mixnet import exact as mixnet_exact
-from coopt.problems.mixnet import plan_exact
+from coopt.problems.mixnet import plan_bound, plan_exact, plan_polish
 from coopt.problems.mixnet import plan_heuristics as P
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet.model import Fabric, throughput
@@ -156,3 +156,104 @@ def test_the_milp_hands_back_the_plan_whose_time_it_claims_after_a_warm_start():
     assert report.status == "optimal" and report.check["feasible"]
     assert report.objective == pytest.approx(truth, rel=1e-9)
     assert report.solution["objective"] == pytest.approx(truth, rel=1e-9)
+
+
+# -- the registered bound: outer approximation inside the segment DP --------------------------
+
+
+@pytest.mark.parametrize("seed,size", [(s, n) for n in (1, 2) for s in range(3)])
+def test_the_segment_bound_reaches_the_optimum_and_never_cuts_it_off(seed, size):
+    instance = plan.generate(seed, size)
+    optimum = run(PROBLEM, instance, "exact", OPTIONS)
+    assert optimum.status == "optimal"
+    outcome = plan_bound.segment_bound(instance, SolveOptions(gap=1e-9))
+    assert PROBLEM.bound is plan_bound.segment_bound
+    assert isinstance(outcome, BoundOutcome) and outcome.optimal  # no time limit: it ends proven
+    found = outcome.value
+    assert found <= optimum.objective * (1 + 1e-9)
+    assert found >= optimum.objective * (1 - 1e-6)  # proven: the bound is the optimum
+    assert found >= plan_exact.bound(instance, SolveOptions()) * (1 - 1e-9)  # the bound it replaces
+
+
+def test_the_bound_route_reports_the_segment_dp_optimum_as_the_optimum():
+    instance = plan.generate(1, 2)
+    optimum = run(PROBLEM, instance, "exact", OPTIONS)
+    report = run(PROBLEM, instance, "bound", OPTIONS)
+    assert optimum.status == "optimal" and report.status == "bound"
+    assert report.solver["bound"].startswith("the optimum (segment DP")
+    assert report.bound == pytest.approx(optimum.objective, rel=1e-6)
+
+
+def test_a_segment_bound_stopped_early_stays_valid_and_above_the_per_layer_bound():
+    instance = plan.generate(2, 3)
+    optimum = run(PROBLEM, instance, "exact", OPTIONS).objective
+    early = plan_bound.segment_bound(instance, SolveOptions(time_limit=1e-3))
+    assert not isinstance(early, BoundOutcome)  # stopped before any proof: a bare bound
+    assert plan_exact.layer_bound(instance, SolveOptions()) * (1 - 1e-9) <= early <= optimum * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_pooled_secant_cut_holds_at_integer_circuits(seed):
+    """The module's claim: ``T_l >= g(k) + (g(k+1) - g(k)) (x(S) - k)`` at every integer circuit set."""
+    instance = plan.generate(seed, 2)
+    terms = plan_bound._Terms(instance)
+    rng = np.random.default_rng(seed)
+    servers, alpha = instance.servers, instance.fabric.alpha
+
+    def random_circuits() -> np.ndarray:
+        x = np.zeros((servers, servers), dtype=int)
+        for _ in range(servers * alpha):
+            i, j = rng.choice(servers, 2, replace=False)
+            if x[i].sum() < alpha and x[j].sum() < alpha:
+                x[i, j] += 1
+                x[j, i] += 1
+        return x
+
+    for layer in range(len(instance.layers)):
+        for _ in range(4):
+            terms.cuts_at(layer, random_circuits())
+        assert terms.cuts[layer].rows
+        for _ in range(20):
+            x = random_circuits()
+            time_now = terms.time(layer, x)
+            assert time_now * terms.tau == pytest.approx(instance.layer_time(layer, x), rel=1e-9)
+            for pairs, numerator, k in terms.cuts[layer].rows:
+                y = x[terms.ends[0][pairs], terms.ends[1][pairs]].sum()
+                g0, g1 = terms.g(numerator, k), terms.g(numerator, k + 1)
+                assert time_now >= (g0 + (g1 - g0) * (y - k)) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_restarts_never_slow_the_segment_dp_plan_down(seed):
+    instance = plan.generate(seed, 3)
+    base = P.segment_dp(instance)
+    restarted = P.segment_dp_restart(instance)
+    assert judge(PROBLEM, instance, restarted)["feasible"]
+    assert restarted["objective"] <= base["objective"] * (1 + 1e-12)
+    assert plan.objective(instance, restarted) == pytest.approx(restarted["objective"], rel=1e-12)
+
+
+# -- the exact polish of a plan's kept segments ------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_exact_polish_reaches_each_segment_optimum_from_empty_circuits(seed):
+    """From a plan with no circuits on the restart's segments, the polish (every master proven
+    within its budget at this size) is no slower than the restart's own circuits there."""
+    instance = plan.generate(seed, 2)
+    restart = P.segment_dp_restart(instance)
+    starts = [segment["first_layer"] for segment in restart["segments"]]
+    empty = plan.solution_of(instance, starts, [np.zeros((instance.servers,) * 2, dtype=int)] * len(starts))
+    assert empty["objective"] > restart["objective"]  # the start is worse: the polish has work to do
+    polished = plan_polish.exact_polish(instance, empty, seconds=60)
+    assert judge(PROBLEM, instance, polished)["feasible"]
+    assert polished["objective"] <= restart["objective"] * (1 + 1e-9)
+    assert plan.objective(instance, polished) == pytest.approx(polished["objective"], rel=1e-12)
+
+
+def test_the_exact_polish_is_registered_and_never_slower_than_the_restart():
+    instance = plan.generate(1, 3)
+    found = run(PROBLEM, instance, "segment_dp_exact", OPTIONS)
+    assert PROBLEM.heuristics["segment_dp_exact"] is plan_polish.segment_dp_exact
+    assert found.check["feasible"]
+    assert found.objective <= P.segment_dp_restart(instance)["objective"] * (1 + 1e-12)

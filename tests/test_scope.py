@@ -13,7 +13,7 @@ import pytest
 
 from coopt.errors import InstanceError
 from coopt.instance import load, to_toml
-from coopt.problem import SolveOptions
+from coopt.problem import BoundOutcome, SolveOptions
 from coopt.problems import scope
 from coopt.problems.scope import bound as scope_bound
 from coopt.problems.scope import brute, fronts
@@ -390,3 +390,49 @@ def test_loader_refuses_magnitudes_that_mean_nothing(tmp_path, edit, field):
 ])
 def test_checker_never_raises_on_malformed_solutions(tail6, bad):
     assert scope_model.check(tail6, bad)
+
+
+@pytest.mark.parametrize("seed,size", [(s, n) for n in (1, 2) for s in range(3)])
+def test_the_registered_bound_is_the_dp_optimum_and_never_weaker_than_the_relaxation(seed, size):
+    inst = scope_model.generate(seed, size)
+    optimum = scope_dp.dynamic_program(inst)["objective"]
+    outcome = scope_bound.optimum_or_relaxation(inst, SolveOptions(time_limit=60))
+    assert scope.PROBLEM.bound is scope_bound.optimum_or_relaxation
+    assert isinstance(outcome, BoundOutcome) and outcome.optimal
+    registered = outcome.value
+    assert registered == optimum  # the DP's own float: a bound that is the optimum
+    assert scope_bound.bound(inst, SolveOptions()) <= registered * (1 + REL)
+
+
+def test_the_bound_route_reports_the_dp_optimum_as_the_optimum():
+    inst = scope_model.generate(1, 2)
+    optimum = run(scope.PROBLEM, inst, "exact", SolveOptions(time_limit=60, gap=1e-9))
+    report = run(scope.PROBLEM, inst, "bound", SolveOptions(time_limit=60))
+    assert optimum.status == "optimal" and report.status == "bound"
+    assert report.solver["bound"].startswith("the optimum (the exact DP)")
+    assert report.bound == pytest.approx(optimum.objective, rel=1e-9)
+
+
+def test_the_registered_bound_falls_back_to_the_relaxation_when_the_dp_runs_out_of_time(monkeypatch):
+    inst = load(INSTANCES / "0-resnet152-conv4-tail6-m8.toml").instance  # relaxation 6 % below the optimum
+    assert scope_bound.optimum_or_relaxation(inst, SolveOptions(time_limit=60)).value == (
+        scope_dp.dynamic_program(inst)["objective"])
+    relaxed = scope_bound.bound(inst, SolveOptions())
+    monkeypatch.setattr(scope_bound, "timed_out", lambda step, seconds, what: (True, None))
+    fallback = scope_bound.optimum_or_relaxation(inst, SolveOptions(time_limit=60))
+    assert not isinstance(fallback, BoundOutcome) and fallback == relaxed  # a bound, not the optimum
+    assert relaxed < scope_dp.dynamic_program(inst)["objective"]  # the fallback is a different number
+
+
+@pytest.mark.parametrize("seed,size", [(s, n) for n in (2, 3) for s in range(3)])
+def test_the_near_dp_is_the_dp_when_every_boundary_is_near_and_never_worse_than_its_start(seed, size):
+    inst = scope_model.generate(seed, size)
+    optimum = scope_dp.dynamic_program(inst)["objective"]
+    start = solvers.search_resegment(inst)
+    boundaries = [segment[0]["first"] for segment in start["segments"]] + [inst.n_layers]
+    everywhere = scope_dp.near_program(inst, boundaries, inst.n_layers)
+    assert same(everywhere["objective"], optimum)
+    near = solvers.search_near_dp(inst)
+    assert not scope_model.check(inst, near)
+    assert same(near["objective"], scope_model.objective(inst, near))
+    assert optimum * (1 - REL) <= near["objective"] <= start["objective"] * (1 + REL)

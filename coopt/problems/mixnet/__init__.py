@@ -24,11 +24,12 @@ Two problems, one package:
   the slowest region, and the robust allocation over scenario matrices (beyond the paper) is
   the same model with more than one matrix, so it is not a problem of its own.
 * ``mixnet_plan`` (:mod:`.plan_model`, :mod:`.plan_milp`, the exact DP in :mod:`.plan_exact`,
-  heuristics in :mod:`.plan_heuristics`): the cross-layer reconfiguration plan. The
-  layers of one iteration in order, a reconfiguration delay and the compute that hides part of
-  it: where to re-plan and which circuits each stretch of layers keeps, minimising the
-  iteration's all-to-all time plus the exposed reconfiguration. It reads M1's fabric and evaluates
-  M1's closed-form throughput layer by layer.
+  heuristics in :mod:`.plan_heuristics` and the exact polish in :mod:`.plan_polish`, the dual
+  bound in :mod:`.plan_bound`): the cross-layer
+  reconfiguration plan. The layers of one iteration in order, a reconfiguration delay and the
+  compute that hides part of it: where to re-plan and which circuits each stretch of layers
+  keeps, minimising the iteration's all-to-all time plus the exposed reconfiguration. It reads
+  M1's fabric and evaluates M1's closed-form throughput layer by layer.
 
 They are separate registered problems because they have different decisions, objectives and
 checkers (circuits and a throughput; segments and a time), and both deserve the contract suite,
@@ -38,7 +39,18 @@ the bench and the oracle; a library function would have had none of these.
 from __future__ import annotations
 
 from coopt.problem import Oracle, Problem, exact_fields, model_fields
-from coopt.problems.mixnet import brute, circuits, exact, milp, model, plan_exact, plan_heuristics, plan_milp
+from coopt.problems.mixnet import (
+    brute,
+    circuits,
+    exact,
+    milp,
+    model,
+    plan_bound,
+    plan_exact,
+    plan_heuristics,
+    plan_milp,
+    plan_polish,
+)
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet import plot as drawing
 
@@ -57,7 +69,7 @@ PROBLEM = Problem(
     size_doc="regions (4 to 16 servers each)",
     objective_name="worst-case all-to-all throughput (1 / all-to-all time)",
     objective_unit="1/s",
-    bound=exact.lp_bound,
+    bound=exact.optimum_or_lp,
     oracle=Oracle(generate=model.generate_tiny, solve=brute.optimum),
     showcase="0-sample-8x8-alpha6.toml",
     plot=drawing.draw,
@@ -71,14 +83,14 @@ PLAN = Problem(
     **model_fields(plan),
     **exact_fields(plan_milp),
     warm_start=plan_heuristics.segment_dp,
-    heuristics=plan_heuristics.HEURISTICS,
+    heuristics={**plan_heuristics.HEURISTICS, "segment_dp_exact": plan_polish.segment_dp_exact},
     exact=plan_exact.exact,
     sizes=(1, 2, 3),
     max_size=plan.MAX_SIZE,
     size_doc="MoE layers (forward then backward: 2 x size plan layers) on 4 to 8 servers",
     objective_name="all-to-all plus exposed reconfiguration time per iteration",
     objective_unit="s",
-    bound=plan_exact.bound,
+    bound=plan_bound.segment_bound,
     oracle=Oracle(generate=plan.generate_tiny, solve=brute.plan_optimum),
     showcase="0-moe-2layers-4servers-25ms.toml",
     plot=drawing.draw_plan,

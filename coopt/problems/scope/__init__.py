@@ -53,8 +53,9 @@ clusters x chiplet counts x partitions). ``milp`` is the segment-by-count MILP o
 (the registered ``build``), bounded by the value of the ``search`` heuristic, the problem's
 ``warm_start`` that the runner runs, checks and hands in; without it the model is unpruned. The
 single-segment MILP with a fixed cluster count (:func:`.milp.build_segment`, the notes' k-sweep)
-is tested against the DP per segment and per ``k``. ``bound`` (:func:`.bound.bound`) is a dual
-bound at any size; the oracle is the full enumeration of :mod:`.brute`.
+is tested against the DP per segment and per ``k``. ``bound`` (:func:`.bound.optimum_or_relaxation`) is a
+dual bound at any size: the DP's optimum where the DP ends within the time limit, else the
+relaxation :func:`.bound.bound`; the oracle is the full enumeration of :mod:`.brute`.
 
 Layout: the declared fields, data model, cost model and checker are in :mod:`.model`, the
 workloads (ResNet chains, synthetic chains) in :mod:`.workloads`, the memoised Pareto fronts in
@@ -83,6 +84,6 @@ PROBLEM = Problem(
     objective_name="batch time",
     objective_unit="s",
     oracle=Oracle(generate=brute.tiny, solve=brute.solve),
-    bound=bound.bound,
+    bound=bound.optimum_or_relaxation,
     plot=plot.draw,
 )

@@ -226,6 +226,52 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
     return make_solution(inst, segments[::-1])
 
 
+def near_program(inst: Instance, boundaries: list[int], width: int) -> Solution | None:
+    """The exact DP of :func:`dynamic_program` restricted to segment boundaries within ``width``
+    layers of ``boundaries`` (the starts of a mapping's segments, and ``L``): every segment between
+    two such points gets its exact clustering, allocation and partitions (the inner DP, run once per
+    candidate start up to the farthest candidate end), and the outer DP picks the best
+    segmentation among them. None when no segmentation of those points is feasible.
+
+    Guarantee: no slower than any mapping whose segment boundaries all lie within ``width`` of
+    ``boundaries``, the mapping the boundaries came from included. O(P * Lnear * Lambda * |front|
+    * K * M) with ``P <= (2 width + 1) (segments + 1)`` candidate points and ``Lnear`` the longest
+    segment between them, against O(L * Lseg * ...) for the whole DP."""
+    table = Table(inst)
+    L, M = inst.n_layers, inst.chiplets
+    span, kmax = inst.max_cluster_layers, M
+    near = {p + d for p in boundaries for d in range(-width, width + 1)}
+    points = sorted(near & set(range(L + 1)) | {0, L})
+    value: dict[tuple[int, int], tuple[float, int]] = {}
+    for first in points[:-1]:
+        ends = [e for e in points if first < e <= first + table.longest(first)]
+        if not ends:
+            continue
+        _, F = _segment_tables(table, first, ends[-1] - first, span, kmax)
+        for end in ends:
+            last, e = end - 1, end - first
+            if not table.candidate(first, last):
+                continue
+            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
+            k = int(np.argmin(times)) + 1
+            if math.isfinite(times[k - 1]):
+                value[(first, last)] = (float(times[k - 1]), k)
+    best = {0: 0.0}
+    choice: dict[int, int] = {}
+    for end in points[1:]:
+        for (first, last), (time_of, _) in value.items():
+            if last + 1 == end and first in best and best[first] + time_of < best.get(end, math.inf):
+                best[end], choice[end] = best[first] + time_of, first
+    if L not in best:
+        return None
+    segments, j = [], L
+    while j > 0:
+        i = choice[j]
+        segments.append(_backtrack(table, i, j - i, value[(i, j - 1)][1], span, kmax))
+        j = i
+    return make_solution(inst, segments[::-1])
+
+
 def segment_bottlenecks(inst: Instance, first: int, last: int,
                         restriction: Restriction = MERGED) -> dict[int, float]:
     """``F_k``: least bottleneck of the segment [first..last] with exactly k clusters on at most M

@@ -1,0 +1,413 @@
+"""The plan's dual bound (problem ``mixnet_plan``, the registered ``bound``): the DP over segments of
+:mod:`.plan_exact` run on lower bounds of the segment values, each raised on demand by outer
+approximation, so that it ends at the optimum where time allows and is a valid lower bound at any
+moment before.
+
+A layer's time on fixed circuits is convex in the circuits. With ``c = B x`` the closed form of
+:mod:`.model` reads ``n_l / theta_l(x) = max over servers i, sides and subsets S of i's pairs of
+n_l D_l(S) / (B_E + B x(S))``: a maximum of terms ``g(y) = a / (B_E + B y)`` of the integer
+``y = x(S)``, each convex and decreasing. For a convex ``g`` the line through ``(k, g(k))`` and
+``(k + 1, g(k + 1))`` lies on or below ``g`` at every integer (convexity: it is above ``g`` only
+strictly between ``k`` and ``k + 1``), so::
+
+    T_l >= g(k) + (g(k + 1) - g(k)) (x(S) - k)
+
+is valid for every integer circuit set (a secant cut). The segment value ``C(a, b) = min_x
+sum_{l=a..b} T_l(x)`` over integer ``x`` with ``sum_j x_ij <= alpha`` is then bounded below by the
+master MILP ``min sum_l T_l`` over those ``x`` and any set of secant cuts; adding the cuts of the
+terms that are (nearly) largest at the master's answer, and solving again, is outer approximation
+for a convex integer program (Duran and Grossmann, "An outer-approximation algorithm for a class of
+mixed-integer nonlinear programs", Math. Programming 36, 1986; with secants in place of tangents,
+as for separable convex integer terms): each round the master's dual bound is a lower bound on
+``C(a, b)``, its answer an upper bound (the circuits' exact time), and it stops when they meet
+(finite: an integer answer met again has its cuts and its exact time). Every cut of layer ``l`` is
+valid in every segment that holds ``l``, so the cuts are pooled per layer. Each master also keeps
+``T_l >=`` the layer's own lower bound: the larger of its M1 LP relaxation and M1's own dual bound
+(:func:`plan_exact.layer_lower_bounds`; the M1 optimum where it ends), or its own segment's value
+once refined.
+
+The DP (``F(b) = min_a F(a - 1) + e_a + G(a, b)``) runs on ``G``, the largest known lower bound of
+each segment closed under superadditivity (``C(a, b) >= C(a, m) + C(m + 1, b)``: circuits kept for
+``a..b`` are one choice for each part), so every segment has a lower bound before it is refined and
+the DP's value is a lower bound on the plan's optimum. Before the DP, the continuous relaxation
+(Kelley's cutting planes on the same cuts, an LP) is grown from every start, one layer longer per
+round for every start, up to :data:`GROW_LENGTH` layers: every short segment gets the value of its
+relaxation, which charges one circuit set for all its layers. Then the DP's minimiser names the
+segments to refine (the continuous phase first, then :data:`ROUNDS` master MILPs a turn); when
+every segment of it is proven (its master's bound meets its best circuits' time) the value is a
+plan's time, the optimum. When it reaches a known plan's time (the ``incumbent``, or a plan of the
+masters' circuits) that plan is optimal. The bound returned is the DP's last value (at most the
+best known plan's time), never below :func:`plan_exact.layer_bound` (the singletons start at least
+at the per-layer LP values, every plan pays ``e_0`` and ``G`` is superadditive).
+
+Time: the per-layer M1 bounds take at most :data:`SINGLE_SHARE` of the time limit, the growing
+stops at :data:`GROW_SHARE`, the refinement at 95 % of it. Without a limit it runs until the DP's
+segments are proven: the optimum (tests check it against the exact DP on the small family).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coopt.problem import BoundOutcome, Solution, SolveOptions
+from coopt.problems.mixnet.model import busiest
+from coopt.problems.mixnet.plan_exact import layer_lower_bounds
+from coopt.problems.mixnet.plan_heuristics import layer_plans
+from coopt.problems.mixnet.plan_model import Instance
+
+#: Terms of a layer cut at a circuit set: those within this fraction of the layer's time there.
+NEAR_ACTIVE = 0.97
+#: Relative distance at which a master's bound meets its best circuits' time (proven).
+PROVEN = 1e-9
+#: Master MILP rounds per refinement of one segment, before the DP is run again.
+ROUNDS = 2
+#: Most Kelley rounds of a master's continuous phase (it stops earlier when it stalls).
+LP_ROUNDS = 30
+#: Seconds one master solve may take at most (the rest of the limit is shared by the others).
+SOLVE_CAP = 10.0
+#: Segments from each start whose continuous relaxation is grown first, and Kelley rounds per layer.
+GROW_LENGTH = 16
+GROW_ROUNDS = 4
+#: Share of the time limit the growing may take (from the start, the singles' share included).
+GROW_SHARE = 0.5
+#: Share of the time limit M1 may take on the single layers.
+SINGLE_SHARE = 0.25
+
+
+@dataclass
+class _Cuts:
+    """The secant cuts of one layer: (pair indices of S, numerator a in time units, k) each once."""
+
+    seen: set[tuple[tuple[int, ...], int]] = field(default_factory=set)
+    rows: list[tuple[np.ndarray, float, int]] = field(default_factory=list)
+
+
+class _Terms:
+    """The instance's layers as terms of the closed form, times in units of ``tau`` (a thousandth
+    of the plan's circuit-free time, so a plan's time is about 10^3 in the masters)."""
+
+    def __init__(self, instance: Instance):
+        f = instance.fabric
+        self.instance = instance
+        self.servers = instance.servers
+        self.alpha = f.alpha
+        self.nic, self.eps = f.nic_rate, f.eps_rate
+        layers = instance.layers
+        heavy = sum(item.all_to_alls * busiest(item.bits()) for item in layers)
+        self.tau = heavy / max(self.eps, f.alpha * f.nic_rate + self.eps) / 1e3
+        r = self.servers
+        self.pair_of = np.full((r, r), -1, dtype=int)
+        self.pairs = [(i, j) for i in range(r) for j in range(i + 1, r)]
+        for k, (i, j) in enumerate(self.pairs):
+            self.pair_of[i, j] = self.pair_of[j, i] = k
+        self.ends = (np.array([i for i, _ in self.pairs], dtype=int),
+                     np.array([j for _, j in self.pairs], dtype=int))
+        self.loads = [item.all_to_alls * item.bits() / self.tau for item in layers]
+        self.cuts = [_Cuts() for _ in layers]
+
+    def g(self, numerator: float, y: float) -> float:
+        rate = self.eps + self.nic * y
+        return numerator / rate if rate > 0 else math.inf
+
+    def time(self, layer: int, x: np.ndarray) -> float:
+        """``T_l(x)`` in units of tau (the closed form, fractional ``x`` allowed)."""
+        return max((value for value, _, _ in self.terms(layer, x)), default=0.0)
+
+    def terms(self, layer: int, x: np.ndarray) -> list[tuple[float, np.ndarray, float]]:
+        """Per server and side, the largest term at ``x``: (value, pair indices of S, numerator)."""
+        load = self.loads[layer]
+        capacity = np.asarray(x, dtype=float)
+        found = []
+        for side, circuits in ((load, capacity), (load.T, capacity.T)):
+            for i in range(self.servers):
+                row = side[i]
+                others = np.nonzero(row > 0)[0]
+                if not len(others):
+                    continue
+                order = others[np.argsort(circuits[i, others] / row[others], kind="stable")]
+                sent = np.cumsum(row[order])
+                carried = np.cumsum(circuits[i, order])
+                rate = self.eps + self.nic * carried
+                with np.errstate(divide="ignore"):
+                    values = np.where(rate > 0, sent / np.where(rate > 0, rate, 1.0), np.inf)
+                k = int(np.argmax(values))
+                found.append((float(values[k]), self.pair_of[i, order[: k + 1]], float(sent[k])))
+        return found
+
+    def cuts_at(self, layer: int, x: np.ndarray) -> list[tuple[np.ndarray, float, int]]:
+        """New secant cuts of ``layer`` at ``x`` (its nearly largest terms; integer ``x`` gives
+        the secants on both sides of ``x(S)``, fractional ``x`` the one around it), pooled."""
+        terms = self.terms(layer, x)
+        if not terms:
+            return []
+        top = max(value for value, _, _ in terms)
+        pool, fresh = self.cuts[layer], []
+        for value, pairs, numerator in terms:
+            if value < NEAR_ACTIVE * top:
+                continue
+            y = float(np.asarray(x, dtype=float)[self.ends[0][pairs], self.ends[1][pairs]].sum())
+            low = math.floor(y + 1e-9)
+            for k in ({low - 1, low} if abs(y - low) <= 1e-9 else {low}):
+                row = self._pooled(pool, pairs, numerator, k)
+                if row is not None:
+                    fresh.append(row)
+        return fresh
+
+    def _pooled(self, pool: _Cuts, pairs: np.ndarray, numerator: float,
+                k: int) -> tuple[np.ndarray, float, int] | None:
+        """The secant cut of the term ``(pairs, numerator)`` between ``k`` and ``k + 1`` into
+        ``pool``, unless one of the same pairs and ``k`` is there already (or ``k`` is negative, or
+        ``g(k)`` infinite). Leaving a cut out is always valid."""
+        key = (tuple(sorted(int(p) for p in pairs)), k)
+        if k < 0 or key in pool.seen or not math.isfinite(self.g(numerator, k)):
+            return None
+        pool.seen.add(key)
+        row = (np.array(key[0], dtype=np.int32), float(numerator), k)
+        pool.rows.append(row)
+        return row
+
+
+class _Relaxation:
+    """A HiGHS model over the circuits of every pair (``0 <= x <= alpha``, the port rows) and one
+    ``T`` column per layer of a segment, holding the pooled cuts of its layers."""
+
+    def __init__(self, terms: _Terms, first: int):
+        import highspy
+
+        self.terms, self.first, self.layers = terms, first, []
+        self.taken: list[int] = []  # per layer of the segment: pool rows already in the model
+        npair = len(terms.pairs)
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("threads", 1)
+        highs.setOptionValue("mip_rel_gap", 1e-9)
+        highs.addCols(npair, np.zeros(npair), np.zeros(npair), np.full(npair, float(terms.alpha)), 0,
+                      np.array([], dtype=np.int32), np.array([], dtype=np.int32), np.array([], dtype=float))
+        for s in range(terms.servers):
+            touching = np.array([k for k, p in enumerate(terms.pairs) if s in p], dtype=np.int32)
+            if len(touching):
+                highs.addRow(-highspy.kHighsInf, float(terms.alpha), len(touching), touching,
+                             np.ones(len(touching)))
+        self.highs = highs
+
+    def add_layer(self, floor: float) -> None:
+        """The segment's next layer: its ``T`` column (``T >= floor``, units of tau) and its cuts."""
+        import highspy
+
+        self.layers.append(self.first + len(self.layers))
+        self.taken.append(0)
+        self.highs.addCol(1.0, floor, highspy.kHighsInf, 0, np.array([], dtype=np.int32),
+                          np.array([], dtype=float))
+        self._sync(len(self.layers) - 1)
+
+    def _sync(self, index: int) -> int:
+        """Add the pool's rows of layer ``index`` not in the model yet; how many."""
+        import highspy
+
+        rows = self.terms.cuts[self.layers[index]].rows
+        column = len(self.terms.pairs) + index
+        for pairs, numerator, k in rows[self.taken[index]:]:
+            g0, g1 = self.terms.g(numerator, k), self.terms.g(numerator, k + 1)
+            slope = g1 - g0  # <= 0: T_l - slope x(S) >= g0 - slope k
+            cols = np.concatenate([[column], pairs]).astype(np.int32)
+            vals = np.concatenate([[1.0], np.full(len(pairs), -slope)])
+            self.highs.addRow(g0 - slope * k, highspy.kHighsInf, len(cols), cols, vals)
+        added = len(rows) - self.taken[index]
+        self.taken[index] = len(rows)
+        return added
+
+    def cut(self, x: np.ndarray) -> int:
+        """The cuts of every layer at ``x`` (pooled), and any pooled by others since; how many."""
+        added = 0
+        for index, l in enumerate(self.layers):
+            self.terms.cuts_at(l, x)
+            added += self._sync(index)
+        return added
+
+    def circuits(self, values: np.ndarray, integral: bool) -> np.ndarray:
+        r = self.terms.servers
+        x = np.zeros((r, r))
+        found = values[: len(self.terms.pairs)]
+        x[self.terms.ends] = np.round(found) if integral else found
+        return x + x.T
+
+    def kelley(self, rounds: int, deadline: float) -> float | None:
+        """Up to ``rounds`` LP solves of the continuous relaxation, cutting at each answer, until
+        no cut is new or the value stalls: the last LP value (a lower bound, units of tau)."""
+        import highspy
+
+        value = None
+        for _ in range(rounds):
+            self.highs.setOptionValue("time_limit", max(0.01, min(SOLVE_CAP, deadline - time.perf_counter())))
+            self.highs.run()
+            if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return value
+            found = self.highs.getInfo().objective_function_value
+            stalled = value is not None and found <= value * (1 + 1e-6)
+            value = found
+            if stalled or time.perf_counter() >= deadline:
+                break
+            if not self.cut(self.circuits(np.asarray(self.highs.getSolution().col_value), integral=False)):
+                break
+        return value
+
+
+class _Master(_Relaxation):
+    """The outer-approximation master of one segment: integer circuits per pair, ``T_l`` per layer
+    (at least the layer's own lower bound), the port rows and the pooled cuts of its layers."""
+
+    def __init__(self, terms: _Terms, first: int, last: int, floors: list[float]):
+        super().__init__(terms, first)
+        for _ in range(first, last + 1):
+            self.add_layer(floors[self.first + len(self.layers)])
+        self.lower, self.upper, self.proven = 0.0, math.inf, False
+        self.integral = False
+        self.best: np.ndarray | None = None  # the circuits of ``upper`` (integer, symmetric)
+
+    def refine(self, deadline: float, rounds: int = ROUNDS) -> None:
+        """One step: the continuous phase (Kelley) the first time, then up to ``rounds`` master MILP
+        solves, cutting at each answer, until proven or out of time."""
+        import highspy
+
+        if not self.integral:
+            value = self.kelley(LP_ROUNDS, deadline)
+            if value is not None:
+                self.lower = max(self.lower, value * self.terms.tau)
+            npair = len(self.terms.pairs)
+            if npair:
+                self.highs.changeColsIntegrality(npair, np.arange(npair, dtype=np.int32),
+                                                 np.array([highspy.HighsVarType.kInteger] * npair))
+            self.integral = True
+            return
+        for _ in range(rounds):
+            left = deadline - time.perf_counter()
+            if left <= 0 or self.proven:
+                return
+            self.highs.setOptionValue("time_limit", max(0.01, min(SOLVE_CAP, left)))
+            self.highs.run()
+            info = self.highs.getInfo()
+            if math.isfinite(info.mip_dual_bound):
+                self.lower = max(self.lower, float(info.mip_dual_bound) * self.terms.tau)
+            if info.primal_solution_status == 0:
+                return
+            x = self.circuits(np.asarray(self.highs.getSolution().col_value), integral=True)
+            value = sum(self.terms.time(l, x) for l in self.layers) * self.terms.tau
+            if value < self.upper:
+                self.upper, self.best = value, x.astype(int)
+            if self.lower >= self.upper * (1 - PROVEN):
+                self.proven = True
+                return
+            self.cut(x)
+
+
+def _closure(direct: np.ndarray) -> np.ndarray:
+    """``G[a, b] = max(direct[a, b], max_m G[a, m] + G[m + 1, b])`` (superadditive closure),
+    by segment length; ``direct`` holds the known lower bounds (0 where none)."""
+    n = direct.shape[0]
+    by_length = [None, np.diag(direct).copy()]  # by_length[d][a] = G[a, a + d - 1]
+    for d in range(2, n + 1):
+        starts = np.arange(n - d + 1)
+        best = direct[starts, starts + d - 1].copy()
+        for k in range(1, d):
+            np.maximum(best, by_length[k][: n - d + 1] + by_length[d - k][k: k + n - d + 1], out=best)
+        by_length.append(best)
+    closed = np.zeros_like(direct)
+    for d in range(1, n + 1):
+        starts = np.arange(n - d + 1)
+        closed[starts, starts + d - 1] = by_length[d]
+    return closed
+
+
+def _dp(instance: Instance, lower: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
+    """``F(b) = min_a F(a - 1) + e_a + G(a, b)`` on the closed lower bounds: value and segments."""
+    n = lower.shape[0]
+    exposed = np.array([instance.exposed(l) for l in range(n)])
+    best = np.full(n + 1, math.inf)
+    best[0] = 0.0
+    choice = np.zeros(n + 1, dtype=int)
+    for end in range(1, n + 1):
+        totals = best[:end] + exposed[:end] + lower[np.arange(end), end - 1]
+        choice[end] = int(np.argmin(totals))
+        best[end] = totals[choice[end]]
+    segments, end = [], n
+    while end > 0:
+        segments.insert(0, (int(choice[end]), end - 1))
+        end = int(choice[end])
+    return float(best[n]), segments
+
+
+def segment_bound(instance: Instance, options: SolveOptions,
+                  incumbent: Solution | None = None) -> BoundOutcome | float:
+    """The registered dual bound (module docstring): a lower bound on the plan's time, the optimum
+    when every segment the DP keeps is proven within the time limit (or the ``incumbent``, the
+    runner's warm start, is met). Stops at ``options.time_limit`` with the DP's last value. The
+    optimum comes as a :class:`coopt.problem.BoundOutcome` marked ``optimal``, any other value as
+    the bare number."""
+    start = time.perf_counter()
+    budget = math.inf if options.time_limit is None else options.time_limit
+    deadline = start + 0.95 * budget
+    plain = SolveOptions(threads=options.threads, gap=1e-9)
+    floors_s = layer_lower_bounds(instance, plain)
+    single_deadline = start + SINGLE_SHARE * (deadline - start) if math.isfinite(deadline) else None
+    integral = layer_lower_bounds(instance, plain, integral=True, deadline=single_deadline)
+    floors_s = [max(a, b) for a, b in zip(floors_s, integral, strict=True)]
+    terms = _Terms(instance)
+    floors = [value / terms.tau for value in floors_s]
+    n = len(instance.layers)
+    for l, x in enumerate(layer_plans(instance, polish=False)):
+        terms.cuts_at(l, x)  # a first cut pool: every layer's own circuits
+    direct = np.zeros((n, n))
+    direct[np.arange(n), np.arange(n)] = floors_s
+    grow_deadline = start + GROW_SHARE * (deadline - start) if math.isfinite(deadline) else deadline
+    growing = [_Relaxation(terms, first) for first in range(n)]
+    for length in range(1, min(n, GROW_LENGTH) + 1):  # every start one layer longer per round
+        for first in range(n - length + 1):
+            if time.perf_counter() >= grow_deadline:
+                break
+            relaxation = growing[first]
+            relaxation.add_layer(floors[first + length - 1])
+            value = relaxation.kelley(GROW_ROUNDS, grow_deadline)
+            if value is not None:
+                direct[first, first + length - 1] = max(direct[first, first + length - 1], value * terms.tau)
+    masters: dict[tuple[int, int], _Master] = {}
+    known = math.inf if incumbent is None else float(incumbent["objective"])
+    value, proven = -math.inf, False
+    while True:
+        value, segments = _dp(instance, _closure(direct))
+        open_segments = [s for s in segments if not (s in masters and masters[s].proven)]
+        # optimal: a known plan is met, or every kept segment is proven (the value is a plan's time)
+        proven = value >= known * (1 - PROVEN) or not open_segments
+        if proven or time.perf_counter() >= deadline:
+            break
+        for first, last in open_segments:
+            if time.perf_counter() >= deadline:
+                break
+            master = masters.get((first, last))
+            if master is None:
+                master = masters[first, last] = _Master(terms, first, last, floors)
+            master.refine(deadline)
+            direct[first, last] = max(direct[first, last], master.lower)
+            if first == last:
+                floors[first] = max(floors[first], master.lower / terms.tau)
+        known = min(known, _plan_upper(instance, masters))
+    if proven:
+        return BoundOutcome(min(value, known), optimal=True, source="segment DP, every kept segment proven")
+    return min(value, known)
+
+
+def _plan_upper(instance: Instance, masters: dict[tuple[int, int], _Master]) -> float:
+    """The best plan made of the masters' best circuit sets (a DP over the refined segments)."""
+    n = len(instance.layers)
+    best = [0.0] + [math.inf] * n
+    ending: dict[int, list[tuple[int, float]]] = {}
+    for (first, last), master in masters.items():
+        if math.isfinite(master.upper):
+            ending.setdefault(last, []).append((first, master.upper))
+    for end in range(1, n + 1):
+        for first, upper in ending.get(end - 1, []):
+            best[end] = min(best[end], best[first] + instance.exposed(first) + upper)
+    return best[n]
