@@ -14,6 +14,7 @@ from coopt.errors import InstanceError
 from coopt.instance import load, read_toml, to_toml
 from coopt.problem import SolveOptions
 from coopt.problems import provisioning
+from coopt.problems.provisioning import bound, packing
 from coopt.problems.provisioning import milp as provisioning_milp
 from coopt.problems.provisioning import model as P
 from coopt.problems.provisioning import rmsa as H
@@ -311,13 +312,31 @@ def test_degraded_heuristic_reduces_to_ksp_first_fit_without_degradation(seed: i
     assert H.degraded_first_fit(zero_delta)["connections"] == H.ksp_first_fit(zero_delta)["connections"]
 
 
-@pytest.mark.parametrize("method", sorted(provisioning.PROBLEM.heuristics))
+@pytest.mark.parametrize("method", sorted(set(provisioning.PROBLEM.heuristics) - {"capacity_guided_first_fit"}))
 def test_heuristics_deterministic_and_feasible_on_large_files(method: str) -> None:
     for path in sorted(ROOT.glob("2-*.toml")):
         instance = read(path)
         first = provisioning.PROBLEM.heuristics[method](instance, seed=1)
         assert P.check(instance, first) == []
         assert provisioning.PROBLEM.heuristics[method](instance, seed=1) == first
+
+
+def test_capacity_guided_first_fit_deterministic_and_feasible() -> None:
+    """The large-file test above without its cost (two full runs per 2- file took 40-50 s).
+    Determinism with the default restarts and rounds on a generated batch where every step
+    runs: the relaxation plans requests the layout then blocks (so the squeaky-wheel rounds
+    reorder and the shuffles break ties). Feasibility at the papers' scale on the NSFNET file
+    (the smaller relaxation of the two), once, with one order and one squeaky round: the
+    relaxation and the layout at full size are the same code, only repeated fewer times
+    (``restarts``, ``rounds``)."""
+    instance = P.generate(1, 6)
+    assert len(packing.capacity_plan(instance, bound.families(instance))) > 0
+    first = packing.capacity_guided_first_fit(instance, seed=1)
+    assert first["blocked"] and P.check(instance, first) == []
+    assert packing.capacity_guided_first_fit(instance, seed=1) == first
+    instance = read(ROOT / "2-nsfnet-static.toml")
+    solution = packing.capacity_guided_first_fit(instance, seed=1, restarts=0, rounds=1)
+    assert solution["connections"] and P.check(instance, solution) == []
 
 
 def test_degraded_first_fit_serves_at_least_the_baseline_on_a_static_batch() -> None:
@@ -462,6 +481,35 @@ def test_multistart_never_below_its_first_order_and_upgrade_keeps_who_is_served(
     assert P.check(instance, raised) == []
     assert {c["request"] for c in raised["connections"]} == {c["request"] for c in deepest["connections"]}
     assert raised["objective"] >= deepest["objective"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_capacity_guided_first_fit_is_feasible_and_never_above_the_brute_force_optimum(seed: int) -> None:
+    from coopt.problems.provisioning import brute, packing
+
+    instance = brute.tiny_provisioning(seed)
+    found = packing.capacity_guided_first_fit(instance, seed=seed)
+    assert P.check(instance, found) == []
+    assert found["objective"] <= brute.provisioning_optimum(instance) + 1e-9
+    assert found["objective"] >= H.multistart_first_fit(instance, seed=seed)["objective"] - 1e-9
+
+
+def test_capacity_plan_respects_the_capacity_rows() -> None:
+    """The plan the heuristic lays out is a point of the capacity relaxation: one family per
+    request, at most |S| slots per link, served weight at most the relaxation's bound."""
+    from coopt.problems.provisioning import bound, packing
+
+    instance = read(ROOT / "1-cost239-static.toml")
+    fams = bound.families(instance)
+    plan = packing.capacity_plan(instance, fams)
+    assert plan
+    load_per_link: dict[int, int] = {}
+    for fam in plan.values():
+        for e in fam.links:
+            load_per_link[e] = load_per_link.get(e, 0) + fam.width
+    assert max(load_per_link.values()) <= instance.num_slots
+    weight = sum(instance.classes[instance.requests[r].priority - 1].weight for r in plan)
+    assert weight <= bound.capacity_bound(instance, fams, SolveOptions(time_limit=30)) + 1e-6
 
 
 # -- stage 2 restricted to the solutions at W* -------------------------------------------------------

@@ -14,7 +14,7 @@ from coopt.errors import InstanceError
 from coopt.instance import load, to_toml
 from coopt.problem import SolveOptions
 from coopt.problems import provisioning
-from coopt.problems.provisioning import brute, grooming_milp
+from coopt.problems.provisioning import bound, brute, grooming_milp
 from coopt.problems.provisioning import grooming_heuristics as H
 from coopt.problems.provisioning import grooming_model as G
 from coopt.problems.provisioning import model as P
@@ -251,3 +251,48 @@ def test_heuristics_stay_feasible_on_a_congested_large_batch() -> None:
     instance = G.generate(0, 24)
     for method, heuristic in provisioning.GROOMING.heuristics.items():
         assert G.check(instance, heuristic(instance)) == [], method
+
+
+# -- the link-set knapsack bound and the deeper order search ------------------------------------
+
+
+def test_usable_slots_of_a_link() -> None:
+    """Hand-counted: 16 slots, widths 3 / 5 / 9, guard band 1: 9 + 5 (8 + 4), 9 + 3 + 3
+    (8 + 2 + 2) or 5 + 5 + 5 (4 + 4 + 4) carry 12 slots, nothing carries 13. 3 slots, widths
+    2 / 3: one lightpath of width 3, 2 slots."""
+    instance = dataclasses.replace(tiny(0), num_slots=16, lightpath_widths=(3, 5, 9))
+    assert bound.usable_slots(instance) == 12
+    assert bound.usable_slots(tiny(0)) == 2
+
+
+@pytest.mark.parametrize("degradation", [False, True])
+def test_link_set_knapsack_never_cuts_off_the_optimum_and_tightens_the_lp(degradation: bool) -> None:
+    """On congested triangles (6 requests, 3 slots), solved by ``exact``: the knapsack bound is
+    at least the optimum's served weight, the problem's bound at least the optimum and at most
+    the LP relaxation's rounded value, and the knapsack is below the total weight somewhere (the
+    test would see it cut off an optimum)."""
+    bites = 0
+    for seed in range(8):
+        instance = tiny(seed, requests=6, degradation=degradation)
+        report = run(provisioning.GROOMING, instance, "exact")
+        assert report.status == "optimal"
+        served = sum(G.served_weight(instance, c["request"]) for c in report.solution["connections"])
+        knapsack = bound.cut_knapsack_bound(instance, SolveOptions())
+        assert knapsack >= served - 1e-6
+        total = sum(G.served_weight(instance, r) for r in range(len(instance.requests)))
+        bites += knapsack < total - 0.5
+        value = bound.grooming_bound(instance, SolveOptions())
+        assert value >= report.objective - 1e-6
+        assert value <= bound.rounded(lp_relaxation(provisioning.GROOMING, instance)) + 1e-9
+    assert bites >= 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_deep_grooming_deterministic_and_never_below_priority_grooming(seed: int) -> None:
+    instance = G.generate(seed, 6)
+    deep = H.deep_degraded_grooming(instance, seed=seed)
+    assert G.check(instance, deep) == []
+    assert H.deep_degraded_grooming(instance, seed=seed) == deep
+    base = H.priority_degraded_grooming(instance, seed=seed)
+    weight = [sum(G.served_weight(instance, c["request"]) for c in s["connections"]) for s in (deep, base)]
+    assert (weight[0], deep["objective"]) >= (weight[1], base["objective"])

@@ -34,6 +34,7 @@ from coopt.problems.provisioning import (
     grooming_milp,
     milp,
     model,
+    packing,
     plot,
     rmsa,
 )
@@ -48,7 +49,7 @@ PROBLEM = Problem(
     sense="max",
     **model_fields(model),
     **exact_fields(milp),
-    heuristics=rmsa.HEURISTICS,
+    heuristics={**rmsa.HEURISTICS, "capacity_guided_first_fit": packing.capacity_guided_first_fit},
     exact=exact.provisioning_exact,
     warm_start=rmsa.best_heuristic_solution,
     bound=bound.provisioning_bound,

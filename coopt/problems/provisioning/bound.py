@@ -22,15 +22,35 @@ reported is the least of them, sharpened by integrality: no plan serves more tha
 of weight (its value is within 1/2 of its served weight, so W - 1/2 <= value <= L), and
 value <= W.
 
-``provisioning_grooming``: the LP relaxation of Model C itself (every row of ``build``, integer
-variables relaxed), with the same integer rounding; the model is small at any request count
-(its size grows with node pairs, paths, widths and slots, not requests, apart from the R x H
-virtual routes).
+``provisioning_grooming``: the least of two bounds on the value, each rounded as above.
+
+* The LP relaxation of Model C itself (every row of ``build``, integer variables relaxed). On
+  the paper-scale files it proves no more than "every request served" (the lightpath of a pair
+  can be split thinly over the many virtual routes that use it), and on USNET it needs about
+  80 s.
+* The link-set knapsack (ours, in the spirit of the cut-set bounds of network design): for a
+  set F of links, every lightpath l through F carries load_l <= (w_l - GB) c_l, and on each
+  link of F the lightpaths through it occupy disjoint slots, so sum_{l through e} (w_l - GB) <= U,
+  U the most guard-band-free slots menu widths fill on one link (:func:`usable_slots`). Hence
+
+      sum_l load_l |l cap F| / c_l  <=  sum_l (w_l - GB) |l cap F|  <=  U |F|.
+
+  A served request r sends at least its class floor f_r b_r over every lightpath of its virtual
+  route, and each lightpath is a candidate path k of its pair, so its share of the left side is
+  at least f_r b_r kappa_r(F), kappa_r(F) = min over r's virtual routes of the sum over their
+  hops of min_k |k cap F| / c_k. Every plan therefore serves a request set with
+  sum_r f_r b_r kappa_r(F) z_r <= U |F| for every F at once (a request with kappa infinite,
+  no candidate path on some hop of every virtual route, is never served). Maximizing the served
+  weight under these rows is a 0-1 knapsack with one row per F; its dual bound (HiGHS) bounds W
+  and so the value. F ranges over each link, all links, and the cuts delta(X) of the balls X of
+  the k nodes nearest each node (k <= |V| / 2). The loads and rates get the checker's relative
+  slack RATE_TOL twice over, so a plan the checker accepts never exceeds a row.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import time
 from dataclasses import dataclass, replace
@@ -230,14 +250,7 @@ def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptio
     such a choice (its channels on a link are disjoint blocks of the |S| slots), so no plan
     serves more weight; contiguity and continuity are what it forgets. In the static model only
     the narrowest fraction per path is kept (the argument of ``channel_model(narrowest=True)``)."""
-    keep = fams
-    if instance.model == "static":
-        narrowest: dict[tuple[int, tuple[int, ...]], Family] = {}
-        for fam in fams:
-            key = (fam.request, fam.links)
-            if key not in narrowest or fam.width < narrowest[key].width:
-                narrowest[key] = fam
-        keep = list(narrowest.values())
+    keep = capacity_families(instance, fams)
     model = pyo.ConcreteModel(name="provisioning_capacity")
     model.y = pyo.Var(range(len(keep)), within=pyo.Binary)
     model.rows = pyo.ConstraintList()
@@ -270,6 +283,20 @@ def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptio
     if result.status == "infeasible" or result.bound is None:
         return float(sum(weight)) if result.status != "infeasible" else 0.0
     return result.bound
+
+
+def capacity_families(instance: P.Instance, fams: list[Family]) -> list[Family]:
+    """The families the capacity relaxation chooses among: all of them, or in the static model the
+    narrowest fraction per (request, path) (a narrower channel on the same path uses a subset of
+    the wider one's resources, so keeping it alone loses no served weight)."""
+    if instance.model != "static":
+        return fams
+    narrowest: dict[tuple[int, tuple[int, ...]], Family] = {}
+    for fam in fams:
+        key = (fam.request, fam.links)
+        if key not in narrowest or fam.width < narrowest[key].width:
+            narrowest[key] = fam
+    return list(narrowest.values())
 
 
 def seed_columns(instance: P.Instance, fams: list[Family], plan: Solution | None
@@ -314,11 +341,111 @@ def column_generation(instance: P.Instance, fams: list[Family], deadline: float,
     return best
 
 
+#: Share of the grooming bound's time limit the cut-set knapsack may take (the LP gets the rest).
+CUT_SHARE = 0.25
+
+
 def grooming_bound(instance: G.Instance, options: SolveOptions) -> float:
-    """The LP relaxation of Model C (``build``), rounded (module docstring)."""
+    """min(the cut-set knapsack bound, the LP relaxation of Model C), rounded (module docstring).
+    The knapsack (:func:`cut_knapsack_bound`) runs first with :data:`CUT_SHARE` of
+    ``options.time_limit``, the LP with what is left; either stopped early drops out (the total
+    weight stands in), never making the bound invalid."""
+    total = float(sum(G.served_weight(instance, r) for r in range(len(instance.requests))))
+    start = time.perf_counter()
+    budget = options.time_limit
+    cut_options = options if budget is None else replace(options, time_limit=max(1.0, CUT_SHARE * budget))
+    cut = min(total, served_weight_cap(cut_knapsack_bound(instance, cut_options)))
+    left = options if budget is None else replace(
+        options, time_limit=max(1.0, budget - (time.perf_counter() - start)))
     model = grooming_milp.build(instance)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(model)
-    result = solve_model(model, options)
+    result = solve_model(model, left)
     if result.status != "optimal" or result.objective is None:
-        return float(sum(G.served_weight(instance, r) for r in range(len(instance.requests))))
-    return rounded(result.objective)
+        return cut
+    return min(cut, rounded(result.objective))
+
+
+def usable_slots(instance: G.Instance) -> int:
+    """U: the most slots, guard bands excluded, that lightpaths of the width menu can carry on one
+    link, max sum_l (w_l - GB) over multisets of menu widths with sum_l w_l <= |S| (an unbounded
+    knapsack)."""
+    best = [0] * (instance.num_slots + 1)
+    for s in range(1, instance.num_slots + 1):
+        best[s] = max([best[s - 1]] + [best[s - w] + w - instance.guard_band
+                                        for w in instance.lightpath_widths if w <= s])
+    return best[-1]
+
+
+def grooming_cuts(instance: G.Instance) -> list[frozenset[str]]:
+    """The node sets X of the cut-set rows: for every node v, the k nodes nearest to v by
+    shortest-path length, k = 1 .. |V| / 2 (ties: node order); duplicates removed."""
+    nodes = instance.nodes
+    adj: dict[str, list[tuple[str, float]]] = {v: [] for v in nodes}
+    for link in instance.links:
+        adj[link.a].append((link.b, link.length_m))
+        adj[link.b].append((link.a, link.length_m))
+    cuts: dict[frozenset[str], None] = {}
+    for v in nodes:
+        dist = {v: 0.0}
+        todo = [(0.0, nodes.index(v), v)]
+        while todo:
+            d, _, u = heapq.heappop(todo)
+            if d > dist[u]:
+                continue
+            for w, length in adj[u]:
+                if d + length < dist.get(w, math.inf):
+                    dist[w] = d + length
+                    heapq.heappush(todo, (d + length, nodes.index(w), w))
+        ranked = sorted(dist, key=lambda u: (dist[u], nodes.index(u)))
+        for k in range(1, len(nodes) // 2 + 1):
+            cuts.setdefault(frozenset(ranked[:k]))
+    return list(cuts)
+
+
+def link_sets(instance: G.Instance) -> list[int]:
+    """The link sets F of the knapsack rows as bit masks over link indices: every link alone, all
+    links, and the cut delta(X) of every X of :func:`grooming_cuts`."""
+    ends = [(link.a, link.b) for link in instance.links]
+    sets = {1 << e: None for e in range(len(ends))} | {(1 << len(ends)) - 1: None}
+    for cut in grooming_cuts(instance):
+        sets[sum(1 << e for e, (a, b) in enumerate(ends) if (a in cut) != (b in cut))] = None
+    return list(sets)
+
+
+def cut_knapsack_bound(instance: G.Instance, options: SolveOptions) -> float | None:
+    """An upper bound on the served weight W of Model C from link-set capacity rows (module
+    docstring, "link-set knapsack"): the dual bound of
+
+        max sum_r w_r z_r  s.t.  sum_r f_r b_r kappa_r(F) z_r <= U |F|  for every F of :func:`link_sets`,
+
+    z binary, by HiGHS (None where it reports no bound)."""
+    slack = (1 + G.RATE_TOL) ** 2
+    usable = usable_slots(instance)
+    hops: dict[tuple[str, str], list[tuple[int, float]]] = {}  # pair -> (link mask, bit/s per slot)
+    for q in G.used_pairs(instance):
+        hops[q] = [(sum(1 << e for e in route.links), route.modulation.bps_per_slot)
+                   for route in G.pair_routes(instance, q) if route.modulation is not None]
+    reqs = instance.requests
+    paths = [[[G.pair(instance, a, b) for a, b in zip(vr, vr[1:], strict=False)]
+              for vr in G.virtual_routes(instance, req)] for req in reqs]
+    model = pyo.ConcreteModel(name="grooming_link_set_knapsack")
+    model.z = pyo.Var(range(len(reqs)), within=pyo.Binary)
+    model.rows = pyo.ConstraintList()
+    for mask in link_sets(instance):
+        cost = {q: min((float((m & mask).bit_count()) / c for m, c in options_), default=math.inf)
+                for q, options_ in hops.items()}
+        terms = []
+        for r, req in enumerate(reqs):
+            kappa = min(sum(cost[q] for q in vr) for vr in paths[r])
+            if math.isinf(kappa):
+                model.z[r].fix(0)
+            elif kappa > 0:
+                terms.append((r, G.min_rate_bps(instance, req) * kappa / slack))
+        room = usable * mask.bit_count()
+        if sum(a for _, a in terms) > room:
+            model.rows.add(sum(a * model.z[r] for r, a in terms) <= room)
+    model.value = pyo.Objective(expr=sum(G.served_weight(instance, r) * model.z[r] for r in range(len(reqs))),
+                                sense=pyo.maximize)
+    model.objective_unit = 1.0
+    result = solve_model(model, options)
+    return result.bound
