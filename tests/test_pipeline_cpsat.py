@@ -122,10 +122,11 @@ def test_model_s_applies_only_where_fifo_and_the_grid_lose_nothing():
     assert not cpsat.applies(recompute)
 
 
-def test_exact_runs_model_p_where_model_s_does_not_apply():
-    path = next(p for p in shipped("pipeline") if p.name == "0-p3m4-recompute.toml")
-    instance = load(path).instance
-    assert not cpsat.applies(instance)
+def test_exact_runs_model_p_where_no_constraint_program_applies():
+    """Off a time grid (an irrational lag) neither Model S nor Model M is exact: Model P runs."""
+    path = next(p for p in shipped("pipeline") if p.name == "0-p2m3-offload.toml")
+    instance = replace(load(path).instance, lag_s=2**0.5 / 10)
+    assert not cpsat.applies(instance) and not PROBLEM.runs_exact(instance)
     report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.solver["name"] == "highs" and report.status == "optimal"
     assert report.model_size  # the MILP's size, as method milp reports it

@@ -60,7 +60,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -417,6 +417,29 @@ def generate(seed: int, size: int) -> Instance:
         weight_grad_bytes=a_w,
         memory_cap_bytes=cap,
     )
+
+
+#: The memory modes :func:`generate_modes` adds to the generator's instances.
+MODE_FAMILIES = ("recompute", "offload", "both")
+
+
+def generate_modes(seed: int, size: int, family: str) -> Instance:
+    """The generator's instance ``generate(seed, size)`` with ``family``'s modes allowed (the
+    recompute / offload families of the exact benchmark): recompute re-runs the forward
+    (``T_R = T_F``) and keeps a checkpoint of a quarter of ``a``; offload copies all of ``a``, each
+    way in 1..3 s (integer, drawn per device from ``seed``); ``both`` allows the two."""
+    if family not in MODE_FAMILIES:
+        raise UsageError(f"pipeline mode family: expected one of {', '.join(MODE_FAMILIES)}, got {family!r}")
+    base = generate(seed, size)
+    rng = random.Random(f"{seed}/{size}/modes")
+    tau = tuple(float(rng.randint(1, 3)) for _ in range(base.stages))
+    fields: dict[str, Any] = {}
+    if family in ("recompute", "both"):
+        fields.update(allow_recompute=True, recompute_s=base.forward_s,
+                      checkpoint_bytes=tuple(x / 4 for x in base.activation_bytes))
+    if family in ("offload", "both"):
+        fields.update(allow_offload=True, offload_bytes=base.activation_bytes, d2h_s=tau, h2d_s=tau)
+    return replace(base, **fields)
 
 
 # --------------------------------------------------------------------------------------------

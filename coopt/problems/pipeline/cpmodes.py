@@ -1,0 +1,419 @@
+"""Model M: the constraint program for pipeline schedules with recompute and offload, on CP-SAT.
+
+Where it applies (:func:`applies`): recompute or offload allowed (whole-item or per-layer
+recompute), or two or more chunks per device (either placement); the makespan objective; every
+duration (passes, the recompute time of one layer, both copies, the lag) an integer multiple of
+one time unit ``q`` and every memory quantity (``a``, ``a_W``, ``a_c``, ``a_o``, one layer's share
+of ``a - a_c``) an integer multiple of one memory unit ``g``. There it is the ``exact``
+method; keep-only one-chunk instances stay with Model S (:mod:`.cpsat`), everything else with
+Model P (:mod:`.milp`), which stays registered as ``milp`` on every instance.
+
+The idea
+--------
+Model P orders every pair of events on a device with a binary and checks memory at every
+allocation against sums over those binaries; its LP relaxation sees almost nothing of the cap.
+Here the memory an item holds is written as a few *retention intervals* whose ends are the
+pass and copy events (the modelling device of Moccasin, Bartan et al., ICML 2023, arXiv
+2304.14463: a tensor's stay in memory is an interval with variable ends, each recomputation opens
+another optional one, and a cumulative bounds their sum; its code, haoming-codes/moccasin, solves
+that with CP-SAT too), and the cap as one cumulative per device over
+them: CP-SAT's cumulative propagators (timetabling, energetic reasoning) and its clause learning
+then reason on memory directly. Compute passes and copies are intervals in one NoOverlap per
+resource (the device, its D2H engine, its H2D engine).
+
+Formulation
+-----------
+Times are integers in units of ``q``, memory in units of ``g``; for item i = (k, j) on device d:
+
+* starts ``S_F, S_B, S_W``, ``E_x = S_x + d_x``; ``rho_i`` in 0..L (layers recomputed; L = 1 is
+  whole-item recompute, 0 where recompute is not allowed), ``o_i`` in {0, 1} (offloaded, 0 where
+  offload is not allowed), ``rho_i + L o_i <= L``; ``d_B = T_B + rho_i T_R / L``; copy starts
+  ``D_i, U_i``;
+* (M1) data flow ``S_F(k,j) >= E_F(k-1,j) + c``, ``S_B(K-1,j) >= E_F(K-1,j)``,
+  ``S_B(k,j) >= E_B(k+1,j) + c``, ``S_W(k,j) >= E_B(k,j)`` (c between devices only);
+* (M2) the compute passes of device d in one NoOverlap (B with its variable size);
+* (M3) offload, enforced when ``o_i``: ``D_i >= E_F``, ``U_i >= D_i + tau_d``,
+  ``S_B >= U_i + tau_u``; the D2H intervals ``[D_i, D_i + tau_d)`` of d (present iff ``o_i``) in
+  one NoOverlap, the H2D intervals likewise in another;
+* (M4) memory, one cumulative per device with capacity ``floor(room_d / g)`` (``room_d`` the
+  checker's cap with its tolerance) over the retention intervals of its items:
+
+  ==========================  ===========================================  =============
+  interval                    demand                                       present
+  ==========================  ===========================================  =============
+  hold ``[S_F, E_B)``         ``a - rho (a - a_c) / L - a_o o``            always
+  B's own ``[S_B, E_B)``      ``rho (a - a_c) / L`` (re-materialised)      always
+  weight ``[E_B, E_W)``       ``a_W``                                      split backward
+  out ``[S_F, D_i + tau_d)``  ``a_o``                                      ``o_i``
+  back ``[U_i, E_B)``         ``a_o``                                      ``o_i``
+  ==========================  ===========================================  =============
+
+  Summed, an item holds what F allocates (``a``, or ``a - rho (a - a_c) / L``) from F's start,
+  ``a_o`` less between the end of its D2H and the start of its H2D (D2H ends before H2D starts),
+  the re-materialised part from B's start, ``a_W`` from B's end to W's end (``a`` is released at
+  B's end on a fused backward, where ``a_W = 0``), nothing after: exactly the checker's events
+  (``model.memory_events``). The intervals are half-open, so one ending at t and one starting at
+  t do not overlap: the checker's rule that releases come first at equal times. The cumulative
+  bounds the level at every instant and the checker reads it after every group of simultaneous
+  events; the level is constant between events, so the two conditions are the same. Every demand
+  is non-negative: ``rho`` and ``o`` are exclusive, and the loader enforces ``a_c <= a`` and
+  ``a_o <= a``. Memory in units of ``g`` is exact: every demand is a whole number of units, and
+  a level of n units fits exactly when ``n <= floor(room_d / g)``.
+* (M5) ``C >= E_x`` for every pass, minimise C.
+* (M6) redundant: a second cumulative per device over the same intervals with what every mode
+  holds at least, ``h = min(a, a_c, a - a_o)`` (over the modes allowed) on the hold, ``a - h``
+  on B's interval, ``a_W`` on the weight interval. During B every mode holds all of ``a``
+  (kept; re-materialised; reloaded), elsewhere in the hold at least h, so this level is at most
+  the true one at every instant: implied by (M4), with constant demands that CP-SAT reasons on
+  better than on (M4)'s mode-dependent ones.
+* (M7) redundant: on a stage where ``a + h`` exceeds the cap, the hold intervals of its items in
+  one NoOverlap; where ``a + a_W`` does, the intervals ``[S_B, E_W)`` in one NoOverlap. Proof:
+  while B(k, i) runs, i holds ``a``, so no other item j of the stage can be inside its hold
+  (it would add at least h); if B(k, i) precedes B(k, j), B(k, i) then ends by ``S_F(k, j)``
+  and the two holds are disjoint. Likewise B(k, j) cannot meet ``[E_B, E_W)`` of i (``a_W``
+  more), so it starts after ``E_W(k, i)``. Both are implied by (M4).
+
+Model rows and checker violations (``model.check``), each way:
+
+==============================================  ==============================================
+model                                           checker
+==============================================  ==============================================
+one start per pass (variables), in [0, H]       ``completeness``, ``format``, ``time``
+rho in 0..L, o binary, rho + L o <= L           ``mode`` (not allowed, both, layers outside 0..L)
+(M1) data flow with lags                        ``precedence``
+(M2) NoOverlap of the device's passes           ``exclusivity`` (device compute lane)
+(M3) D >= E_F, U >= D + tau_d, S_B >= U + tau_u ``offload``
+(M3) NoOverlap per copy engine                  ``exclusivity`` (D2H engine, H2D engine)
+(M4) cumulative of the retention intervals      ``memory`` (level above the cap at any event)
+(every interval closes by E_W / E_B)            ``memory`` (device ends holding memory)
+(M5) C >= every end                             ``objective`` recomputed from the starts
+(M6), (M7) implied by (M4)                      (none: they cut off no feasible schedule)
+==============================================  ==============================================
+
+What the restrictions lose: nothing
+-----------------------------------
+*First lane.* ``S_F(0, j+1) >= E_F(0, j)``: micro-batches are identical, so renumbering them in
+the order their F(0, j) start (every pass, mode and copy carried along) is a pure renaming with
+the same times, memory and objective (Model P's (P2)(a), :func:`.order.first_lane_relabel`).
+FIFO on the other lanes is imposed only on keep-only instances (chunked ones: Model P's (P2), the
+lane-by-lane relabelling with the sorted matching, :func:`.order.fifo_is_lossless`); with recompute
+or offload it loses (the shipped ``0-p3m3-offload-overtake``, optimum 22 against 23 under FIFO).
+
+*No W order.* Model P's (P2'), W passes of a stage in the order of their B ends, is lossless
+here too, but as one literal per pair it made the search slower on I1 (docs/notes/pipeline.md);
+it is left out.
+
+*Integer starts.* For fixed modes and a fixed weak order of all events (passes and copies), the
+rows are difference constraints whose right-hand sides are sums of durations, copy times and the
+lag, all multiples of ``q``; their least solution is on the grid, no later, and keeps every
+memory level (the argument of :mod:`.grid`, copies and recompute included; the one behind the
+objective grid in :mod:`coopt.problems.pipeline`).
+
+*Horizon and windows.* ``C <= H``, the makespan of the warm start (:mod:`.warm`, handed in by
+the runner as ``incumbent``, already in first-lane form, and CP-SAT's hint), else the serial
+bound: a schedule that long exists. ``C >= LB``, the dual bound of :mod:`.bound`; each pass lies
+in ``[r_x, H - q_x]`` with the release times and tails of :mod:`.bound`, computed on the
+first-lane edges with keep-mode durations (a mode only lengthens a pass), so valid for every
+schedule of the model, and ``C >= S_x + q_x``.
+
+None of these restrictions has a checker counterpart, by design.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination, grid_of
+from coopt.problems.pipeline.bound import lower_bound, releases, tails
+from coopt.problems.pipeline.model import (
+    KEEP,
+    OFFLOAD,
+    Instance,
+    Item,
+    PassKey,
+    Timed,
+    parse,
+    serial_bound,
+    to_solution,
+)
+from coopt.problems.pipeline.order import fifo_is_lossless
+from coopt.solvers import cpsat as cp_route
+from coopt.solvers.cpsat import Watch
+
+#: Slack when a bound in seconds is turned into grid units (the values are sums of grid durations).
+_EPS = 1e-6
+
+
+def _time_values(instance: Instance) -> list[float]:
+    values = [instance.lag_s]
+    for k in range(instance.virtual_stages):
+        values += [instance.duration((x, k, 0)) for x in instance.kinds]
+        if instance.allow_recompute:
+            values.append(instance.t_r(k) / instance.layers(k))
+        if instance.allow_offload:
+            values += [instance.tau_d(k), instance.tau_u(k)]
+    return values
+
+
+def _memory_values(instance: Instance) -> list[float]:
+    values = []
+    for k in range(instance.virtual_stages):
+        values += [instance.a(k), instance.a_w(k)]
+        if instance.allow_recompute:
+            values += [instance.a_c(k), (instance.a(k) - instance.a_c(k)) / instance.layers(k)]
+        if instance.allow_offload:
+            values.append(instance.a_o(k))
+    return values
+
+
+def units(instance: Instance) -> tuple[float, float] | None:
+    """(q, g): the time unit and the memory unit of the module docstring, or None."""
+    q = grid_of(_time_values(instance))
+    g = grid_of(_memory_values(instance), steps=10**6)
+    return None if q is None or g is None else (q, g)
+
+
+def applies(instance: Instance) -> bool:
+    """Model M is exact for ``instance`` (module docstring): recompute, offload or chunks, the
+    makespan, grids."""
+    return (
+        (instance.allow_recompute or instance.allow_offload or instance.chunks > 1)
+        and instance.objective == "makespan"
+        and units(instance) is not None
+    )
+
+
+@dataclass
+class Built:
+    """The CP-SAT model with its variables, and the grids it lives on."""
+
+    model: Any
+    start: dict[PassKey, Any]
+    rho: dict[Item, Any]
+    off: dict[Item, Any]
+    d2h: dict[Item, Any]
+    h2d: dict[Item, Any]
+    makespan: Any
+    q: float
+    horizon: int
+    floor: int
+    infeasible: bool = False
+
+
+def _n(value: float, unit: float) -> int:
+    """``value`` in whole units (it is a multiple of ``unit`` by the grid's construction)."""
+    return round(value / unit)
+
+
+def build(instance: Instance, upper: float, floor: float = 0.0, hint: Solution | None = None,
+          windows: bool = True, redundant: bool = True) -> Built:
+    """Model M with ``C <= upper`` and ``C >= floor`` (seconds), the windows of :mod:`.bound` where
+    ``windows``, the redundant (M6) and (M7) where ``redundant``, and ``hint`` (a first-lane
+    schedule) as CP-SAT's hint."""
+    from ortools.sat.python import cp_model
+
+    grids = units(instance)
+    assert grids is not None and applies(instance), "Model M applies to recompute/offload grid instances"
+    q, g = grids
+    H = math.floor(upper / q + _EPS)
+    LB = min(H, max(0, math.ceil(floor / q - _EPS)))
+    K, m = instance.virtual_stages, instance.microbatches
+    kinds = instance.kinds
+    model = cp_model.CpModel()
+    release = releases(instance) if windows else {}
+    tail = tails(instance) if windows else {}
+    if any(math.isinf(v) for v in [*release.values(), *tail.values()]):
+        release, tail = {}, {}
+    start: dict[PassKey, Any] = {}
+    for x in instance.passes():
+        d = _n(instance.duration(x), q)
+        lo = math.ceil(release[x] / q - _EPS) if x in release else 0
+        hi = H - (math.ceil(tail[x] / q - _EPS) if x in tail else d)
+        if lo > hi:
+            return Built(model, start, {}, {}, {}, {}, None, q, H, LB, infeasible=True)
+        start[x] = model.NewIntVar(lo, hi, f"S_{x[0]}_{x[1]}_{x[2]}")
+    C = model.NewIntVar(LB, H, "C")
+    rho: dict[Item, Any] = {}
+    off: dict[Item, Any] = {}
+    d2h: dict[Item, Any] = {}
+    h2d: dict[Item, Any] = {}
+    end: dict[PassKey, Any] = {}
+    compute: dict[int, list[Any]] = {d: [] for d in range(instance.stages)}
+    engines: dict[int, tuple[list[Any], list[Any]]] = {d: ([], []) for d in range(instance.stages)}
+    memory: dict[int, tuple[list[Any], list[Any]]] = {d: ([], []) for d in range(instance.stages)}
+    least: dict[int, tuple[list[Any], list[int]]] = {d: ([], []) for d in range(instance.stages)}
+    holds: dict[int, list[Any]] = {}
+    lone: dict[int, int] = {}
+    after: dict[int, int] = {}
+    tails_: dict[int, list[Any]] = {}
+    for k in range(K):
+        dev = instance.device(k)
+        L = instance.layers(k)
+        t_b, t_r1 = _n(instance.t_b(k), q), _n(instance.t_r(k) / L, q) if instance.allow_recompute else 0
+        a, a_w = _n(instance.a(k), g), _n(instance.a_w(k), g)
+        share = _n((instance.a(k) - instance.a_c(k)) / L, g) if instance.allow_recompute else 0
+        a_o = _n(instance.a_o(k), g) if instance.allow_offload else 0
+        # (M6) what every mode holds at least: h on the hold, all of a during B, a_W after
+        h = min([a] + ([a - L * share] if instance.allow_recompute else [])
+                + ([a - a_o] if instance.allow_offload else []))
+        for j in range(m):
+            i = (k, j)
+            f, b = ("F", k, j), ("B", k, j)
+            r = model.NewIntVar(0, L if instance.allow_recompute else 0, f"rho_{k}_{j}")
+            o = model.NewBoolVar(f"o_{k}_{j}") if instance.allow_offload else model.NewConstant(0)
+            model.Add(r + L * o <= L)
+            rho[i], off[i] = r, o
+            for x in kinds:
+                key = (x, k, j)
+                if x != "B":
+                    d = _n(instance.duration(key), q)
+                    end[key] = start[key] + d
+                    compute[dev].append(model.NewFixedSizeIntervalVar(start[key], d, ""))
+                    model.Add(end[key] <= C)  # (M5)
+            end[b] = model.NewIntVar(0, H, f"E_B_{k}_{j}")
+            model.Add(end[b] <= C)  # (M5)
+            size = model.NewIntVar(t_b, t_b + t_r1 * L, "")
+            b_any = model.NewIntervalVar(start[b], size, end[b], "")
+            hold = model.NewIntervalVar(start[f], model.NewIntVar(0, H, ""), end[b], "")
+            model.Add(size == t_b + t_r1 * r)
+            compute[dev].append(b_any)
+            level = model.NewIntVar(0, a, "")  # what the item holds from F's start to B's end
+            model.Add(level == a - share * r - a_o * o)
+            retained = [(b_any, share * r), (hold, level)]
+            weight = None
+            if instance.split_backward and a_w:
+                w = ("W", k, j)
+                weight = model.NewIntervalVar(end[b], model.NewIntVar(0, H, ""), end[w], "")
+                retained.append((weight, a_w))
+            if instance.allow_offload:
+                tau_d, tau_u = _n(instance.tau_d(k), q), _n(instance.tau_u(k), q)
+                d2h[i] = model.NewIntVar(0, H, f"D_{k}_{j}")
+                h2d[i] = model.NewIntVar(0, H, f"U_{k}_{j}")
+                model.Add(d2h[i] >= end[f]).OnlyEnforceIf(o)  # (M3)
+                model.Add(h2d[i] >= d2h[i] + tau_d).OnlyEnforceIf(o)
+                model.Add(start[b] >= h2d[i] + tau_u).OnlyEnforceIf(o)
+                engines[dev][0].append(model.NewOptionalFixedSizeIntervalVar(d2h[i], tau_d, o, ""))
+                engines[dev][1].append(model.NewOptionalFixedSizeIntervalVar(h2d[i], tau_u, o, ""))
+                out = model.NewOptionalIntervalVar(start[f], model.NewIntVar(0, H, ""), d2h[i] + tau_d, o, "")
+                back = model.NewOptionalIntervalVar(h2d[i], model.NewIntVar(0, H, ""), end[b], o, "")
+                retained += [(out, a_o), (back, a_o)]
+            for interval, demand in retained:
+                memory[dev][0].append(interval)
+                memory[dev][1].append(demand)
+            least[dev][0].extend([hold, b_any])
+            least[dev][1].extend([h, a - h])
+            if weight is not None:
+                least[dev][0].append(weight)
+                least[dev][1].append(a_w)
+            holds.setdefault(k, []).append(hold)
+            if weight is not None:
+                tails_.setdefault(k, []).append(
+                    model.NewIntervalVar(start[b], model.NewIntVar(0, H, ""), end[w], ""))
+        lone[k] = a + h  # a B's level beside another item of its stage between F and B
+        after[k] = a + a_w  # a B's level beside another item of its stage between B and W
+    for x in instance.passes():  # (M1) data flow
+        for y, c in instance.predecessors(x):
+            model.Add(start[x] >= end[y] + _n(c, q))
+        if x in tail:  # C >= S_x + q_x
+            model.Add(start[x] + math.ceil(tail[x] / q - _EPS) <= C)
+    fifo = fifo_is_lossless(instance)
+    for x in instance.passes():  # first lane; every lane where FIFO is lossless
+        kind, k, j = x
+        if j + 1 < m and (fifo or (kind, k) == ("F", 0)):
+            model.Add(start[(kind, k, j + 1)] >= end[x])
+    for d in range(instance.stages):
+        model.AddNoOverlap(compute[d])  # (M2)
+        if instance.allow_offload:
+            model.AddNoOverlap(engines[d][0])  # (M3)
+            model.AddNoOverlap(engines[d][1])
+        if instance.memory_cap_bytes is not None:  # (M4)
+            cap = math.floor(instance.cap_room(d) / g + 1e-9)
+            model.AddCumulative(memory[d][0], memory[d][1], cap)
+            if redundant:
+                model.AddCumulative(least[d][0], least[d][1], cap)  # (M6)
+                for k in instance.stages_on(d):
+                    if lone[k] > cap:
+                        model.AddNoOverlap(holds[k])  # (M7)
+                    if after[k] > cap and k in tails_:
+                        model.AddNoOverlap(tails_[k])  # (M7)
+    model.Minimize(C)
+    built = Built(model, start, rho, off, d2h, h2d, C, q, H, LB)
+    if hint is not None:
+        _hint(instance, built, hint)
+    return built
+
+
+def _hint(instance: Instance, built: Built, hint: Solution) -> None:
+    """A first-lane schedule as CP-SAT's hint (ignored where it does not parse)."""
+    timed, bad = parse(instance, hint)
+    if timed is None or bad:
+        return
+    model, q = built.model, built.q
+    for x, var in built.start.items():
+        model.AddHint(var, round(timed.start[x] / q))
+    for i, var in built.rho.items():
+        model.AddHint(var, instance.recomputed(i[0], timed.modes.get(i, KEEP)))
+    for i, var in built.off.items():
+        if instance.allow_offload:
+            model.AddHint(var, int(timed.modes.get(i, KEEP) == OFFLOAD))
+    for i in built.d2h:
+        if i in timed.d2h:
+            model.AddHint(built.d2h[i], round(timed.d2h[i] / q))
+            model.AddHint(built.h2d[i], round(timed.h2d[i] / q))
+    model.AddHint(built.makespan, round(timed.makespan(instance) / q))
+
+
+def extract(instance: Instance, built: Built, solver: Any) -> Solution:
+    """The schedule of the solver's values, in seconds, with modes and copies."""
+    q = built.q
+    modes: dict[Item, str] = {}
+    d2h: dict[Item, float] = {}
+    h2d: dict[Item, float] = {}
+    for i, var in built.rho.items():
+        r = solver.Value(var)
+        if r:
+            modes[i] = instance.recompute_mode(i[0], r)
+        if instance.allow_offload and solver.Value(built.off[i]):
+            modes[i] = OFFLOAD
+            d2h[i] = solver.Value(built.d2h[i]) * q
+            h2d[i] = solver.Value(built.h2d[i]) * q
+    start = {x: solver.Value(v) * q for x, v in built.start.items()}
+    return to_solution(instance, Timed(start=start, modes=modes, d2h=d2h, h2d=h2d))
+
+
+def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
+          incumbent: Solution | None = None) -> ExactOutcome:
+    """Model M from the warm start ``incumbent`` (a checked first-lane schedule: horizon and hint;
+    without it the serial bound is the horizon) and the dual bound, solved by CP-SAT on
+    ``options.threads`` workers within what is left of ``options.time_limit``. ``watch(primal,
+    dual)`` hears every incumbent and bound (seconds); a Ctrl-C ends the search with its incumbent."""
+    t0 = time.perf_counter()
+    warm = incumbent
+    value = serial_bound(instance) if warm is None else float(warm["objective"])
+    floor = lower_bound(instance)
+    built = None if math.isinf(floor) else build(instance, value, floor, warm)
+    t_build = time.perf_counter() - t0
+    if built is None or built.infeasible:
+        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
+    if warm is not None and built.floor >= built.horizon:  # the bound meets the heuristic
+        return cp_route.exact_outcome(warm, Termination.OPTIMAL, value, t_build, 0.0)
+    if watch is not None:
+        watch(value if warm is not None else None, built.floor * built.q)
+    left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
+    result = cp_route.solve(built.model, replace(options, time_limit=left), scale=built.q, watch=watch)
+    solver = result.solver
+    solution = warm
+    if result.objective is not None and (warm is None or result.objective < value - _EPS * built.q):
+        solution = extract(instance, built, solver)
+    spent = (t_build, result.solve, result.branches)
+    if result.termination is Termination.OPTIMAL:
+        return cp_route.exact_outcome(solution, Termination.OPTIMAL, result.bound, *spent)
+    if result.termination is Termination.INFEASIBLE:
+        if warm is not None:
+            raise RuntimeError("Model M is infeasible although a heuristic schedule fits its horizon")
+        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, *spent)
+    bound = max(built.floor, solver.BestObjectiveBound()) * built.q
+    return cp_route.exact_outcome(solution, result.termination, bound, *spent)

@@ -1,0 +1,85 @@
+"""Model M (the CP-SAT constraint program with recompute and offload,
+:mod:`coopt.problems.pipeline.cpmodes`), pipeline's ``exact`` method on recompute / offload grid
+instances: its optimum against the oracle (order enumeration, or the time-indexed Model T where
+copies are continuous; neither shares a row with it), against Model P's proven optima and the
+research note's I1 value, and the dispatch of ``exact``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from coopt.errors import UsageError
+from coopt.instance import load
+from coopt.problem import SolveOptions, close
+from coopt.problems.pipeline import PROBLEM, cpmodes, cpsat
+from coopt.problems.pipeline import model as pm
+from coopt.problems.pipeline.brute import optimum, tiny
+from coopt.problems.pipeline.warm import incumbent
+from coopt.run import run
+from coopt.shipped import instances_dir
+
+OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
+
+#: Oracle seeds with recompute or offload whose oracle answers in well under a second.
+SEEDS = [0, 5, 6, 7, 9, 10, 11, 12, 16, 17, 23, 24, 25, 27, 29, 30, 34, 35, 36, 38]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_model_m_equals_the_oracle(seed):
+    """Same optimum (or same infeasibility) as the oracle, with and without the warm start; the
+    schedule returned is accepted by the checker and worth what it claims."""
+    instance = tiny(seed)
+    assert cpmodes.applies(instance) and not cpsat.applies(instance)
+    expected = optimum(instance)
+    for warm in (incumbent(instance)[1], None):
+        outcome = cpmodes.solve(instance, OPTIONS, incumbent=warm)
+        if expected is None:
+            assert outcome.status == "infeasible", (seed, outcome)
+            continue
+        assert outcome.status == "optimal", (seed, outcome)
+        assert pm.check(instance, outcome.solution) == []
+        assert close(pm.objective(instance, outcome.solution), expected), (seed, expected, outcome)
+
+
+#: Model P's proven optima (``coopt solve FILE --method milp``), and I1 at cap 6 GB, whose optimum
+#: 29 the research note gives (research-pipeline-memory.md, I1).
+PROVEN = {
+    "0-p2m3-offload": 13.0,
+    "0-p3m3-offload-overtake": 22.0,
+    "0-p3m4-recompute": 16.0,
+    "0-p3m4-v2-cap6": 13.0,  # keep-only with two chunks: Model M with FIFO lanes
+    "1-i1-p4m8-cap6": 29.0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROVEN))
+def test_exact_on_shipped_mode_files_is_model_m_and_proves_the_known_optimum(name):
+    instance = load(instances_dir() / "pipeline" / f"{name}.toml").instance
+    assert PROBLEM.runs_exact(instance) and cpmodes.applies(instance)
+    report = run(PROBLEM, instance, "exact", OPTIONS)
+    assert report.solver["name"] == "cp-sat"
+    assert report.status == "optimal" and report.check["feasible"], report.check
+    assert report.objective == pytest.approx(PROVEN[name])
+
+
+def test_model_m_declines_what_it_cannot_model_exactly():
+    """Keep-only one-chunk instances stay with Model S, the per-stage span and off-grid times
+    with Model P."""
+    base = pm.generate_modes(0, 3, "both")
+    assert cpmodes.applies(base)
+    assert not cpmodes.applies(pm.generate(0, 3))
+    assert not cpmodes.applies(replace(base, objective="stage_span"))
+    assert not cpmodes.applies(replace(base, d2h_s=(1 / 3,) * 3))
+    assert not PROBLEM.runs_exact(replace(base, d2h_s=(1 / 3,) * 3))
+
+
+@pytest.mark.parametrize("family", pm.MODE_FAMILIES)
+def test_mode_families_allow_their_modes(family):
+    instance = pm.generate_modes(1, 2, family)
+    assert instance.allow_recompute == (family != "offload")
+    assert instance.allow_offload == (family != "recompute")
+    assert cpmodes.applies(instance)
+    with pytest.raises(UsageError):
+        pm.generate_modes(1, 2, "swap")
