@@ -38,6 +38,7 @@ from coopt.output import output_path, write_atomic
 from coopt.problem import Problem, SolveOptions
 from coopt.run import SolveReport, run
 from coopt.shipped import resolve
+from coopt.solvers import pyomo_route
 
 __all__ = [
     "CooptError",
@@ -160,7 +161,9 @@ def solve(item: Loaded | str | PathLike[str], method: str = "exact", *, options:
     ``item`` is a :class:`Loaded` (from :func:`load`, :func:`from_dict`, :func:`generate`) or a file
     or shipped name. ``method`` is one of :func:`methods`. Options are a :class:`SolveOptions` or its
     fields as keywords: ``time_limit`` (seconds, default none), ``gap`` (relative, 1e-6),
-    ``threads`` (1), ``seed`` (0), ``memory_limit`` (bytes, default none)."""
+    ``threads`` (1), ``seed`` (0), ``memory_limit`` (bytes, default none), ``solver`` (the MILP solver
+    of the exact routes: "highs", the default, or one of ``coopt solve --solver``'s names; an unknown
+    one, or one whose package is not installed, raises :class:`UsageError` before any work)."""
     if not isinstance(item, Loaded):
         item = load(item)
     if options is not None and settings:
@@ -168,7 +171,7 @@ def solve(item: Loaded | str | PathLike[str], method: str = "exact", *, options:
     try:
         chosen = options or SolveOptions(**settings)
     except TypeError:
-        known = "time_limit, gap, threads, seed, memory_limit"
+        known = "time_limit, gap, threads, seed, memory_limit, solver"
         raise UsageError(f"solve() takes the settings {known}; got {', '.join(sorted(settings))}") from None
     _check(chosen)
     if method not in item.problem.all_methods:
@@ -192,6 +195,9 @@ def _check(options: SolveOptions) -> None:
         value = getattr(options, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise bad(name, "an integer >= 0")
+    if not isinstance(options.solver, str):
+        raise bad("solver", "a solver's name")
+    pyomo_route.check(options.solver)
 
 
 def generate(problem: str, seed: int = 0, size: int = 1) -> Loaded:

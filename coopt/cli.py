@@ -250,6 +250,7 @@ def _stopped_like_ctrl_c() -> Iterator[None]:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from coopt.commands import _drawing as plot_command
     from coopt.commands import leave_solver_threads
     from coopt.console import err
     from coopt.limits import STOP, finish_abandoned, stoppable
@@ -258,8 +259,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     options = _options(args)
     json_target = output_path(args.json, "--json") if args.json else None
+    picture = plot_command.image_target(args.plot, "--plot") if args.plot else None
     loaded = load_all(args.files)  # validate everything before solving anything
     plan = [(item, m) for item in loaded for m in _methods(item, args.method)]
+    if picture is not None:
+        if len(plan) != 1:
+            raise UsageError(f"--plot draws one run: give one file and one method, not {len(plan)} runs")
+        plot_command.check_drawable(*plan[0])
     limit = f"{options.time_limit:g} s" if options.time_limit else "none"
     err.print(f"coopt solve: {len(loaded)} file(s), {len(plan)} run(s); time limit per exact solve {limit} "
               "(--time-limit); Ctrl-C stops and keeps what finished", highlight=False)
@@ -286,7 +292,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         finish_abandoned(130)
         leave_solver_threads(130)
         return 130
-    return _exit_status(reports)
+    status = _exit_status(reports)
+    if picture is not None and not plot_command.draw(plan[0][0], reports[0], picture, args.plot):
+        return 1
+    return status
 
 
 def _write_reports(target: Path | None, shown: str, reports, interrupted: bool = False) -> None:
@@ -655,7 +664,8 @@ def _solve_options(p: argparse.ArgumentParser, time_limit: float | None) -> None
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the MILP solver and heuristics")
     p.add_argument("--solver", default="highs", metavar="NAME",
                    help="MILP solver of the exact routes, through Pyomo: highs (default), gurobi "
-                        "(pip install gurobipy), scip (pip install pyscipopt)")
+                        "(pip install gurobipy), scip (pip install pyscipopt), cplex (pip install cplex), "
+                        "xpress (pip install xpress), cbc (the cbc executable)")
     p.add_argument("--max-memory", type=float, default=None, metavar="GIB",
                    help=f"stop a model build or heuristic above this resident memory "
                         f"(default {int(100 * DEFAULT_MEMORY_SHARE)} %% of the machine's)")
@@ -682,6 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exact, milp, a heuristic, bound, a comma list, or all (default exact)")
     _solve_options(p, DEFAULT_TIME_LIMIT)
     p.add_argument("--json", metavar="OUT", help="write the reports as a JSON list (- for standard output)")
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="draw the checked solution as coopt plot does (.png, .pdf or .svg; one file and "
+                        "one method)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("check", help="run the problem's checker on a saved solution or solve report")

@@ -656,3 +656,194 @@ def test_resuming_results_of_another_revision_is_refused(toys, tmp_path, capsys)
     assert code == 2
     assert "revision 0123456789ab" in capsys.readouterr().err
     assert results.read_text() == stale
+
+
+# -- readable numbers: what the report's figures and tables show -----------------------------
+
+
+def synthetic(problem: str, instance: str, method: str, kind: str, objective: float | None, *,
+              bound: float | None = None, status: str = "optimal", total: float = 0.1, family: str = "shipped",
+              size: int | None = None, numbers: int | None = None, seed: int = 0, sense: str = "min") -> dict:
+    """One results.jsonl row as the runner writes it, with only what the report reads."""
+    return {"key": f"{problem}|{instance}|{method}|seed={seed}", "problem": problem, "instance": instance,
+            "method": method, "kind": kind, "sense": sense, "seed": seed, "status": status,
+            "objective": objective, "bound": bound, "verdict": "ok" if objective is not None else "none",
+            "family": family, "size": size, "instance_numbers": numbers, "time_limit": 60.0,
+            "git_revision": "abc", "times": {"total": total, "build": 0.0, "handoff": 0.0, "solve": total},
+            "check": {"feasible": objective is not None, "violations": []}}
+
+
+def small_case_rows(problem: str, methods: tuple[str, ...], instance: str = "file:0-a.toml") -> list[dict]:
+    rows = [synthetic(problem, instance, "exact", "exact", 10.0, bound=10.0),
+            synthetic(problem, instance, "bound", "bound", None, bound=9.0, status="optimal")]
+    rows += [synthetic(problem, instance, m, "heuristic", 11.0 + i, total=0.01) for i, m in enumerate(methods)]
+    return rows
+
+
+def line_labels(fig) -> set[str]:
+    return {line.get_label() for ax in fig.axes for line in ax.get_lines()
+            if not line.get_label().startswith("_")}
+
+
+def test_performance_profiles_do_not_draw_the_bound():
+    """The old profiles compared every method, the dual bound too: a flat line at 0 (no solution)."""
+    from coopt.bench.report import profiles_figure
+
+    analysis = analyse(small_case_rows("p", ("greedy",)) + small_case_rows("p", ("greedy",), "file:0-b.toml"))
+    fig = profiles_figure(analysis.problems["p"])
+    assert line_labels(fig) == {"exact", "greedy"}
+    cases, costs = profile_costs(analysis.problems["p"], "quality")
+    assert len(cases) == 2 and set(costs) == {"exact", "greedy"}
+
+
+def test_a_method_has_one_look_in_every_problem_and_every_plot():
+    """``local_search`` is the 3rd method of one problem and the 2nd of the other; the old styles
+    were numbered by place in each problem's sorted list, so its colour changed between them."""
+    from coopt.bench.report import method_styles, profiles_figure
+
+    analysis = analyse(small_case_rows("one", ("greedy", "local_search")) + small_case_rows("two", ("local_search",)))
+    colours = []
+    for name in ("one", "two"):
+        fig = profiles_figure(analysis.problems[name])
+        colours.append({tuple(line.get_color()) for ax in fig.axes for line in ax.get_lines()
+                        if line.get_label() == "local_search"})
+    assert len(colours[0]) == 1 and colours[0] == colours[1]
+    chase, pipeline = (registry.get(n).all_methods for n in ("chase", "pipeline"))
+    assert method_styles(chase)["local_search"] == method_styles(pipeline)["local_search"]
+    for name in registry.names():  # within one problem: different looks, different colours where 20 suffice
+        methods = registry.get(name).all_methods
+        looks = [tuple(map(str, s.values())) for s in method_styles(methods).values()]
+        assert len(set(looks)) == len(methods), name
+        if len(methods) <= 20:
+            assert len({str(s["color"]) for s in method_styles(methods).values()}) == len(methods), name
+
+
+def legends_clear_of_axes(fig) -> bool:
+    fig.draw_without_rendering()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    boxes = [ax.get_window_extent() for ax in fig.axes if ax.axison]
+    assert legends and boxes
+    return not any(legend.get_window_extent().overlaps(box) for legend in legends for box in boxes)
+
+
+def scaling_rows(times: dict[str, list[float]], sizes=(4, 8, 16, 32)) -> list[dict]:
+    return [synthetic("s", f"generated:size={n}", m, "exact" if m == "exact" else "heuristic", 10.0,
+                      bound=10.0, total=t, family="scaling", size=n)
+            for m, ts in times.items() for n, t in zip(sizes, ts, strict=True)]
+
+
+def test_legends_sit_off_the_data():
+    """The old profiles put their legend at "lower right" inside each panel, the scaling plot at
+    "best" inside the axes: over the curves."""
+    from coopt.bench.report import profiles_figure, scaling_figure
+
+    analysis = analyse(small_case_rows("p", ("greedy", "local_search")))
+    assert legends_clear_of_axes(profiles_figure(analysis.problems["p"]))
+    problem = analyse(scaling_rows({"exact": [0.01, 0.1, 1.0, 10.0], "greedy": [0.002, 0.004, 0.008, 0.016]}))
+    figure = scaling_figure(problem.problems["s"], scaling_curves(problem.problems["s"]), 60.0)
+    assert legends_clear_of_axes(figure)
+
+
+def test_time_exponents_only_above_timer_resolution_and_over_a_decade():
+    """The old fit took any times: sub-millisecond noise gave exponents such as -0.41."""
+    from coopt.bench.report import EXPONENT_NOTE, resolved_fit, summary_table
+
+    assert resolved_fit([4, 8, 16, 32], [2e-4, 1e-4, 9e-5, 8e-5]) is None  # below 1 ms
+    assert resolved_fit([4, 8, 16, 32], [0.5, 0.6, 0.7, 0.8]) is None  # less than a decade
+    assert resolved_fit([4, 8, 16, 32], [5e-4, 0.002, 0.004, 0.0095]) is None  # 4.75x over the kept three
+    k, _ = resolved_fit([4, 8, 16, 32], [1e-4, 0.01, 0.04, 0.16])  # the sub-ms point is left out
+    assert k == pytest.approx(2.0)
+    analysis = analyse(scaling_rows({"exact": [0.01, 0.1, 1.0, 10.0], "noise": [3e-4, 1e-4, 2e-4, 1e-4]}))
+    cells = {line.split("|")[2].strip(): line.split("|")[9].strip()
+             for line in summary_table(analysis).splitlines()[2:]}
+    assert cells["noise"] == "-" and cells["exact"] == f"{math.log2(10):.2f}"  # ten times per doubling
+    assert "1 ms" in EXPONENT_NOTE and "10x" in EXPONENT_NOTE
+
+
+def test_certified_gaps_of_the_large_tier_from_a_results_file(tmp_path):
+    """A results file with two problems' large tiers: per case the best checked heuristic against
+    the best dual bound; per problem the worst (and its case) and the median, and how many cases'
+    bound is the optimum (a bound row whose ``solver.bound`` says so); the figure's points are
+    (instance size, gap in percent); the README's gap table gets the rows."""
+    from coopt.bench.report import GAPS_BEGIN, GAPS_END, certified_figure, certified_gaps
+
+    rows = []
+    for name, (numbers, bound, heuristics) in {
+        "2-a.toml": (300, 100.0, {"greedy": 104.0, "search": 101.0}),  # 1 %
+        "2-b.toml": (100, 50.0, {"greedy": 55.0, "search": 56.0}),  # 10 %, greedy the better
+        "2-c.toml": (200, 80.0, {"greedy": 82.0}),  # 2.5 %
+    }.items():
+        rows.append(synthetic("mini", f"file:{name}", "bound", "bound", None, bound=bound, family="large",
+                              numbers=numbers))
+        rows += [synthetic("mini", f"file:{name}", m, "heuristic", v, family="large", numbers=numbers)
+                 for m, v in heuristics.items()]
+    proved = synthetic("maxi", "generated:size=64", "bound", "bound", None, bound=200.0, family="large",
+                       size=64, numbers=900, sense="max")
+    proved["solver"] = {"name": "coopt.maxi.bound", "version": "0", "bound": "the optimum (DP): an exact method finished"}
+    rows.append(proved)
+    rows.append(synthetic("maxi", "generated:size=64", "greedy", "heuristic", 190.0, family="large",
+                          size=64, numbers=900, sense="max"))
+    rows += small_case_rows("maxi", ("greedy",))  # not in the tier: no gap
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    analysis = write_report(bench.read_results(results), tmp_path / "out")
+    gaps = certified_gaps(analysis.problems["mini"])
+    assert [(c.size, c.heuristic, round(c.gap, 9), c.against_optimum) for c in gaps] == [
+        (100, "greedy", 0.1, False), (200, "greedy", 0.025, False), (300, "search", 0.01, False)]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| mini | 10.00 % | 2-b.toml seed 0 (greedy) | 2.50 % (n=3) | 0/3 |" in report
+    assert "| maxi | 5.00 % (to the optimum) | generated:size=64 seed 0 (greedy) | 5.00 % (n=1) | 1/1 |" in report
+    assert (tmp_path / "out" / "certified-gaps.png").stat().st_size > 1000
+    fig = certified_figure(analysis)
+    points = {ax.get_title().split()[0]: [tuple(xy) for line in ax.get_lines() if line.get_gid() == "certified-gap"
+                                          for xy in line.get_xydata()] for ax in fig.axes if ax.axison}
+    assert points == {"maxi": [(900.0, pytest.approx(5.0))],
+                      "mini": [(100.0, pytest.approx(10.0)), (200.0, pytest.approx(2.5)), (300.0, pytest.approx(1.0))]}
+    squared = {ax.get_title().split()[0] for ax in fig.axes for line in ax.get_lines()
+               if line.get_gid() == "against-optimum"}
+    assert squared == {"maxi"}
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{README_BEGIN}\n{README_END}\n\n{GAPS_BEGIN}\n| problem | old |\n|---|---|\n"
+                      f"| mini | 1 |\n{GAPS_END}\nend\n")
+    with pytest.raises(ValueError, match="other columns"):  # an old gap table with other columns is kept
+        update_readme(readme, analyse([r for r in rows if r["problem"] == "maxi"]))
+    readme.write_text(f"{README_BEGIN}\n{README_END}\n\n{GAPS_BEGIN}\n{GAPS_END}\nend\n")
+    update_readme(readme, analysis)
+    text = readme.read_text()
+    assert "| mini | 10.00 % | 2-b.toml seed 0 (greedy) | 2.50 % (n=3) | 0/3 |" in text.split(GAPS_BEGIN)[1]
+    assert text.endswith(f"{GAPS_END}\nend\n")
+    gaps = text.split(GAPS_BEGIN)[1]
+    update_readme(readme, analyse(small_case_rows("mini", ("greedy",))))  # no large tier: the gaps stay
+    assert readme.read_text().split(GAPS_BEGIN)[1] == gaps
+
+
+def test_bench_solver_runs_the_milp_on_that_solver_and_never_mixes_solvers(toys, tmp_path, capsys):
+    """``--solver scip``: the MILP rows say scip (the report header too) with the optimum HiGHS finds;
+    the keys name the solver, so a folder of HiGHS rows is not taken for scip's (the rerun is refused
+    and the file is left as it was); an unknown solver is one line before any work."""
+    pytest.importorskip("pyscipopt")
+    runs = {}
+    for solver in ("highs", "scip"):
+        out = tmp_path / solver
+        assert cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--solver", solver,
+                         "--out", str(out)]) == 0
+        runs[solver] = {r["key"]: r for r in bench.read_results(out / bench.RESULTS)}
+        assert {r["milp_solver"] for r in runs[solver].values()} == {solver}
+        milp = [r for r in runs[solver].values() if r["method"] == "milp"]
+        assert len(milp) == 2 and all(r["solver"]["name"] == solver and r["status"] == "optimal" for r in milp)
+        assert f"MILP solver of the exact routes: {solver} " in (out / "report.md").read_text()
+    assert all(key.endswith("|solver=scip") for key in runs["scip"])
+    assert not set(runs["scip"]) & set(runs["highs"])
+    optimum = {(r["instance"], r["method"]): r["objective"] for r in runs["highs"].values()}
+    assert all(r["objective"] == pytest.approx(optimum[r["instance"], r["method"]], rel=1e-9)
+               for r in runs["scip"].values())
+    capsys.readouterr()
+    before = (tmp_path / "highs" / bench.RESULTS).read_text()
+    assert cli.main(["bench", "toy", "--family", "shipped-small", "--jobs", "1", "--solver", "scip",
+                     "--out", str(tmp_path / "highs")]) == 2
+    assert "--solver highs" in capsys.readouterr().err
+    assert (tmp_path / "highs" / bench.RESULTS).read_text() == before
+    assert cli.main(["bench", "toy", "--solver", "nosuch", "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown solver 'nosuch'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "none").exists()

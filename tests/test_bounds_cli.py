@@ -238,3 +238,22 @@ def test_no_admissible_root_is_a_usage_error():
     assert float(parabola(True).evaluate({"y": 5.0}, solve_for="x")) == pytest.approx(5.0)
     with pytest.raises(UsageError, match="no root for x"):
         parabola(False).evaluate({"y": 5.0}, solve_for="x")
+
+
+def test_plot_caption_keeps_every_digit_and_drops_only_the_dimensionless_unit(monkeypatch, tmp_path):
+    """The caption of the fixed values is read back from the figure `coopt bound --plot` draws. The
+    old caption ran ``.replace(" 1", "")`` over each "name = value unit" and turned M = 100 (unit
+    "1") into "M =00", h_nu = 1.28e-19 J into "h_nu =.28e-19 J" and C = 1e-11 F into "C =e-11 F"."""
+    from coopt.commands import bound as command
+
+    drawn = []
+    real = command.figure
+    monkeypatch.setattr(command, "figure", lambda *a: drawn.append(real(*a)) or drawn[-1])
+    for name, sweep in (("delocalized.accuracy", "E=1e-17:1e-15:5:log"), ("netcast.snr", "n=1:4:4")):
+        status = main(["bound", name, "--sweep", sweep, "--plot", str(tmp_path / "p.png")])
+        assert status == 0
+    captions = [text.get_text() for fig in drawn for text in fig.texts]
+    assert captions == [
+        "fixed: M = 100, h_nu = 1.28e-19 J, sigma_e = 520 electrons",
+        "fixed: C = 1e-11 F, M = 100, T = 300 K, eta = 1, sigma_adc = 0 electrons",
+    ]

@@ -256,3 +256,21 @@ def test_the_docs_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "docs/plots.md", "exec"), {})
     assert (tmp_path / "fabric.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_solve_plot_draws_what_coopt_plot_draws_and_only_a_checked_solution(tmp_path, capsys):
+    """``coopt solve FILE --plot OUT`` writes the very image ``coopt plot`` writes (same bytes); more
+    than one run, or ``bound``, is refused before any work; no solution means no image and exit 1."""
+    by_plot, by_solve = tmp_path / "plot.png", tmp_path / "solve.png"
+    assert main(["plot", "chase/0-topcuoglu-10x3", "--method", "heft", "-o", str(by_plot)]) == 0
+    assert main(["solve", "chase/0-topcuoglu-10x3", "--method", "heft", "--plot", str(by_solve)]) == 0
+    assert "heft" in capsys.readouterr().out  # the table is printed as without --plot
+    assert by_solve.read_bytes() == by_plot.read_bytes()
+    refused = tmp_path / "refused.png"
+    for argv, says in ((["--method", "heft,cpop"], "one run"), (["--method", "bound"], "not a solution")):
+        assert main(["solve", "chase/0-topcuoglu-10x3", *argv, "--plot", str(refused)]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0]
+    assert main(["solve", "pipeline/0-p3m4-cap6", "--method", "gpipe", "--plot", str(refused)]) == 1
+    assert "found no solution" in capsys.readouterr().err
+    assert not refused.exists()

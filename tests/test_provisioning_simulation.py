@@ -224,3 +224,30 @@ def test_the_highest_class_gains_most_when_it_may_be_degraded_most(six_node: P.I
     gains = [1 - q.blocked * b.arrivals / (b.blocked * q.arrivals) for b, q in zip(base.classes, qos.classes, strict=True)]
     assert qos.blocking.mean < base.blocking.mean
     assert gains == sorted(gains, reverse=gold_first), gains
+
+
+def test_simulate_plot_draws_a_measured_zero_on_the_axis_not_at_a_floor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read back from the figure `coopt simulate --plot` draws: at a light load the gold class blocks
+    nothing, and that zero is an open marker on the x axis (axes coordinate y = 0) beside a "0", not
+    a data point at 1e-5 as the old plot drew it (``max(mean, 1e-5)``) as if measured there."""
+    from coopt.cli import main
+    from coopt.commands import simulate as command
+
+    drawn = []
+    real = command.figure
+    monkeypatch.setattr(command, "figure", lambda points: drawn.append((points, real(points))) or drawn[-1][1])
+    status = main(["simulate", str(ROOT / "0-six-node-static.toml"), "--loads", "0.5,12", "--arrivals", "300",
+                   "--warmup", "50", "--policies", "qos_assured", "--plot", str(tmp_path / "bp.png"), "--quiet"])
+    assert status == 0
+    (points, fig), = drawn
+    zero_loads = {p.load_erlang for p in points if p.blocking[0].mean == 0}
+    assert zero_loads  # the case this test is about
+    ax = fig.axes[0]
+    on_axis = [line for line in ax.get_lines() if line.get_gid() == "measured-zero"]
+    assert {float(x) for line in on_axis for x in line.get_xdata()} == zero_loads
+    assert all(list(line.get_ydata()) == [0.0] * len(line.get_xdata()) for line in on_axis)
+    assert all(line.get_transform() == ax.get_xaxis_transform() for line in on_axis)
+    measured = [y for line in ax.get_lines() if line.get_gid() != "measured-zero" for y in line.get_ydata()]
+    assert measured and all(y > 0 and y != 1e-5 for y in measured)
+    assert "0" in [t.get_text() for t in ax.texts]

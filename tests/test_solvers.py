@@ -9,7 +9,6 @@ a solver whose package is not installed is skipped (CI installs both through the
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 from pathlib import Path
 
@@ -23,23 +22,22 @@ from coopt.solvers import highs, pyomo_route
 
 INSTANCES = Path(__file__).resolve().parent.parent / "coopt" / "instances"
 
-#: (shipped file, optimum): the MILP route itself (chase_arch, pipeline, topoopt), a pipeline model
-#: with a partial warm start, and exact methods that solve MILPs inside (provisioning's staged
-#: route, mixnet's one MILP per region, mixnet_plan's per-segment MILPs)
+#: (shipped file, method, optimum): the MILP route itself (chase_arch, pipeline's ``milp``, topoopt),
+#: a pipeline model with a partial warm start, and exact methods that solve MILPs inside
+#: (provisioning's staged route, mixnet's one MILP per region, mixnet_plan's per-segment MILPs)
 OPTIMA = [
-    ("chase_arch/0-one-rack-four-types.toml", 2506.0),
-    ("pipeline/0-p2m2-layers.toml", 10.0),
-    ("pipeline/0-p2m3-offload.toml", 13.0),
-    ("topoopt/0-exact-n6-d4.toml", 75.16931889080152),
-    ("provisioning/0-six-node-time-expanded.toml", 242.0),
-    ("mixnet/0-pareto-6-alpha2.toml", 233.7551835211946),
-    ("mixnet_plan/0-moe-2layers-4servers-25ms.toml", 0.06347292),
+    ("chase_arch/0-one-rack-four-types.toml", "exact", 2506.0),
+    ("pipeline/0-p2m2-layers.toml", "milp", 10.0),
+    ("pipeline/0-p2m3-offload.toml", "milp", 13.0),
+    ("topoopt/0-exact-n6-d4.toml", "exact", 75.16931889080152),
+    ("provisioning/0-six-node-time-expanded.toml", "exact", 242.0),
+    ("mixnet/0-pareto-6-alpha2.toml", "exact", 233.7551835211946),
+    ("mixnet_plan/0-moe-2layers-4servers-25ms.toml", "exact", 0.06347292),
 ]
 
 
 def installed(name: str) -> bool:
-    route = pyomo_route.SOLVERS.get(name)
-    return route is None or importlib.util.find_spec(route.module) is not None
+    return name == pyomo_route.DEFAULT or pyomo_route.missing(name) is None
 
 
 SOLVERS = [pytest.param(name, marks=pytest.mark.skipif(not installed(name), reason=f"{name} not installed"))
@@ -66,10 +64,10 @@ def counted(monkeypatch) -> list[str]:
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize(("name", "optimum"), OPTIMA, ids=[n for n, _ in OPTIMA])
-def test_every_solver_finds_the_same_optimum(solver, name, optimum, counted):
+@pytest.mark.parametrize(("name", "method", "optimum"), OPTIMA, ids=[n for n, _, _ in OPTIMA])
+def test_every_solver_finds_the_same_optimum(solver, name, method, optimum, counted):
     item = load(str(INSTANCES / name))
-    report = run(item.problem, item.instance, "exact", SolveOptions(time_limit=60, solver=solver))
+    report = run(item.problem, item.instance, method, SolveOptions(time_limit=60, solver=solver))
     assert report.status == "optimal"
     assert report.check["feasible"] is True, report.check
     assert math.isclose(report.objective, optimum, rel_tol=1e-6)
@@ -117,9 +115,10 @@ def test_an_unknown_solver_is_one_line_and_exit_2_before_any_work(command, capsy
     file = INSTANCES / "topoopt/0-exact-n6-d4.toml"
     argv = (["solve", file, "--json", out] if command == "solve"
             else ["sweep", file, "--set", "bandwidth_gbit_per_s=25:100:2", "--csv", out])
-    code, _, err = cli(capsys, *argv, "--solver", "cbc")
+    code, _, err = cli(capsys, *argv, "--solver", "glpk")
     assert code == 2
-    assert err.strip().splitlines() == ["coopt: error: --solver: unknown solver 'cbc'; known: highs, gurobi, scip"]
+    assert err.strip().splitlines() == [
+        "coopt: error: --solver: unknown solver 'glpk'; known: highs, cbc, cplex, gurobi, scip, xpress"]
     assert not out.exists()
 
 
@@ -167,3 +166,91 @@ def test_scip_gets_a_warm_start_only_where_every_discrete_variable_has_a_value()
     assert pyomo_route._warm_starts(model, scip)
     model.warm_start = False
     assert not pyomo_route._warm_starts(model, gurobi)
+
+
+@pytest.mark.parametrize(("solver", "says"), [
+    ("cplex", "the Python package 'cplex' is not installed (pip install cplex)"),
+    ("xpress", "the Python package 'xpress' is not installed (pip install xpress)"),
+    ("cbc", "the 'cbc' executable is not on PATH (install the cbc executable (coinor-cbc))"),
+])
+def test_the_classic_routes_name_what_is_missing_in_one_line(solver, says, capsys, tmp_path):
+    """CPLEX, Xpress and CBC go through Pyomo's classic interfaces; where the package or the
+    program is not installed, ``solve`` says which in one line, exit 2, and writes nothing."""
+    if installed(solver):
+        pytest.skip(f"{solver} is installed here")
+    out = tmp_path / "out.json"
+    code, _, err = cli(capsys, "solve", INSTANCES / "topoopt/0-exact-n6-d4.toml", "--solver", solver,
+                       "--json", out)
+    assert code == 2
+    assert err.strip().splitlines() == [f"coopt: error: --solver {solver}: {says}"]
+    assert not out.exists()
+
+
+def test_a_classic_result_reads_as_the_contrib_one():
+    """The classic results' termination conditions map onto the ones the HiGHS route reads."""
+    from pyomo.contrib.solver.common.results import SolutionStatus
+    from pyomo.contrib.solver.common.results import TerminationCondition as New
+    from pyomo.opt import TerminationCondition as Old
+
+    assert pyomo_route._termination(Old.optimal) == New.convergenceCriteriaSatisfied
+    assert pyomo_route._termination(Old.maxTimeLimit) == New.maxTimeLimit
+    assert pyomo_route._termination(Old.infeasible) == New.provenInfeasible
+    assert pyomo_route._termination(Old.error) == New.unknown
+    assert highs.termination_of(pyomo_route._termination(Old.maxTimeLimit)).name == "LIMIT"
+    assert pyomo_route._solution_status(New.maxTimeLimit, True) == SolutionStatus.feasible
+    assert pyomo_route._solution_status(New.convergenceCriteriaSatisfied, False) == SolutionStatus.noSolution
+
+
+@pytest.mark.skipif(not installed("scip"), reason="pyscipopt not installed")
+def test_scip_is_reported_with_scips_own_version():
+    """Pyomo 6.10's SCIP interface gives PySCIPOpt's version (6.3.0) as the solver's; the report
+    names SCIP's (10.0.x with that PySCIPOpt), as SCIP itself states it."""
+    import pyscipopt
+
+    major_minor = str(pyscipopt.Model().version()).split(".")[:2]
+    assert pyomo_route.version("scip").split(".")[:2] == major_minor
+    item = load(str(INSTANCES / "topoopt/0-exact-n6-d4.toml"))
+    result = highs.solve_model(item.problem.build(item.instance), SolveOptions(time_limit=60, solver="scip"))
+    assert result.solver_version.split(".")[:2] == major_minor
+
+
+def _classic_outcome(condition, lower_bound: float, monkeypatch) -> object:
+    """A classic interface's solve of min x (x integer in [0, 10]) that hands back x = 10 and
+    ``lower_bound``, read by the classic route; no solver runs."""
+    from types import SimpleNamespace
+
+    import pyomo.environ as pyo
+    from pyomo.opt import SolutionStatus, SolverStatus
+
+    model = pyo.ConcreteModel()
+    model.x = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
+    model.cost = pyo.Objective(expr=model.x)
+
+    class Solutions:
+        def __len__(self) -> int:
+            return 1
+
+        def __call__(self, index: int) -> object:
+            return SimpleNamespace(status=SolutionStatus.optimal)
+
+    legacy = SimpleNamespace(solver=SimpleNamespace(termination_condition=condition, status=SolverStatus.ok),
+                             problem=SimpleNamespace(lower_bound=lower_bound, upper_bound=10.0),
+                             solution=Solutions())
+    solver = SimpleNamespace(options={}, solve=lambda *a, **k: legacy, version=lambda: (2, 10, 12))
+    monkeypatch.setattr(model.solutions, "load_from", lambda results: model.x.set_value(10), raising=False)
+    return pyomo_route._classic_solve("cbc", pyomo_route.SOLVERS["cbc"], solver, model, SolveOptions(gap=1e-6))
+
+
+def test_an_optimal_classic_solve_reports_the_bound_its_claim_proves(monkeypatch):
+    """CBC can print its root relaxation's bound beside "optimal"; the optimality claim (within the
+    gap asked for) proves incumbent - gap, and that is the bound reported. A solve stopped by the
+    time limit keeps the bound the solver printed."""
+    from pyomo.opt import TerminationCondition as Old
+
+    optimal = _classic_outcome(Old.optimal, 5.0, monkeypatch)
+    assert optimal.incumbent_objective == 10.0
+    assert optimal.objective_bound == pytest.approx(10.0 - 1e-5, abs=1e-12)
+    stopped = _classic_outcome(Old.maxTimeLimit, 5.0, monkeypatch)
+    assert stopped.objective_bound == 5.0 and stopped.incumbent_objective == 10.0
+    tight = _classic_outcome(Old.optimal, 10.0, monkeypatch)  # a tighter printed bound is kept
+    assert tight.objective_bound == 10.0

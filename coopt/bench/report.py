@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -291,7 +292,8 @@ def _account(summary: MethodSummary, row: Row, ref: Reference) -> None:
 
 
 def profile_costs(problem: ProblemResults, kind: str) -> tuple[list[Case], dict[str, list[float | None]]]:
-    """Per-case costs for the Dolan-More profiles over the cases every method ran on.
+    """Per-case costs for the Dolan-More profiles over the cases every method ran on (every method
+    but the dual bound ``bound``, which has no solution to profile).
 
     ``time``: total seconds (floored at :data:`TIME_FLOOR`) of a success, where success means a
     proved optimum for an exact method and a checked solution for a heuristic. ``quality``:
@@ -299,11 +301,12 @@ def profile_costs(problem: ProblemResults, kind: str) -> tuple[list[Case], dict[
     by_case: dict[Case, dict[str, Row]] = defaultdict(dict)
     for row in problem.rows:
         by_case[_case(row)][row["method"]] = row
-    cases = sorted(c for c, found in by_case.items() if set(found) == set(problem.methods))
-    costs: dict[str, list[float | None]] = {m: [] for m in problem.methods}
+    methods = _profiled(problem)
+    cases = sorted(c for c, found in by_case.items() if set(methods) <= set(found))
+    costs: dict[str, list[float | None]] = {m: [] for m in methods}
     for case in cases:
         best = problem.references[case].best
-        for method in problem.methods:
+        for method in methods:
             row = by_case[case][method]
             ok = row["verdict"] == "ok"
             if kind == "time":
@@ -321,6 +324,29 @@ def _succeeded(row: Row, heuristics: set[str]) -> bool:
 
 def _mean_time(rows: Iterable[Row]) -> float:
     return statistics.fmean(r["times"]["total"] for r in rows)
+
+
+#: A time exponent is fitted only to sizes whose mean time is at least this (seconds): below it the
+#: timer measures call overhead and noise, not the method's growth.
+EXPONENT_FLOOR = 1e-3
+#: ... and only when the fitted times span at least this ratio (a decade); a flatter curve gives an
+#: exponent that is noise around zero.
+EXPONENT_SPAN = 10.0
+EXPONENT_NOTE = (f"time exponent '-': fewer than two sizes at or above {EXPONENT_FLOOR * 1e3:g} ms, or "
+                 f"times spanning less than {EXPONENT_SPAN:g}x there (a fit would be timer noise)")
+
+
+def resolved_fit(sizes: Sequence[int], times: Sequence[float]) -> tuple[float, float] | None:
+    """The power-law fit (k, a) of t ~ a n^k over the sizes whose time is at least
+    :data:`EXPONENT_FLOOR`, when at least two such sizes remain and their times span at least
+    :data:`EXPONENT_SPAN`; else None (reported as "-")."""
+    kept = [(n, t) for n, t in zip(sizes, times, strict=True) if t >= EXPONENT_FLOOR]
+    if len({n for n, _ in kept}) < 2:
+        return None
+    fitted = [t for _, t in kept]
+    if max(fitted) < EXPONENT_SPAN * min(fitted):
+        return None
+    return fit_power_law([n for n, _ in kept], fitted)
 
 
 @dataclass
@@ -349,7 +375,7 @@ def scaling_curves(problem: ProblemResults) -> list[Curve]:
         times = [_mean_time(per_size[s]) for s in sizes]
         if per_size:
             curves.append(
-                Curve(method, sizes, times, fit_power_law(sizes, times) if sizes else None, stopped)
+                Curve(method, sizes, times, resolved_fit(sizes, times), stopped)
             )
     return curves
 
@@ -405,29 +431,74 @@ def _outcome(rows: Sequence[Row]) -> str:
     return "solved"
 
 
-#: Each method of a plot gets its own colour, marker and dash: 20 colours, 10 markers, 4 dashes,
-#: combined so that no two of a problem's methods share all three (pipeline has over ten).
+#: A method's look: one of 20 colours, 10 markers and 4 dashes. The look is keyed by the method's
+#: name alone, so a method has the same look in every plot of every problem (see method_styles).
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">")
 DASHES = ("-", "--", "-.", ":")
+COLOURS = 20
+SLOTS = COLOURS * len(MARKERS)
 
 
-def method_styles(methods: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """A distinct (colour, marker, line style) for every method, stable in the sorted order."""
+def _slot_look(slot: int) -> dict[str, Any]:
     import matplotlib
 
     colours = matplotlib.colormaps["tab20"].colors
-    return {
-        m: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": DASHES[(i // len(MARKERS)) % len(DASHES)]}
-        for i, m in enumerate(sorted(methods))
-    }
+    group = slot // COLOURS
+    return {"color": colours[slot % COLOURS], "marker": MARKERS[group % len(MARKERS)],
+            "linestyle": DASHES[group % len(DASHES)]}
 
 
-def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
+def _assign_slots(names: Iterable[str], peers: dict[str, set[str]], slots: dict[str, int]) -> None:
+    """Give each of ``names`` (in sorted order) a slot not yet in ``slots``: the first free one
+    from the hash of its name on, preferring a colour none of its ``peers`` (the methods that share a
+    plot with it) has yet."""
+    for name in sorted(set(names) - set(slots)):
+        start = zlib.crc32(name.encode()) % SLOTS
+        taken = set(slots.values())
+        free = [k for k in ((start + j) % SLOTS for j in range(SLOTS)) if k not in taken]
+        used = {slots[p] % COLOURS for p in peers.get(name, ()) if p in slots}
+        slots[name] = next((k for k in free if k % COLOURS not in used), free[0] if free else start)
+
+
+def _registry_slots() -> dict[str, int]:
+    """A slot per method name of every registered problem: the methods of one problem get
+    different colours where 20 colours suffice, and always different looks."""
+    from coopt import registry
+
+    peers: dict[str, set[str]] = defaultdict(set)
+    for name in registry.names():
+        methods = set(registry.get(name).all_methods)
+        for method in methods:
+            peers[method] |= methods - {method}
+    slots: dict[str, int] = {}
+    _assign_slots(peers, peers, slots)
+    return slots
+
+
+def method_styles(methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A (colour, marker, line style) per method, keyed by the method's name over the registry's
+    full method list, so that ``local_search`` looks the same in chase's and in pipeline's plots.
+    A name no registered problem has gets a look no registered name has, distinct from the other
+    ``methods``."""
+    slots = _registry_slots()
+    mine = set(methods)
+    _assign_slots(mine, {m: mine - {m} for m in mine}, slots)
+    return {m: _slot_look(slots[m]) for m in methods}
+
+
+def _profiled(problem: ProblemResults) -> list[str]:
+    """The methods a performance profile compares: every one but the dual bound (a number, not a
+    solution: it has neither a success time nor a quality)."""
+    return [m for m in problem.methods if problem.summaries[m].kind != "bound"]
+
+
+def profiles_figure(problem: ProblemResults) -> Any | None:
+    """The time and quality profiles of ``problem`` on a new matplotlib ``Figure`` (None when there
+    is no case to profile). One legend for both panels, to the right of them, off the data."""
     from matplotlib.figure import Figure
 
     styles = method_styles(problem.methods)
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    fig = Figure(figsize=(11, 4), layout="constrained")
     drawn = False
     for ax, kind, title in zip(
         fig.subplots(1, 2),
@@ -454,20 +525,31 @@ def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
         ax.set_xlabel("tau (ratio to the best method)")
         ax.set_ylabel("fraction of cases with ratio <= tau")
         ax.set_title(f"{title}, {len(cases)} cases", fontsize=9)
-        ax.legend(fontsize=7, loc="lower right", ncols=2 if len(ratios) > 8 else 1)
+        if not drawn:
+            handles, labels = ax.get_legend_handles_labels()
+            fig.legend(handles, labels, loc="outside right upper", fontsize=7,
+                       ncols=2 if len(labels) > 12 else 1)
         drawn = True
     fig.suptitle(f"{problem.name}: Dolan-More performance profiles")
-    if drawn:
+    return fig if drawn else None
+
+
+def _plot_profiles(problem: ProblemResults, path: Path) -> bool:
+    fig = profiles_figure(problem)
+    if fig is not None:
         fig.savefig(path, dpi=110)
-    return drawn
+    return fig is not None
 
 
-def _plot_scaling(problem: ProblemResults, curves: Sequence[Curve], limit: float | None, path: Path) -> bool:
+def scaling_figure(problem: ProblemResults, curves: Sequence[Curve], limit: float | None) -> Any | None:
+    """Time against size per method on a new matplotlib ``Figure`` (None without curves); the legend
+    to the right of the axes, off the data. A method's label carries its exponent only where
+    :func:`resolved_fit` gives one."""
     from matplotlib.figure import Figure
 
     if not curves:
-        return False
-    fig = Figure(figsize=(6, 4.5), layout="constrained")
+        return None
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.subplots()
     styles = method_styles(problem.methods)
     sizes = set()
@@ -495,9 +577,140 @@ def _plot_scaling(problem: ProblemResults, curves: Sequence[Curve], limit: float
     ax.set_xlabel("instance size (generator scale)")
     ax.set_ylabel("mean total time [s]")
     ax.set_title(f"{problem.name}: scaling, fitted t ~ size^k (x: not solved / not proved)", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.savefig(path, dpi=110)
-    return True
+    fig.legend(loc="outside right upper", fontsize=8)
+    return fig
+
+
+def _plot_scaling(problem: ProblemResults, curves: Sequence[Curve], limit: float | None, path: Path) -> bool:
+    fig = scaling_figure(problem, curves, limit)
+    if fig is not None:
+        fig.savefig(path, dpi=110)
+    return fig is not None
+
+
+# -- certified gaps at the papers' scale -----------------------------------------------------
+
+
+def in_large_tier(row: Row) -> bool:
+    """A row of the ``large`` tier: run by that family, or on a shipped ``2-*`` (paper-scale) file."""
+    return row.get("family") == "large" or str(row.get("instance", "")).startswith("file:2-")
+
+
+@dataclass
+class CertifiedCase:
+    """One large-tier case: the best checked heuristic, the best dual bound (a proven optimum where
+    one is known: the tightest bound there is) and the certified gap |heuristic - bound| / |bound|."""
+
+    case: Case
+    size: float  # the instance's size measure (see certified_gaps)
+    heuristic: str
+    objective: float
+    bound: float
+    gap: float
+    #: the bound is the optimum: an exact method proved it, or the problem's ``bound`` says so (its
+    #: row's ``solver.bound``: an exact method inside the bound finished), so the gap is the true one
+    against_optimum: bool = False
+
+
+def certified_gaps(problem: ProblemResults) -> list[CertifiedCase]:
+    """The certified gap of every large-tier case of ``problem`` that has both a checked heuristic
+    solution and a dual bound, in the order of their size. Size is the count of numbers in the
+    instance (``instance_numbers``, the one size measure every problem's rows carry), else the
+    generator size, else the case's place in file order."""
+    by_case: dict[Case, list[Row]] = defaultdict(list)
+    for row in problem.rows:
+        if in_large_tier(row):
+            by_case[_case(row)].append(row)
+    found = []
+    for order, (case, rows) in enumerate(sorted(by_case.items())):
+        ref = problem.references[case]
+        bound = ref.optimum if ref.optimum is not None else ref.bound
+        checked = [r for r in rows if r["method"] in problem.heuristics and r["verdict"] == "ok"]
+        if bound is None or not checked:
+            continue
+        best = checked[0]
+        for r in checked[1:]:
+            if _better(problem.sense, r["objective"], best["objective"]):
+                best = r
+        gap = abs(best["objective"] - bound) / abs(bound) if bound else (0.0 if best["objective"] == 0
+                                                                          else math.inf)
+        size = next((float(r[k]) for k in ("instance_numbers", "size") for r in rows
+                     if r.get(k) is not None), float(order))
+        optimum = ref.optimum is not None or any(
+            r["method"] == "bound" and (r.get("solver") or {}).get("bound") and r.get("bound") is not None
+            and close(r["bound"], bound) for r in rows)
+        found.append(CertifiedCase(case, size, best["method"], best["objective"], bound, gap, optimum))
+    return sorted(found, key=lambda c: (c.size, c.case))
+
+
+#: The certified gap the papers' scale is held to: within 2 % of the best possible.
+CERTIFIED_TARGET = 0.02
+CERTIFIED_NOTE = ("certified gap = |best checked heuristic - best dual bound| / |bound| per large-tier case "
+                  "(the bound is a proven optimum where one is known); worst case and median per problem; "
+                  "'to the optimum': the bound is the optimum (an exact method proved it, or the problem's "
+                  "bound ran one to its end), so the gap is the true one")
+
+
+def certified_table(analysis: Analysis, problems: Sequence[str] | None = None) -> str:
+    """Per problem (all, or ``problems``), over the large tier: the worst certified gap and its case,
+    and the median."""
+    body = []
+    for name, problem in analysis.problems.items():
+        if problems is not None and name not in problems:
+            continue
+        gaps = certified_gaps(problem)
+        if not gaps:
+            body.append([problem.name, "-", "- (no large-tier case with a heuristic and a bound)", "-", "-"])
+            continue
+        worst = max(gaps, key=lambda c: c.gap)
+        body.append([
+            problem.name,
+            f"{100 * worst.gap:.2f} %" + (" (to the optimum)" if worst.against_optimum else ""),
+            f"{worst.case[1].removeprefix('file:')} seed {worst.case[2]} ({worst.heuristic})",
+            f"{100 * statistics.median(c.gap for c in gaps):.2f} % (n={len(gaps)})",
+            f"{sum(c.against_optimum for c in gaps)}/{len(gaps)}",
+        ])
+    return _table(["problem", "worst certified gap (large tier)", "on", "median over the tier",
+                   "cases whose bound is the optimum"], body)
+
+
+def certified_figure(analysis: Analysis) -> Any | None:
+    """A panel per problem with large-tier cases: certified gap (percent) against instance size,
+    the worst case ringed and named in the panel's title, the cases whose bound is the optimum in a
+    square, the 2 % target dashed; None when no problem has such a case."""
+    from matplotlib.figure import Figure
+
+    panels = [(p, gaps) for p in analysis.problems.values() if (gaps := certified_gaps(p))]
+    if not panels:
+        return None
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=(4.2 * cols, 3.3 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, (problem, gaps) in zip(axes.flat, panels, strict=False):
+        ax.plot([c.size for c in gaps], [100 * c.gap for c in gaps], linestyle="none", marker="o",
+                gid="certified-gap")
+        exact = [c for c in gaps if c.against_optimum]
+        if exact:  # the gap to the optimum itself: a square around the point
+            ax.plot([c.size for c in exact], [100 * c.gap for c in exact], linestyle="none", marker="s",
+                    markersize=9, fillstyle="none", color="tab:green", gid="against-optimum")
+        worst = max(gaps, key=lambda c: c.gap)
+        ax.plot([worst.size], [100 * worst.gap], linestyle="none", marker="o", markersize=11,
+                fillstyle="none", color="tab:red", gid="worst-case")
+        ax.axhline(100 * CERTIFIED_TARGET, color="grey", linestyle="--", linewidth=1)
+        if min(c.size for c in gaps) > 0 and max(c.size for c in gaps) > 10 * min(c.size for c in gaps):
+            ax.set_xscale("log")
+        ax.set_ylim(bottom=0.0)
+        ax.set_title(f"{problem.name} ({len(gaps)} cases)\nworst (ringed): "
+                     f"{worst.case[1].removeprefix('file:')}", fontsize=8)
+        ax.set_xlabel("instance size (numbers in the instance)", fontsize=8)
+        ax.set_ylabel("certified gap [%]", fontsize=8)
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_axis_off()
+    fig.suptitle(f"certified gap of the best heuristic to the best dual bound, large tier "
+                 f"(dashed: {100 * CERTIFIED_TARGET:g} %; square: the bound is the optimum)", fontsize=10)
+    return fig
 
 
 # -- markdown --------------------------------------------------------------------------------
@@ -678,15 +891,22 @@ def _header(analysis: Analysis) -> list[str]:
     def values(key: str) -> str:
         return ", ".join(sorted({str(r.get(key)) for r in rows})) or "-"
 
+    def solver(row: Row) -> str:  # rows written before --solver existed ran on HiGHS
+        version = row.get("milp_solver_version") or row.get("highs_version")
+        return f"{row.get('milp_solver') or 'highs'} {version}"
+
+    solvers = ", ".join(sorted({solver(r) for r in rows})) or "-"
     return [
         "# coopt bench report",
         "",
         f"- tasks: {len(rows)} over {len(analysis.problems)} problems "
         f"({', '.join(analysis.problems) or 'none'})",
         f"- families: {values('family')}; seeds: {values('seed')}; time limit [s]: {values('time_limit')}",
+        f"- MILP solver of the exact routes: {solvers}",
         f"- git revision: {values('git_revision')}; coopt {values('coopt_version')}; "
         f"HiGHS {values('highs_version')}; Python {values('python')}; hosts: {values('host')}",
-        "- one solver thread per task (HiGHS, or CP-SAT's one worker); times are wall seconds: build (Python "
+        "- one solver thread per task (the MILP solver's, or CP-SAT's one worker); times are wall seconds: "
+        "build (Python "
         "model), hand-off (to the solver), "
         "solve (the solver or the heuristic), total (the whole call including the check)",
         "",
@@ -730,6 +950,20 @@ def write_report(rows: Iterable[Row], out: Path) -> Analysis:
         "",
         summary_table(analysis),
         "",
+        f"_{EXPONENT_NOTE}._",
+        "",
+        "## Certified gaps at the papers' scale (large tier)",
+        "",
+        certified_table(analysis),
+        "",
+        f"_{CERTIFIED_NOTE}._",
+        "",
+    ]
+    gap_figure = certified_figure(analysis)
+    if gap_figure is not None:
+        gap_figure.savefig(out / "certified-gaps.png", dpi=110)
+        lines += ["![certified gap against instance size](certified-gaps.png)", ""]
+    lines += [
         "## Scaling",
         "",
         "Largest generator size at which each exact method proved every seed optimal within the "
@@ -745,11 +979,13 @@ def write_report(rows: Iterable[Row], out: Path) -> Analysis:
             lines += [f"![performance profiles of {problem.name}](profiles-{problem.name}.png)", ""]
         curves = scaling_curves(problem)
         if _plot_scaling(problem, curves, reach(problem).limit, out / f"scaling-{problem.name}.png"):
-            fits = "; ".join(f"{c.method}: k = {c.fit[0]:.2f}" for c in curves if c.fit is not None)
+            fits = "; ".join(f"{c.method}: k = {'-' if c.fit is None else f'{c.fit[0]:.2f}'}"
+                             for c in curves)
             lines += [
                 f"![scaling of {problem.name}](scaling-{problem.name}.png)",
                 "",
-                f"Fitted exponents (t ~ size^k over the sizes each method solved): {fits or '-'}.",
+                f"Fitted exponents (t ~ size^k over the sizes each method solved): {fits or '-'}. "
+                f"_{EXPONENT_NOTE}._",
                 "",
             ]
     lines += [
@@ -778,11 +1014,12 @@ def write_report(rows: Iterable[Row], out: Path) -> Analysis:
     return analysis
 
 
-def _marked_span(text: str, readme: Path) -> tuple[int, int]:
-    begin, end = text.find(README_BEGIN), text.find(README_END)
+def _marked_span(text: str, readme: Path, begin_mark: str = README_BEGIN,
+                 end_mark: str = README_END) -> tuple[int, int]:
+    begin, end = text.find(begin_mark), text.find(end_mark)
     if begin < 0 or end < begin:
-        raise ValueError(f"{readme}: needs the markers {README_BEGIN} and {README_END} (in that order)")
-    return begin + len(README_BEGIN), end
+        raise ValueError(f"{readme}: needs the markers {begin_mark} and {end_mark} (in that order)")
+    return begin + len(begin_mark), end
 
 
 def check_readme(readme: Path) -> None:
@@ -791,7 +1028,7 @@ def check_readme(readme: Path) -> None:
 
 
 def _table_rows(span: str) -> tuple[str | None, list[str], str]:
-    """(header line, body lines, revision note) of the summary table between the markers."""
+    """(header line, body lines, revision note) of the table between the markers."""
     lines = [line.strip() for line in span.splitlines() if line.strip().startswith("|")]
     note = re.search(r"at revision ([^_(]*?)\.?\s*(?:\(|_)", span)
     if len(lines) < 2:
@@ -803,17 +1040,12 @@ def _problem_of(row: str) -> str:
     return row.strip("|").split("|")[0].strip()
 
 
-def update_readme(readme: Path, analysis: Analysis) -> None:
-    """Replace the summary table between :data:`README_BEGIN` and :data:`README_END` in ``readme``:
-    the rows of the problems benched now are replaced, the rows of every other problem are kept
-    as they were (in their place). ValueError if the markers are missing, or if rows would have
-    to be kept under a table whose columns changed (bench every problem to rewrite it)."""
-    text = readme.read_text(encoding="utf-8")
-    begin, end = _marked_span(text, readme)
-    new_header, *_ = summary_table(analysis).splitlines()
-    new_rows = summary_table(analysis).splitlines()[2:]
-    old_header, old_rows, old_revision = _table_rows(text[begin:end])
-    benched = list(analysis.problems)
+def _merged_block(readme: Path, span: str, table: str, analysis: Analysis, footnotes: Sequence[str],
+                  benched: Sequence[str]) -> str:
+    """The new text between one pair of markers: ``table``'s rows for the ``benched`` problems, the
+    old rows of every other problem kept in their place (ValueError where the columns changed)."""
+    new_header, rule, *new_rows = table.splitlines()
+    old_header, old_rows, old_revision = _table_rows(span)
     kept = [row for row in old_rows if _problem_of(row) not in benched]
     if kept and old_header != new_header:
         raise ValueError(f"{readme}: its summary table has other columns than today's, and the rows of "
@@ -827,10 +1059,36 @@ def update_readme(readme: Path, analysis: Analysis) -> None:
         name = _problem_of(row)
         body.extend(by_problem.pop(name, []) if name in benched else [row])
     body.extend(row for rows in by_problem.values() for row in rows)
-    table = "\n".join([new_header, summary_table(analysis).splitlines()[1], *body])
     revisions = ", ".join(sorted({str(r.get("git_revision"))[:12] for r in analysis.rows}))
     note = f"at revision {revisions}"
     if kept:
         note += (f" ({', '.join(benched)}; the other rows at revision {old_revision or 'unknown'})")
-    body_text = f"\n{table}\n\n_Generated by `coopt bench` {note}._\n"
-    write_atomic(readme, text[:begin] + body_text + text[end:])
+    notes = "".join(f"\n_{text}._\n" for text in footnotes)
+    return "\n" + "\n".join([new_header, rule, *body]) + f"\n\n_Generated by `coopt bench` {note}._\n{notes}"
+
+
+#: The certified-gap table's markers in the README (optional: a README without them gets the summary
+#: table alone).
+GAPS_BEGIN = "<!-- bench-gaps:begin -->"
+GAPS_END = "<!-- bench-gaps:end -->"
+
+
+def update_readme(readme: Path, analysis: Analysis) -> None:
+    """Replace the summary table between :data:`README_BEGIN` and :data:`README_END` in ``readme``,
+    and the large tier's certified-gap table between :data:`GAPS_BEGIN` and :data:`GAPS_END` where
+    the README has those markers (for the problems with large-tier rows only): the rows of the
+    problems benched now are replaced, the rows of every other problem are kept as they were (in
+    their place). ValueError if the summary's markers are missing, or if rows would have to be kept
+    under a table whose columns changed (bench every problem to rewrite it)."""
+    text = readme.read_text(encoding="utf-8")
+    begin, end = _marked_span(text, readme)
+    summary = _merged_block(readme, text[begin:end], summary_table(analysis), analysis, [EXPONENT_NOTE],
+                            list(analysis.problems))
+    text = text[:begin] + summary + text[end:]
+    large = [name for name, problem in analysis.problems.items() if any(map(in_large_tier, problem.rows))]
+    if GAPS_BEGIN in text and large:
+        begin, end = _marked_span(text, readme, GAPS_BEGIN, GAPS_END)
+        gaps = _merged_block(readme, text[begin:end], certified_table(analysis, large), analysis,
+                             [CERTIFIED_NOTE], large)
+        text = text[:begin] + gaps + text[end:]
+    write_atomic(readme, text)

@@ -20,8 +20,10 @@ Every family but ``large`` runs every method the problem has (``Problem.all_meth
 ones, the heuristics, and ``bound`` where there is one). A results folder holds one time limit:
 rerunning it with another ``--time-limit`` is refused (the rows would not be comparable).
 
-A task is identified by its key ``problem|instance|method|seed=N``; a task whose key is already in
-``OUT/results.jsonl`` is not run again, so a killed run resumes where it stopped. Seeds: with
+A task is identified by its key ``problem|instance|method|seed=N`` (with ``|solver=NAME`` when the
+exact routes run on a MILP solver other than HiGHS, ``--solver``); a task whose key is already in
+``OUT/results.jsonl`` is not run again, so a killed run resumes where it stopped. A results folder
+holds one solver, as it holds one time limit: a rerun with another ``--solver`` is refused. Seeds: with
 ``--seeds N`` every task runs for seeds 0..N-1; the seed drives HiGHS and the heuristics and, for
 generated instances, the generator too.
 
@@ -56,6 +58,7 @@ from coopt.bench.families import DEFAULT_FAMILIES, FAMILIES  # noqa: F401  (the 
 from coopt.errors import UsageError
 from coopt.output import dumps
 from coopt.problem import Problem, SolveOptions, close
+from coopt.solvers.pyomo_route import DEFAULT as DEFAULT_SOLVER
 
 RESULTS = "results.jsonl"
 
@@ -90,6 +93,7 @@ class Task:
     time_limit: float | None
     path: str | None = None
     size: int | None = None
+    solver: str = DEFAULT_SOLVER
 
     @property
     def instance(self) -> str:
@@ -97,7 +101,10 @@ class Task:
 
     @property
     def key(self) -> str:
-        return f"{self.problem}|{self.instance}|{self.method}|seed={self.seed}"
+        """``problem|instance|method|seed=N``, and ``|solver=NAME`` for a MILP solver other than
+        HiGHS: a run with another solver never takes a finished row of this one for its own."""
+        key = f"{self.problem}|{self.instance}|{self.method}|seed={self.seed}"
+        return key if self.solver == DEFAULT_SOLVER else f"{key}|solver={self.solver}"
 
 
 def _module_of(problem: Problem) -> str:
@@ -119,6 +126,7 @@ def _tasks(
     *,
     path: Path | None = None,
     size: int | None = None,
+    solver: str = DEFAULT_SOLVER,
 ) -> list[Task]:
     module = _module_of(problem)
     return [
@@ -131,6 +139,7 @@ def _tasks(
             time_limit,
             path=None if path is None else str(path),
             size=size,
+            solver=solver,
         )
         for seed in range(seeds)
         for method in methods
@@ -146,9 +155,10 @@ def plan(
     time_limit: float | None = None,
     shipped: Callable[[str], list[Path]] | None = None,
     small_shipped: Callable[[str], list[Path]] | None = None,
+    solver: str = DEFAULT_SOLVER,
 ) -> list[Task]:
     """The tasks of the static families (``scaling`` is planned round by round, see
-    :class:`Climb`), without duplicates, in a stable order."""
+    :class:`Climb`), without duplicates, in a stable order; every exact route runs on ``solver``."""
     from coopt import shipped as files_of
 
     shipped = shipped or files_of.shipped
@@ -162,19 +172,21 @@ def plan(
             if family in ("shipped-small", "shipped"):
                 files = small_shipped(problem.name) if family == "shipped-small" else shipped(problem.name)
                 for path in files:
-                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, path=path):
+                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, path=path,
+                                       solver=solver):
                         tasks.setdefault(task.key, task)
             elif family == "generated":
                 for size in sizes or problem.sizes:
-                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, size=size):
+                    for task in _tasks(problem, family, seeds, time_limit, problem.all_methods, size=size,
+                                       solver=solver):
                         tasks.setdefault(task.key, task)
             elif family == "large":
                 methods = sorted(problem.heuristics) + (["bound"] if problem.bound is not None else [])
                 for path in [p for p in shipped(problem.name) if p.name.startswith("2-")]:
-                    for task in _tasks(problem, family, seeds, time_limit, methods, path=path):
+                    for task in _tasks(problem, family, seeds, time_limit, methods, path=path, solver=solver):
                         tasks.setdefault(task.key, task)
                 for size in problem.large_sizes:
-                    for task in _tasks(problem, family, seeds, time_limit, methods, size=size):
+                    for task in _tasks(problem, family, seeds, time_limit, methods, size=size, solver=solver):
                         tasks.setdefault(task.key, task)
     return list(tasks.values())
 
@@ -204,6 +216,18 @@ def _highs_version() -> str:
     from coopt.solvers.highs import highs_version
 
     return highs_version()
+
+
+@cache
+def solver_version(name: str) -> str:
+    """The version of MILP solver ``name`` (HiGHS or a :mod:`coopt.solvers.pyomo_route` one), or
+    "unknown" where it cannot run here (the task's row says why)."""
+    from coopt.solvers import pyomo_route
+
+    try:
+        return _highs_version() if name == DEFAULT_SOLVER else pyomo_route.version(name)
+    except Exception:
+        return "unknown"
 
 
 def resolve(name: str, module: str = "") -> Problem:
@@ -344,7 +368,7 @@ def run_task(task: Task) -> dict[str, Any]:
                 instance = problem.generate(task.seed, task.size)
                 sha = hashlib.sha256(to_toml(problem, instance).encode()).hexdigest()
             numbers = _count_numbers(problem.dump(instance))
-        options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed)
+        options = SolveOptions(time_limit=task.time_limit, threads=1, seed=task.seed, solver=task.solver)
         started = time.perf_counter()  # from here on the method's own time (and the cap) counts
         with watchdog(wall_cap(task, kind)):
             report = run(problem, instance, task.method, options, path=task.instance, sha256=sha)
@@ -367,6 +391,8 @@ def run_task(task: Task) -> dict[str, Any]:
         time_limit=task.time_limit,
         git_revision=git_revision(),
         highs_version=_highs_version(),
+        milp_solver=task.solver,
+        milp_solver_version=solver_version(task.solver),
         coopt_version=coopt.__version__,
         python=platform.python_version(),
         host=platform.node(),
@@ -539,6 +565,7 @@ class BenchConfig:
     jobs: int = 2
     scheduler: str | None = None
     out: Path = Path("bench-out")
+    solver: str = DEFAULT_SOLVER  # the MILP solver of every exact route
 
 
 @dataclass
@@ -591,6 +618,11 @@ def run_bench(
     if limits:
         raise UsageError(f"{results} holds results run with --time-limit {', '.join(limits)}; rerun with "
                          f"that limit to resume, or give another --out for {config.time_limit:g} s")
+    solvers = sorted({str(row.get("milp_solver") or DEFAULT_SOLVER) for row in rows.values()}
+                     - {config.solver})
+    if solvers:
+        raise UsageError(f"{results} holds results run with --solver {', '.join(solvers)}; rerun with that "
+                         f"solver to resume, or give another --out for --solver {config.solver}")
     here = git_revision()
     revisions = sorted({str(row.get("git_revision")) for row in rows.values()} - {here, "unknown", "None"})
     if revisions and here != "unknown":
@@ -603,6 +635,7 @@ def run_bench(
         seeds=config.seeds,
         sizes=config.sizes,
         time_limit=config.time_limit,
+        solver=config.solver,
     )
     claimed = {t.key for t in static}
     first = [t for t in static if t.key not in rows]
@@ -681,7 +714,8 @@ class Climb:
             size = size if self.problem.max_size is None else min(size, self.problem.max_size)
         else:
             size = self.sizes[self.step]
-        return _tasks(self.problem, "scaling", self.config.seeds, self.config.time_limit, methods, size=size)
+        return _tasks(self.problem, "scaling", self.config.seeds, self.config.time_limit, methods, size=size,
+                      solver=self.config.solver)
 
     def _close_round(self, rows: dict[str, dict[str, Any]]) -> None:
         if self.finale:

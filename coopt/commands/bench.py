@@ -37,6 +37,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from coopt.bench.report import check_readme, update_readme, write_report
     from coopt.console import err
     from coopt.output import output_dir
+    from coopt.solvers.pyomo_route import check as check_solver
 
     for name in args.problems:
         if name not in registry.names():
@@ -53,6 +54,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.sizes and None not in limits and max(args.sizes) > max(limits):
         raise UsageError(f"--sizes: no chosen problem's generator takes more than {max(limits)}, "
                          f"got {max(args.sizes)}")
+    check_solver(args.solver)  # an unknown or missing solver: one line, exit 2, before any work
     out = output_dir(args.out, "--out")
     if args.scheduler and importlib.util.find_spec("distributed") is None:
         raise UsageError("--scheduler needs dask.distributed: pip install 'coopt[dist]'")
@@ -70,6 +72,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         scheduler=args.scheduler,
         out=out,
+        solver=args.solver,
     )
     try:
         rows = bench.read_results(out / bench.RESULTS)
@@ -81,7 +84,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         where = f"Dask scheduler {args.scheduler}" if args.scheduler else f"{args.jobs} local worker(s)"
         err.print(
             f"coopt bench: {', '.join(args.problems) or 'all problems'}; families {', '.join(args.family)}; "
-            f"{args.seeds} seed(s); time limit {args.time_limit:g} s; {where}; results in {out}"
+            f"{args.seeds} seed(s); time limit {args.time_limit:g} s; MILP solver {args.solver}; {where}; "
+            f"results in {out}"
         )
         shown = BarProgress() if err.is_terminal else LineProgress()
         standard = StandardStreams() if args.jobs == 1 and not args.scheduler else None
@@ -167,6 +171,9 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="local worker processes (default: the number of CPUs)",
     )
+    p.add_argument("--solver", default="highs", metavar="NAME",
+                   help="MILP solver of every exact route, through Pyomo: highs (default), gurobi, scip, "
+                        "cplex, xpress, cbc (a results folder holds one solver)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask distributed scheduler instead")
     p.add_argument(
         "--out", default="bench-out", metavar="DIR", help="results and report directory (default bench-out)"

@@ -14,6 +14,7 @@ import argparse
 import ast
 import csv
 import operator
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -328,16 +329,25 @@ def _describe(entry, solve_for: str | None, out) -> None:
     out.print(table)
 
 
-def _plot(entry, target, sweep, result, path: Path, fixed: dict[str, Any]) -> None:
-    """The sweep as a line; axes named by each symbol's meaning and unit, the fixed values below."""
+def with_unit(value: float, unit: str) -> str:
+    """``value`` to ten significant digits followed by its unit; the unit ``"1"`` (dimensionless)
+    is left out, and nothing of the number ever is."""
+    text = f"{value:.10g}"
+    return text if unit in ("", "1") else f"{text} {unit}"
+
+
+def figure(entry, target, sweep, result, fixed: dict[str, Any]) -> Any:
+    """The sweep as a line on a new matplotlib ``Figure``: axes named by each symbol's meaning and
+    unit, the values held fixed (each with its own unit, see :func:`with_unit`) in a caption below."""
     import matplotlib
     import numpy as np
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     name, grid, log = sweep
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     ax.plot(grid, result, marker="." if len(grid) <= 50 else None)
     if log:
         ax.set_xscale("log")
@@ -345,17 +355,21 @@ def _plot(entry, target, sweep, result, path: Path, fixed: dict[str, Any]) -> No
     if log and positive.size and positive.min() > 0 and positive.max() / positive.min() > 100:
         ax.set_yscale("log")
     swept = entry.quantity(name)
-    ax.set_xlabel(f"{swept.description}, {name} [{swept.unit}]")
-    ax.set_ylabel(f"{target.description}, {target.name} [{target.unit}]")
+    # long descriptions wrap rather than run off the figure
+    ax.set_xlabel(textwrap.fill(f"{swept.description}, {name} [{swept.unit}]", 70))
+    ax.set_ylabel(textwrap.fill(f"{target.description}, {target.name} [{target.unit}]", 40))
     ax.set_title(entry.name)
-    held = [f"{k} = {v:g} {entry.quantity(k).unit}".replace(" 1", "") for k, v in sorted(fixed.items())
+    held = [f"{k} = {with_unit(v, entry.quantity(k).unit)}" for k, v in sorted(fixed.items())
             if k != name and np.ndim(v) == 0]
     if held:
         fig.text(0.01, 0.01, "fixed: " + ", ".join(held), fontsize=7, va="bottom")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout(rect=(0, 0.05 if held else 0, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def _plot(entry, target, sweep, result, path: Path, fixed: dict[str, Any]) -> None:
+    figure(entry, target, sweep, result, fixed).savefig(path, dpi=120, bbox_inches="tight")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -199,35 +199,61 @@ def relative_reduction(base: float, other: float) -> float:
     return (base - other) / base if base > 0 else math.nan
 
 
-def plot(points: list[Point], path: str) -> None:
+#: Note on every panel with a measured blocking of zero (a log axis has no place for it).
+ZERO_NOTE = "open marker on the axis: measured 0"
+
+
+def figure(points: list[Point]) -> Any:
+    """Blocking against load, a panel per (network, class), a line per policy, on a new matplotlib
+    ``Figure``. The axis is logarithmic; a measured blocking of zero has no place on it and is
+    drawn as an open marker on the x axis, with a "0" at the axis' foot, never as a small number.
+    The legend sits outside the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     networks = list(dict.fromkeys(p.network for p in points))
+    policies = list(dict.fromkeys(p.policy for p in points))
     classes = points[0].classes
-    fig, axes = plt.subplots(len(networks), len(classes), figsize=(4.2 * len(classes), 3.4 * len(networks)),
-                             squeeze=False, sharey="row")
+    fig = Figure(figsize=(4.2 * len(classes) + 1.6, 3.4 * len(networks)), layout="constrained")
+    axes = fig.subplots(len(networks), len(classes), squeeze=False, sharey="row")
     for row, network in enumerate(networks):
         for col, cls in enumerate(classes):
             ax = axes[row][col]
-            for policy in dict.fromkeys(p.policy for p in points):
+            zeros = False
+            for index, policy in enumerate(policies):
                 mine = [p for p in points if p.network == network and p.policy == policy]
-                loads = [p.load_erlang for p in mine]
-                means = [max(p.blocking[col].mean, 1e-5) for p in mine]
-                errs = [_finite(p.blocking[col].half_width) or 0.0 for p in mine]
-                ax.errorbar(loads, means, yerr=errs, marker="o", capsize=3, label=policy)
-            ax.set_yscale("log")
+                colour = f"C{index % 10}"
+                measured = [p for p in mine if p.blocking[col].mean > 0]
+                ax.errorbar([p.load_erlang for p in measured], [p.blocking[col].mean for p in measured],
+                            yerr=[_finite(p.blocking[col].half_width) or 0.0 for p in measured],
+                            marker="o", capsize=3, label=policy, color=colour)
+                zero = [p.load_erlang for p in mine if p.blocking[col].mean == 0]
+                if zero:
+                    zeros = True
+                    # rings of decreasing size: policies that all measured 0 at a load stay visible
+                    ax.plot(zero, [0.0] * len(zero), transform=ax.get_xaxis_transform(), linestyle="none",
+                            marker="o", fillstyle="none", markersize=max(4.0, 11.0 - 2.0 * index),
+                            color=colour, clip_on=False, gid="measured-zero")
+            if any(p.network == network and p.blocking[col].mean > 0 for p in points):
+                ax.set_yscale("log")
+            else:
+                ax.set_ylim(0.0, 1.0)
+            if zeros:
+                ax.text(-0.02, 0.0, "0", transform=ax.transAxes, ha="right", va="center", fontsize=9)
             ax.set_title(f"{network}: class {cls}")
-            ax.set_xlabel("offered load (Erlang)")
+            ax.set_xlabel("offered load (Erlang)" + (f"\n{ZERO_NOTE}" if zeros else ""))
             if col == 0:
                 ax.set_ylabel("service failure ratio")
             ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+    return fig
+
+
+def plot(points: list[Point], path: str) -> None:
+    figure(points).savefig(path, dpi=120)
 
 
 def _finite(value: float) -> float | None:

@@ -384,7 +384,7 @@ def _other_solver(model: pyo.ConcreteModel, options: SolveOptions) -> MilpResult
         bound=bound,
         handoff=handoff,
         solve=solve,
-        solver_version=".".join(map(str, results.solver_version)),
+        solver_version=pyomo_route.version(name),
         trace=incumbent_trace([], unit, solve, objective, bound),
         solver_name=name,
     )
