@@ -29,7 +29,7 @@ from coopt.problem import (
     grid_of,
     model_fields,
 )
-from coopt.problems.pipeline import bound, brute, cpmodes, cpsat, heuristics, milp, model, plot, warm
+from coopt.problems.pipeline import bound, brute, cpmodes, cpsat, grid, heuristics, milp, model, plot, warm
 from coopt.problems.pipeline.model import Instance
 from coopt.solvers.cpsat import Watch
 
@@ -42,14 +42,7 @@ def objective_grid(instance: model.Instance) -> float | None:
     it: so is the optimal makespan."""
     if instance.objective != "makespan":
         return None
-    values = [instance.lag_s]
-    for k in range(instance.virtual_stages):
-        values += [instance.duration((x, k, 0)) for x in instance.kinds]
-        if instance.allow_recompute:
-            values.append(instance.t_r(k) / instance.layers(k))
-        if instance.allow_offload:
-            values += [instance.tau_d(k), instance.tau_u(k)]
-    return grid_of(values)
+    return grid_of(grid.time_values(instance))
 
 
 def _exact_model(instance: Instance) -> Any:

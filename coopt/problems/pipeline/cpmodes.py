@@ -128,6 +128,7 @@ from typing import Any
 
 from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination, grid_of
 from coopt.problems.pipeline.bound import lower_bound, releases, tails
+from coopt.problems.pipeline.grid import time_values
 from coopt.problems.pipeline.model import (
     KEEP,
     OFFLOAD,
@@ -147,17 +148,6 @@ from coopt.solvers.cpsat import Watch
 _EPS = 1e-6
 
 
-def _time_values(instance: Instance) -> list[float]:
-    values = [instance.lag_s]
-    for k in range(instance.virtual_stages):
-        values += [instance.duration((x, k, 0)) for x in instance.kinds]
-        if instance.allow_recompute:
-            values.append(instance.t_r(k) / instance.layers(k))
-        if instance.allow_offload:
-            values += [instance.tau_d(k), instance.tau_u(k)]
-    return values
-
-
 def _memory_values(instance: Instance) -> list[float]:
     values = []
     for k in range(instance.virtual_stages):
@@ -171,7 +161,7 @@ def _memory_values(instance: Instance) -> list[float]:
 
 def units(instance: Instance) -> tuple[float, float] | None:
     """(q, g): the time unit and the memory unit of the module docstring, or None."""
-    q = grid_of(_time_values(instance))
+    q = grid_of(time_values(instance))
     g = grid_of(_memory_values(instance), steps=10**6)
     return None if q is None or g is None else (q, g)
 

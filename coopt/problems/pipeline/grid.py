@@ -41,3 +41,18 @@ def time_unit(instance: Instance) -> float | None:
         numerator = math.gcd(numerator, fraction.numerator)
         denominator = denominator * fraction.denominator // math.gcd(denominator, fraction.denominator)
     return numerator / denominator
+
+
+def time_values(instance: Instance) -> list[float]:
+    """Every duration a makespan can be made of, modes included: the passes, the lag, the
+    recompute time of one layer and the copy times where the instance allows them. Their common
+    unit (:func:`coopt.problem.grid_of`) is the grid of Model M (:mod:`.cpmodes`) and of the
+    objective (``objective_grid`` in the package)."""
+    values = [instance.lag_s]
+    for k in range(instance.virtual_stages):
+        values += [instance.duration((x, k, 0)) for x in instance.kinds]
+        if instance.allow_recompute:
+            values.append(instance.t_r(k) / instance.layers(k))
+        if instance.allow_offload:
+            values += [instance.tau_d(k), instance.tau_u(k)]
+    return values

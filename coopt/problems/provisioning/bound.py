@@ -254,16 +254,7 @@ def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptio
     model = pyo.ConcreteModel(name="provisioning_capacity")
     model.y = pyo.Var(range(len(keep)), within=pyo.Binary)
     model.rows = pyo.ConstraintList()
-    by_request: dict[int, list[int]] = {}
-    cells: dict[tuple[int, int], list[int]] = {}
-    ports: dict[tuple[str, int], list[int]] = {}
-    for i, fam in enumerate(keep):
-        by_request.setdefault(fam.request, []).append(i)
-        for q in range(fam.t0, fam.t1):
-            for e in fam.links:
-                cells.setdefault((e, q), []).append(i)
-            for v in fam.ends:
-                ports.setdefault((v, q), []).append(i)
+    by_request, cells, ports = capacity_groups(keep)
     for members in by_request.values():
         model.rows.add(sum(model.y[i] for i in members) <= 1)
     for members in cells.values():
@@ -283,6 +274,25 @@ def capacity_bound(instance: P.Instance, fams: list[Family], options: SolveOptio
     if result.status == "infeasible" or result.bound is None:
         return float(sum(weight)) if result.status != "infeasible" else 0.0
     return result.bound
+
+
+def capacity_groups(keep: list[Family]) -> tuple[dict[int, list[int]], dict[tuple[int, int], list[int]],
+                                                  dict[tuple[str, int], list[int]]]:
+    """The capacity relaxation's rows as index lists into ``keep``: the families of each request
+    (at most one is chosen), the families that occupy each (link, instant) cell (their widths share
+    the link's slots) and the families that end at each (node, instant) (they share the node's free
+    transponders)."""
+    by_request: dict[int, list[int]] = {}
+    cells: dict[tuple[int, int], list[int]] = {}
+    ports: dict[tuple[str, int], list[int]] = {}
+    for i, fam in enumerate(keep):
+        by_request.setdefault(fam.request, []).append(i)
+        for q in range(fam.t0, fam.t1):
+            for e in fam.links:
+                cells.setdefault((e, q), []).append(i)
+            for v in fam.ends:
+                ports.setdefault((v, q), []).append(i)
+    return by_request, cells, ports
 
 
 def capacity_families(instance: P.Instance, fams: list[Family]) -> list[Family]:

@@ -34,7 +34,7 @@ import numpy as np
 from coopt.problem import Solution
 from coopt.problems.provisioning import model as P
 from coopt.problems.provisioning import rmsa
-from coopt.problems.provisioning.bound import Family, capacity_families, families
+from coopt.problems.provisioning.bound import Family, capacity_families, capacity_groups, families
 
 #: Branch-and-bound nodes HiGHS may spend on the capacity relaxation (its deterministic budget).
 MIP_NODES = 1
@@ -69,16 +69,7 @@ def capacity_plan(instance: P.Instance, fams: list[Family]) -> dict[int, Family]
     highs.setOptionValue("time_limit", GUARD_SECONDS)
     highs.setOptionValue("mip_rel_gap", 1e-4)
     rows: list[tuple[list[int], list[float], float]] = []
-    by_request: dict[int, list[int]] = {}
-    cells: dict[tuple[int, int], list[int]] = {}
-    ports: dict[tuple[str, int], list[int]] = {}
-    for i, fam in enumerate(keep):
-        by_request.setdefault(fam.request, []).append(i)
-        for q in range(fam.t0, fam.t1):
-            for e in fam.links:
-                cells.setdefault((e, q), []).append(i)
-            for v in fam.ends:
-                ports.setdefault((v, q), []).append(i)
+    by_request, cells, ports = capacity_groups(keep)
     for members in by_request.values():
         rows.append((members, [1.0] * len(members), 1.0))
     room = instance.num_slots - math.floor(MARGIN * instance.num_slots)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,6 +29,21 @@ from coopt.problems.scope.model import (
     Restriction,
     make_solution,
 )
+
+
+def _best_cluster_counts(inst: Instance, table: Table, F: np.ndarray, first: int, lasts: Iterable[int],
+                         value: dict[tuple[int, int], tuple[float, int]]) -> None:
+    """For each segment ``first..last`` (a candidate), the fastest cluster count k and its batch
+    time ``(batch + k - 1) F[k, e] + overhead`` into ``value[(first, last)]``, from the segment's
+    front table ``F`` (rows: clusters, columns: layers ``e = last - first + 1``)."""
+    for last in lasts:
+        if not table.candidate(first, last):
+            continue
+        e = last - first + 1
+        times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
+        k = int(np.argmin(times)) + 1
+        if math.isfinite(times[k - 1]):
+            value[(first, last)] = (float(times[k - 1]), k)
 
 
 def _segment_tables(table: Table, first: int, length: int, span: int, kmax: int):
@@ -195,14 +211,7 @@ def dynamic_program(inst: Instance, restriction: Restriction = MERGED) -> Soluti
                     value[(first, last)] = (inst.batch * option[2] + table.overhead(first, last), 1)
             continue
         _, F = _segment_tables(table, first, length, span, kmax)
-        for e in range(1, length + 1):
-            last = first + e - 1
-            if not table.candidate(first, last):
-                continue
-            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
-            k = int(np.argmin(times)) + 1
-            if math.isfinite(times[k - 1]):
-                value[(first, last)] = (float(times[k - 1]), k)
+        _best_cluster_counts(inst, table, F, first, range(first, first + length), value)
     ending: list[list[tuple[int, float]]] = [[] for _ in range(L)]
     for (i, last), (time_of, _) in sorted(value.items()):
         ending[last].append((i, time_of))
@@ -248,14 +257,7 @@ def near_program(inst: Instance, boundaries: list[int], width: int) -> Solution 
         if not ends:
             continue
         _, F = _segment_tables(table, first, ends[-1] - first, span, kmax)
-        for end in ends:
-            last, e = end - 1, end - first
-            if not table.candidate(first, last):
-                continue
-            times = (inst.batch + np.arange(F.shape[0] - 1)) * F[1:, e] + table.overhead(first, last)
-            k = int(np.argmin(times)) + 1
-            if math.isfinite(times[k - 1]):
-                value[(first, last)] = (float(times[k - 1]), k)
+        _best_cluster_counts(inst, table, F, first, [end - 1 for end in ends], value)
     best = {0: 0.0}
     choice: dict[int, int] = {}
     for end in points[1:]:
