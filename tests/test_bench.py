@@ -817,6 +817,25 @@ def test_certified_gaps_of_the_large_tier_from_a_results_file(tmp_path):
     assert readme.read_text().split(GAPS_BEGIN)[1] == gaps
 
 
+def test_a_large_tier_run_leaves_the_readme_summary_alone(tmp_path):
+    """``coopt bench --family large --update-readme`` fills the certified-gap block only: the
+    summary table (the small families' exact optima, gaps and speed-ups) keeps its rows, where it
+    used to take the large tier's rows, which have no optimum to measure against."""
+    from coopt.bench.report import GAPS_BEGIN, GAPS_END
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{README_BEGIN}\n{README_END}\n\n{GAPS_BEGIN}\n{GAPS_END}\nend\n")
+    update_readme(readme, analyse(small_case_rows("mini", ("greedy",))))
+    summary = readme.read_text().split(GAPS_BEGIN)[0]
+    assert "| mini | greedy |" in summary
+    large = [synthetic("mini", "file:2-a.toml", "bound", "bound", None, bound=100.0, family="large"),
+             synthetic("mini", "file:2-a.toml", "greedy", "heuristic", 104.0, family="large")]
+    update_readme(readme, analyse(large))
+    text = readme.read_text()
+    assert text.split(GAPS_BEGIN)[0] == summary
+    assert "| mini | 4.00 % | 2-a.toml seed 0 (greedy) |" in text.split(GAPS_BEGIN)[1]
+
+
 def test_bench_solver_runs_the_milp_on_that_solver_and_never_mixes_solvers(toys, tmp_path, capsys):
     """``--solver scip``: the MILP rows say scip (the report header too) with the optimum HiGHS finds;
     the keys name the solver, so a folder of HiGHS rows is not taken for scip's (the rerun is refused

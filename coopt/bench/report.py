@@ -1074,17 +1074,21 @@ GAPS_END = "<!-- bench-gaps:end -->"
 
 
 def update_readme(readme: Path, analysis: Analysis) -> None:
-    """Replace the summary table between :data:`README_BEGIN` and :data:`README_END` in ``readme``,
-    and the large tier's certified-gap table between :data:`GAPS_BEGIN` and :data:`GAPS_END` where
+    """Replace the summary table between :data:`README_BEGIN` and :data:`README_END` in ``readme``
+    (from the rows outside the large tier; a run of the large tier alone leaves it as it is), and
+    the large tier's certified-gap table between :data:`GAPS_BEGIN` and :data:`GAPS_END` where
     the README has those markers (for the problems with large-tier rows only): the rows of the
     problems benched now are replaced, the rows of every other problem are kept as they were (in
     their place). ValueError if the summary's markers are missing, or if rows would have to be kept
     under a table whose columns changed (bench every problem to rewrite it)."""
     text = readme.read_text(encoding="utf-8")
-    begin, end = _marked_span(text, readme)
-    summary = _merged_block(readme, text[begin:end], summary_table(analysis), analysis, [EXPONENT_NOTE],
-                            list(analysis.problems))
-    text = text[:begin] + summary + text[end:]
+    small_rows = [row for row in analysis.rows if not in_large_tier(row)]
+    if small_rows:  # the summary is the small families' table: a large-tier run leaves it alone
+        small = analysis if len(small_rows) == len(analysis.rows) else analyse(small_rows)
+        begin, end = _marked_span(text, readme)
+        summary = _merged_block(readme, text[begin:end], summary_table(small), small, [EXPONENT_NOTE],
+                                list(small.problems))
+        text = text[:begin] + summary + text[end:]
     large = [name for name, problem in analysis.problems.items() if any(map(in_large_tier, problem.rows))]
     if GAPS_BEGIN in text and large:
         begin, end = _marked_span(text, readme, GAPS_BEGIN, GAPS_END)
