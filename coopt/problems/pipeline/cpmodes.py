@@ -122,12 +122,12 @@ None of these restrictions has a checker counterpart, by design.
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination, grid_of
-from coopt.problems.pipeline.bound import lower_bound, releases, tails
+from coopt.problem import ExactOutcome, Solution, SolveOptions, grid_of
+from coopt.problems.pipeline.bound import releases, tails
+from coopt.problems.pipeline.cpsat import search
 from coopt.problems.pipeline.grid import time_values
 from coopt.problems.pipeline.model import (
     KEEP,
@@ -137,11 +137,9 @@ from coopt.problems.pipeline.model import (
     PassKey,
     Timed,
     parse,
-    serial_bound,
     to_solution,
 )
 from coopt.problems.pipeline.order import fifo_is_lossless
-from coopt.solvers import cpsat as cp_route
 from coopt.solvers.cpsat import Watch
 
 #: Slack when a bound in seconds is turned into grid units (the values are sums of grid durations).
@@ -377,33 +375,7 @@ def extract(instance: Instance, built: Built, solver: Any) -> Solution:
 def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
           incumbent: Solution | None = None) -> ExactOutcome:
     """Model M from the warm start ``incumbent`` (a checked first-lane schedule: horizon and hint;
-    without it the serial bound is the horizon) and the dual bound, solved by CP-SAT on
-    ``options.threads`` workers within what is left of ``options.time_limit``. ``watch(primal,
-    dual)`` hears every incumbent and bound (seconds); a Ctrl-C ends the search with its incumbent."""
-    t0 = time.perf_counter()
-    warm = incumbent
-    value = serial_bound(instance) if warm is None else float(warm["objective"])
-    floor = lower_bound(instance)
-    built = None if math.isinf(floor) else build(instance, value, floor, warm)
-    t_build = time.perf_counter() - t0
-    if built is None or built.infeasible:
-        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
-    if warm is not None and built.floor >= built.horizon:  # the bound meets the heuristic
-        return cp_route.exact_outcome(warm, Termination.OPTIMAL, value, t_build, 0.0)
-    if watch is not None:
-        watch(value if warm is not None else None, built.floor * built.q)
-    left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
-    result = cp_route.solve(built.model, replace(options, time_limit=left), scale=built.q, watch=watch)
-    solver = result.solver
-    solution = warm
-    if result.objective is not None and (warm is None or result.objective < value - _EPS * built.q):
-        solution = extract(instance, built, solver)
-    spent = (t_build, result.solve, result.branches)
-    if result.termination is Termination.OPTIMAL:
-        return cp_route.exact_outcome(solution, Termination.OPTIMAL, result.bound, *spent)
-    if result.termination is Termination.INFEASIBLE:
-        if warm is not None:
-            raise RuntimeError("Model M is infeasible although a heuristic schedule fits its horizon")
-        return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, *spent)
-    bound = max(built.floor, solver.BestObjectiveBound()) * built.q
-    return cp_route.exact_outcome(solution, result.termination, bound, *spent)
+    without it the serial bound is the horizon) and the dual bound, solved by CP-SAT
+    (:func:`.cpsat.search`, the search Model S runs); a Ctrl-C ends the search with its incumbent."""
+    return search("Model M", instance, options, watch, incumbent, build,
+                  lambda built, solver: extract(instance, built, solver))

@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -242,15 +243,32 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
           incumbent: Solution | None = None) -> ExactOutcome:
     """Model S from the warm start ``incumbent`` (a checked FIFO schedule, the problem's
     ``warm_start``: horizon and hint; without it the serial bound is the horizon) and the dual
-    bound, solved by CP-SAT on ``options.threads`` workers within what is left of
-    ``options.time_limit``. ``watch(primal, dual)`` hears every incumbent and bound (seconds); a
-    Ctrl-C (:data:`coopt.limits.STOP`) ends the search with its incumbent, status ``interrupted``."""
+    bound, solved by CP-SAT (:func:`search`). A Ctrl-C (:data:`coopt.limits.STOP`) ends the search
+    with its incumbent, status ``interrupted``."""
+    # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
+    # larger instance decides (docs/pipeline.md, "Model S")
+    return search("Model S", instance, options, watch, incumbent, build,
+                  lambda built, solver: extract(instance, built,
+                                                {x: solver.Value(v) for x, v in built.start.items()}),
+                  parameters={"cp_model_probing_level": 0})
+
+
+def search(name: str, instance: Instance, options: SolveOptions, watch: Watch | None,
+           incumbent: Solution | None, build_model: Callable[..., Any],
+           extract_solution: Callable[[Any, Any], Solution],
+           parameters: dict[str, Any] | None = None) -> ExactOutcome:
+    """The search both pipeline constraint programs (Model S here, Model M of :mod:`.cpmodes`)
+    run: ``build_model(instance, upper, floor, hint)`` (a model with ``infeasible``, ``floor``,
+    ``horizon``, ``q`` and ``model``) between the warm start's makespan (else the serial bound) and
+    :func:`.bound.lower_bound`, solved by CP-SAT on ``options.threads`` workers within what is left
+    of ``options.time_limit``; ``extract_solution(built, solver)`` reads a better schedule back.
+    ``watch(primal, dual)`` hears every incumbent and bound (seconds). The warm start is returned
+    as the optimum where the bound already meets it."""
     t0 = time.perf_counter()
     warm = incumbent
     value = serial_bound(instance) if warm is None else float(warm["objective"])
-    upper = value
     floor = lower_bound(instance)
-    built = None if math.isinf(floor) else build(instance, upper, floor, warm)  # inf: no schedule
+    built = None if math.isinf(floor) else build_model(instance, value, floor, warm)  # inf: no schedule
     t_build = time.perf_counter() - t0
     if built is None or built.infeasible:
         return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, t_build, 0.0)
@@ -259,14 +277,12 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
     if watch is not None:
         watch(value if warm is not None else None, built.floor * built.q)
     left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
-    # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
-    # larger instance decides (docs/pipeline.md, "Model S")
     result = cp_route.solve(built.model, replace(options, time_limit=left), scale=built.q, watch=watch,
-                            parameters={"cp_model_probing_level": 0})
+                            parameters=parameters)
     solver = result.solver
     solution = warm
     if result.objective is not None and (warm is None or result.objective < value - _EPS * built.q):
-        solution = extract(instance, built, {x: solver.Value(v) for x, v in built.start.items()})
+        solution = extract_solution(built, solver)
     spent = (t_build, result.solve, result.branches)
     if result.termination is Termination.OPTIMAL:  # within relative_gap_limit: the bound says how close
         return cp_route.exact_outcome(solution, Termination.OPTIMAL, result.bound, *spent)
@@ -274,7 +290,7 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
         # C <= H admits every schedule some optimum dominates: with a heuristic schedule inside
         # that cannot happen; without one, H is the serial bound and no schedule exists
         if warm is not None:
-            raise RuntimeError("Model S is infeasible although a heuristic schedule fits its horizon")
+            raise RuntimeError(f"{name} is infeasible although a heuristic schedule fits its horizon")
         return cp_route.exact_outcome(None, Termination.INFEASIBLE, None, *spent)
     bound = max(built.floor, solver.BestObjectiveBound()) * built.q
     return cp_route.exact_outcome(solution, result.termination, bound, *spent)
