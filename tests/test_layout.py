@@ -20,7 +20,8 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parent.parent / "coopt"
 
 FOUNDATION = ("coopt.errors", "coopt.problem", "coopt.schema", "coopt.fields", "coopt.limits", "coopt.output",
-              "coopt.console", "coopt.progress", "coopt.shipped", "coopt.closed_forms", "coopt.prices", "coopt.solvers")
+              "coopt.console", "coopt.progress", "coopt.shipped", "coopt.closed_forms", "coopt.prices", "coopt.solvers",
+              "coopt.figures")
 
 
 def modules_under(root: Path) -> dict[str, Path]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coopt.figures import time_axis
 from coopt.problem import Solution
 from coopt.problems.chase import model
 
@@ -76,14 +77,3 @@ def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
     ax.set_title(f"{tab.n} tasks on {rows} devices, {moved} of {len(tab.source)} edges cross devices; "
                  f"makespan {end:.6g} s (dashed){replay}", fontsize=9)
 
-
-def time_axis(ax: Any, span: float) -> None:
-    """Label ``ax``'s x axis in s, ms, us or ns, whichever reads best for ``span`` seconds (the
-    drawn data stay in seconds)."""
-    from matplotlib.ticker import FuncFormatter
-
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if span >= scale or unit == "ns":
-            break
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x / scale:g}"))
-    ax.set_xlabel(f"time [{unit}]")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coopt.figures import time_axis
 from coopt.problem import Solution
 from coopt.problems.pipeline import model
 
@@ -102,14 +103,3 @@ def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
                      + ", ".join(f"{x / GB:.6g}" for x in model.peaks(instance, timed)) + " GB", fontsize=9)
     memory.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
-
-def time_axis(ax: Any, span: float) -> None:
-    """Label ``ax``'s x axis in s, ms, us or ns, whichever reads best for ``span`` seconds (the
-    drawn data stay in seconds)."""
-    from matplotlib.ticker import FuncFormatter
-
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if span >= scale or unit == "ns":
-            break
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x / scale:g}"))
-    ax.set_xlabel(f"time [{unit}]")
