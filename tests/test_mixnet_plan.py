@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from test_mixnet import random_circuits
 
 from coopt.instance import load
 from coopt.problem import BoundOutcome, SolveOptions
@@ -199,22 +200,12 @@ def test_every_pooled_secant_cut_holds_at_integer_circuits(seed):
     terms = plan_bound._Terms(instance)
     rng = np.random.default_rng(seed)
     servers, alpha = instance.servers, instance.fabric.alpha
-
-    def random_circuits() -> np.ndarray:
-        x = np.zeros((servers, servers), dtype=int)
-        for _ in range(servers * alpha):
-            i, j = rng.choice(servers, 2, replace=False)
-            if x[i].sum() < alpha and x[j].sum() < alpha:
-                x[i, j] += 1
-                x[j, i] += 1
-        return x
-
     for layer in range(len(instance.layers)):
         for _ in range(4):
-            terms.cuts_at(layer, random_circuits())
+            terms.cuts_at(layer, random_circuits(rng, servers, alpha))
         assert terms.cuts[layer].rows
         for _ in range(20):
-            x = random_circuits()
+            x = random_circuits(rng, servers, alpha)
             time_now = terms.time(layer, x)
             assert time_now * terms.tau == pytest.approx(instance.layer_time(layer, x), rel=1e-9)
             for pairs, numerator, k in terms.cuts[layer].rows:
