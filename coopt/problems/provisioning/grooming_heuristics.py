@@ -270,14 +270,20 @@ def priority_degraded_grooming(instance: G.Instance, seed: int = 0) -> Solution:
     Guarantee: feasible, class windows and data volume kept. Complexity
     O((3 + RESTARTS)(1 + SQUEAKY_ROUNDS) x 2 x R |V| H K |W| |path| |S|) plus one LP with R
     columns. Source: ours; the per-request rule is :func:`degraded_grooming`'s."""
-    rng = random.Random(seed)
+    starts = _starts(instance, random.Random(seed), RESTARTS)
+    return reoptimize_rates(instance, _order_search(instance, starts, SQUEAKY_ROUNDS, VARIANTS))
+
+
+def _starts(instance: G.Instance, rng: random.Random, restarts: int) -> list[list[int]]:
+    """The order searches' starting orders, each by class: widest requests first, narrowest first,
+    by index, then ``restarts`` seeded shuffles drawn from ``rng``."""
     reqs = instance.requests
     starts = [_by_class(instance, lambda r: -reqs[r].bandwidth_bps),
               _by_class(instance, lambda r: reqs[r].bandwidth_bps), _by_class(instance, lambda r: r)]
-    for _ in range(RESTARTS):
+    for _ in range(restarts):
         noise = [rng.random() for _ in reqs]
         starts.append(_by_class(instance, lambda r, noise=noise: noise[r]))
-    return reoptimize_rates(instance, _order_search(instance, starts, SQUEAKY_ROUNDS, VARIANTS))
+    return starts
 
 
 def _served_key(instance: G.Instance, solution: Solution) -> tuple[int, float]:
@@ -337,13 +343,7 @@ def deep_degraded_grooming(instance: G.Instance, seed: int = 0) -> Solution:
     R |V| H K |W| |path| |S|) plus that of :func:`priority_degraded_grooming` and two LPs with R
     columns. Source: ours (multi-start squeaky wheel, Joslin and Clements, JAIR 10, 1999)."""
     base = priority_degraded_grooming(instance, seed)
-    rng = random.Random(seed + 1)
-    reqs = instance.requests
-    starts = [_by_class(instance, lambda r: -reqs[r].bandwidth_bps),
-              _by_class(instance, lambda r: reqs[r].bandwidth_bps), _by_class(instance, lambda r: r)]
-    for _ in range(DEEP_RESTARTS):
-        noise = [rng.random() for _ in reqs]
-        starts.append(_by_class(instance, lambda r, noise=noise: noise[r]))
+    starts = _starts(instance, random.Random(seed + 1), DEEP_RESTARTS)
     deep = reoptimize_rates(instance, _order_search(instance, starts, DEEP_ROUNDS, DEEP_VARIANTS))
     return max((base, deep), key=lambda s: _served_key(instance, s))
 
