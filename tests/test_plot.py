@@ -274,3 +274,42 @@ def test_solve_plot_draws_what_coopt_plot_draws_and_only_a_checked_solution(tmp_
     assert main(["solve", "pipeline/0-p3m4-cap6", "--method", "gpipe", "--plot", str(refused)]) == 1
     assert "found no solution" in capsys.readouterr().err
     assert not refused.exists()
+
+
+def _label_fits(fig) -> tuple[int, int]:
+    """(labels drawn, labels wider than their bar) on a pipeline chart, in display units."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    gantt = fig.axes[0]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    bars = []
+    for c in gantt.collections:
+        if (c.get_gid() or "").startswith("pass:"):
+            corners = gantt.transData.transform(c.get_paths()[0].vertices)
+            bars.append((corners[:, 0].min(), corners[:, 0].max(), corners[:, 1].min(), corners[:, 1].max()))
+    drawn = wider = 0
+    for text in gantt.texts:
+        box = text.get_window_extent(renderer)
+        cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+        home = [b for b in bars if b[0] <= cx <= b[1] and b[2] <= cy <= b[3]]
+        drawn += 1
+        if not home or box.width > min(b[1] - b[0] for b in home):
+            wider += 1
+    return drawn, wider
+
+
+def test_pipeline_labels_stay_inside_their_bars_on_a_crowded_chart():
+    """At p = 8, m = 32 a bar is a few points wide: its micro-batch number is left out rather
+    than drawn across its neighbours; a small chart still labels every bar."""
+    item = api.load("pipeline/2-llama70b-l64-pp8-m32")
+    report = api.solve(item, "megatron_full")
+    assert report.check["feasible"], report.check
+    fig = figure_for(item.problem, item.instance, report.solution, "test")
+    drawn, wider = _label_fits(fig)
+    assert wider == 0, f"{wider} of {drawn} labels are wider than their bar"
+    _, _, small_fig = _drawn("pipeline/0-p3m4-cap6")
+    drawn, wider = _label_fits(small_fig)
+    bars = sum((c.get_gid() or "").startswith("pass:") for c in small_fig.axes[0].collections)
+    assert (drawn, wider) == (bars, 0)

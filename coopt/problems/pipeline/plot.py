@@ -2,7 +2,7 @@
 activation memory over time.
 
 Top: one row per device (device 0 on top); every compute pass is a bar from its start to its end
-(F, B and W each in one colour, the micro-batch number inside; a second chunk's passes hatched),
+(F, B and W each in one colour, the micro-batch number inside where it fits; a second chunk's passes hatched),
 the recomputed part of a B pass cross-hatched, and an offloaded item's D2H and H2D copies as thin
 bars under the row (D2H above H2D, each in its colour). Bottom: each device's activation memory
 (the checker's event rule: releases before allocations at one instant) as a step line; the cap
@@ -27,6 +27,8 @@ COPY_COLOURS = {"d2h": "#8172b3", "h2d": "#da8bc3"}
 RECOMPUTE_HATCH = "xxxx"
 CHUNK_HATCH = "///"
 GB = model.GB
+#: Width of one digit of a bar's label, in em.
+LABEL_EM = 0.6
 
 
 def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
@@ -40,6 +42,11 @@ def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
     p = instance.stages
     row = 1.0  # height of one device's row
     bar = 0.62
+    span = timed.makespan(instance)
+    # a bar's micro-batch number is written only where it fits: the bar's width in points (the
+    # axes take about 70 % of the figure's width once the legend sits on the right) against the
+    # label's (about 0.6 em per digit at 7 pt, plus a margin); crowded charts stay readable
+    points_per_s = 0.7 * fig.get_figwidth() * 72.0 / span if span > 0 else 0.0
     for (kind, k, j), t in sorted(timed.start.items(), key=lambda x: (x[1], x[0])):
         d = instance.device(k)
         mode = timed.modes.get((k, j), model.KEEP)
@@ -52,7 +59,7 @@ def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
             extra = length - instance.t_b(k)
             gantt.broken_barh([(t, extra)], (y, bar), facecolors="none", edgecolors="black",
                               linewidth=0.0, hatch=RECOMPUTE_HATCH, gid=f"recompute:{k}:{j}")
-        if length > 0:
+        if length * points_per_s >= LABEL_EM * 7.0 * len(str(j)) + 2.0:
             gantt.text(t + length / 2, y + bar / 2, str(j), ha="center", va="center", fontsize=7,
                        color="white" if kind != "W" else "black")
     for name, copies, duration in (("d2h", timed.d2h, instance.tau_d), ("h2d", timed.h2d, instance.tau_u)):
@@ -81,7 +88,7 @@ def draw(instance: model.Instance, solution: Solution, fig: Any) -> None:
                     f"makespan {timed.makespan(instance):.6g} s", fontsize=9)
 
     tol = 1e-9 * max(1.0, instance.time_scale)
-    end = timed.makespan(instance)
+    end = span
     colours = [f"C{d % 10}" for d in range(p)]
     for d, events in sorted(model.memory_events(instance, timed).items()):
         profile = model.memory_profile(events, tol)
