@@ -4,7 +4,7 @@
 * ``provisioning``: single-layer degraded routing, modulation and spectrum assignment (RMSA) with
   priorities, static (Model A) or time-expanded (Model B). Data model, K-shortest routes, the
   candidate set and the checker are in :mod:`.model`, the channel MILP in :mod:`.milp`, the
-  heuristics in :mod:`coopt.problems.provisioning.rmsa`.
+  heuristics in :mod:`coopt.problems.provisioning.rmsa`, :mod:`.packing` and :mod:`.layout`.
 * ``provisioning_grooming``: the multi-layer architecture with traffic grooming and electrical
   degradation (Model C). Its data model and checker are in :mod:`.grooming_model`, its MILP in
   :mod:`.grooming_milp`, its heuristics in :mod:`coopt.problems.provisioning.grooming_heuristics`.
@@ -32,6 +32,7 @@ from coopt.problems.provisioning import (
     exact,
     grooming_heuristics,
     grooming_milp,
+    layout,
     milp,
     model,
     packing,
@@ -49,7 +50,8 @@ PROBLEM = Problem(
     sense="max",
     **model_fields(model),
     **exact_fields(milp),
-    heuristics={**rmsa.HEURISTICS, "capacity_guided_first_fit": packing.capacity_guided_first_fit},
+    heuristics={**rmsa.HEURISTICS, "capacity_guided_first_fit": packing.capacity_guided_first_fit,
+                "capacity_guided_cpsat": layout.capacity_guided_cpsat},
     exact=exact.provisioning_exact,
     warm_start=rmsa.best_heuristic_solution,
     bound=bound.provisioning_bound,

@@ -19,7 +19,7 @@ import numpy as np
 
 from coopt.problem import Solution
 from coopt.problems.provisioning import grooming_model as G
-from coopt.problems.provisioning.rmsa import SpectrumState
+from coopt.problems.provisioning.rmsa import SpectrumState, lowest_block
 from coopt.solvers.highs import max_weight_lp
 
 WEIGHT_EXISTING = 1.0
@@ -63,6 +63,8 @@ class GroomingState:
         self.transponders = dict.fromkeys(instance.nodes, 0)
         self._order = {v: i for i, v in enumerate(instance.nodes)}
         self._routes = {} if routes is None else routes  # shared by the passes of one heuristic
+        self._narrowest = sorted(instance.lightpath_widths)
+        self._widest = sorted(instance.lightpath_widths, reverse=True)
 
     def pair(self, u: str, v: str) -> tuple[str, str]:
         """:func:`G.pair` with the node order looked up once."""
@@ -80,14 +82,18 @@ class GroomingState:
         ``largest``, the widest width that fits and carries at least ``need_bps``."""
         inst = self.instance
         best: _Hop | None = None
+        widths = self._widest if largest or self.widest_first else self._narrowest
         for route in self.pair_routes(q):
             if route.modulation is None:
                 continue
-            for w in sorted(inst.lightpath_widths, reverse=largest or self.widest_first):
+            free = None  # the path's free slots, read once for every width
+            for w in widths:
                 cap = G.capacity_bps(inst, route, w)
                 if cap < need_bps * (1 - 1e-12):
                     continue
-                f = self.spectrum.first_fit(route.links, w)
+                if free is None:
+                    free = self.spectrum.free_mask(route.links)
+                f = lowest_block(free, w)
                 if f is None:
                     continue
                 hop = _Hop(q, cap, WEIGHT_NEW + w, route=route, width=w, first_slot=f)

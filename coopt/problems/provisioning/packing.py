@@ -12,7 +12,8 @@ widest footprints (slots x links) first, each on its chosen path and width by fi
 back to :func:`.rmsa.narrowest_choice` on any of its K paths (and the unchosen ones to the same
 rule). Squeaky-wheel rounds (Joslin and Clements, JAIR
 10, 1999) move the blocked requests to the front of their class; a few seeded shuffles of the
-ties restart it; the plan serving the most weight wins (ties: value), and :func:`.rmsa.upgrade`
+ties restart it; the plan serving the most weight wins (ties: value), rip-up-and-re-insert moves
+(:func:`.repack.repack`) let blocked requests in by moving lighter ones, and :func:`.rmsa.upgrade`
 raises its fractions. :func:`.rmsa.multistart_first_fit` is a candidate too.
 
 Guarantee: feasible and fixed for life (every connection is placed on free cells by the replay of
@@ -33,7 +34,7 @@ import numpy as np
 
 from coopt.problem import Solution
 from coopt.problems.provisioning import model as P
-from coopt.problems.provisioning import rmsa
+from coopt.problems.provisioning import repack, rmsa
 from coopt.problems.provisioning.bound import Family, capacity_families, capacity_groups, families
 
 #: Branch-and-bound nodes HiGHS may spend on the capacity relaxation (its deterministic budget).
@@ -51,10 +52,10 @@ RESTARTS = 10
 SQUEAKY_ROUNDS = 10
 
 
-def capacity_plan(instance: P.Instance, fams: list[Family]) -> dict[int, Family]:
+def capacity_plan(instance: P.Instance, fams: list[Family], margin: float = MARGIN) -> dict[int, Family]:
     """The capacity relaxation's incumbent (node-limited; every link's capacity lowered by
-    :data:`MARGIN`) as ``request -> chosen family``; where HiGHS has no incumbent, the LP
-    relaxation's largest value per request at 1/2 or more."""
+    ``margin`` of ``|S|``, :data:`MARGIN` by default) as ``request -> chosen family``; where HiGHS
+    has no incumbent, the LP relaxation's largest value per request at 1/2 or more."""
     import highspy
     from pyomo.common.tee import capture_output
 
@@ -72,7 +73,7 @@ def capacity_plan(instance: P.Instance, fams: list[Family]) -> dict[int, Family]
     by_request, cells, ports = capacity_groups(keep)
     for members in by_request.values():
         rows.append((members, [1.0] * len(members), 1.0))
-    room = instance.num_slots - math.floor(MARGIN * instance.num_slots)
+    room = instance.num_slots - math.floor(margin * instance.num_slots)
     for members in cells.values():
         widths = [float(keep[i].width) for i in members]
         if sum(widths) > room:
@@ -104,7 +105,7 @@ def capacity_plan(instance: P.Instance, fams: list[Family]) -> dict[int, Family]
     return {r: fam for r, (fam, _) in plan.items()}
 
 
-def _rule(instance: P.Instance, plan: dict[int, Family]) -> rmsa.ChoiceRule:
+def planned_rule(instance: P.Instance, plan: dict[int, Family]) -> rmsa.ChoiceRule:
     """The replay's rule: a planned request on its planned path and width by first fit, else (and
     every unplanned request) :func:`.rmsa.narrowest_choice`."""
     index = {id(req): r for r, req in enumerate(instance.requests)}  # the replay hands the objects over
@@ -136,7 +137,7 @@ def capacity_guided_first_fit(instance: P.Instance, seed: int = 0, *, restarts: 
     their cost down), never differently."""
     reqs = instance.requests
     plan = capacity_plan(instance, families(instance))
-    rule = _rule(instance, plan)
+    rule = planned_rule(instance, plan)
     footprint = {r: len(fam.links) * fam.width for r, fam in plan.items()}
     rng = random.Random(seed)
 
@@ -158,4 +159,4 @@ def capacity_guided_first_fit(instance: P.Instance, seed: int = 0, *, restarts: 
             rank = {r: i for i, r in enumerate(order)}
             order = sorted(order, key=lambda r: (reqs[r].arrival_s, reqs[r].priority, r not in blocked,
                                                  rank[r]))
-    return best
+    return repack.repack(instance, best)
