@@ -12,7 +12,7 @@ import sympy as sp
 from coopt.instance import load
 from coopt.problem import SolveOptions
 from coopt.problems import topoopt
-from coopt.problems.topoopt import bound, brute, routing
+from coopt.problems.topoopt import bound, brute, distance_bound, routing
 from coopt.problems.topoopt import model as T
 from coopt.problems.topoopt import strides as topoopt_strides
 from coopt.problems.topoopt.bound import dual_bound
@@ -117,6 +117,7 @@ def test_port_bound_holds_on_solved_instances(path):
         {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
     )
     assert report.objective <= port * (1 + 1e-9)
+    assert report.objective <= distance_bound.pair_distance_bound(instance) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("path", sorted(INSTANCES.glob("2-model-*-n128-d[48]-100g.toml"))[:2])

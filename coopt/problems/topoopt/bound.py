@@ -1,6 +1,6 @@
 """Dual bounds on TopoOpt's ``theta`` that hold for every topology, at any size (``--method bound``).
 
-Three upper bounds, each valid for every ``d``-regular topology, routing and ring split; the
+Four upper bounds, each valid for every ``d``-regular topology, routing and ring split; the
 registered bound is their minimum:
 
 * **Port (ideal-switch) bound.** Server ``s`` pushes its ``r_s = sum_t D_st`` bytes out of ``d``
@@ -17,6 +17,11 @@ registered bound is their minimum:
   ``W_s`` takes the most favourable case: all of it (``sum_g c_g``) on one destination, merged with
   whichever model-parallel destination among the candidate ones lowers ``W_s`` most (merging two
   demands on one destination frees a slot), which bounds every split from below.
+* **Pair-distance bound** (:func:`coopt.problems.topoopt.distance_bound.pair_distance_bound`): the
+  Moore counting with each pair's distance shared by both servers (with duplex links the distance
+  is symmetric, so a neighbour slot spent on ``s + q`` is also one of ``s + q``'s), an LP per
+  distance level, over every vertex of the ring split; never looser than the Moore bound (proof and
+  test there).
 * **LP relaxation** (:func:`coopt.problems.topoopt.routing.relaxation`, P1 with fractional
   links). With directed links it equals the port bound on every instance we have tried (tested),
   so it is solved only for symmetric links, where duplex capacity can be wasted and it is lower,
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from coopt.problems.topoopt.distance_bound import pair_distance_bound
 from coopt.problems.topoopt.model import Instance, candidate_strides, mp_matrix, ring_bytes
 from coopt.problems.topoopt.routing import relaxation
 
@@ -97,8 +103,9 @@ def moore_bound(instance: Instance) -> float:
 
 
 def dual_bound(instance: Instance, options: object = None) -> float:
-    """The registered ``bound``: the least of the port, Moore and (symmetric, small) LP bounds."""
-    bounds = [port_bound(instance), moore_bound(instance)]
+    """The registered ``bound``: the least of the port, Moore, pair-distance and (symmetric, small) LP
+    bounds."""
+    bounds = [port_bound(instance), moore_bound(instance), pair_distance_bound(instance)]
     if instance.symmetric and instance.servers <= RELAXATION_SERVERS:
         bounds.append(relaxation(instance))
     return min(bounds)

@@ -20,16 +20,22 @@ at its best stride (``c_g min_q sum_s dist(s, s + q)``, the split the routing LP
 uniform graph) and a graph that leaves some demand unreachable charged more than any that does not;
 ``dist`` is recomputed by breadth-first search in matrix form after each swap
 (``O(diameter n^3)`` arithmetic); it never routes inside the loop. The annealed graph
-is routed once by the routing LP (:class:`.routing.TopologyLP`, P1 with the links fixed) solved by
-HiGHS' interior-point method with crossover (about 50x faster than the simplex at ``n = 64``). It
-is declared up to :data:`LP_ROUTING_SERVERS` servers.
+is routed once: up to :data:`LP_ROUTING_SERVERS` servers by the routing LP
+(:class:`.routing.TopologyLP`, P1 with the links fixed) solved by HiGHS' interior-point method with
+crossover (about 50x faster than the simplex at ``n = 64``); above, where that LP takes minutes
+(118 s at ``n = 128, d = 8``), by the column generation of :mod:`.concurrent_flow` within
+:data:`ROUTING_SECONDS`, with the annealing's guard cut to :data:`LARGE_GUARD_SECONDS`.
 
 Guarantee: a checker-feasible simple ``d``-regular topology (with duplex links ``n d`` even, which
-the loader enforces), with the optimal routing and ring split on it; its ``theta`` is never above
+the loader enforces), with the optimal routing and ring split on it up to
+:data:`LP_ROUTING_SERVERS` servers (above, a feasible one); its ``theta`` is never above
 the optimum (it is a point of P1's space); no optimality claim. Cost:
 ``min(ANNEAL_STEPS_PER_SERVER n, ANNEAL_WORK / n^3)`` swaps of ``O(diameter n^3)`` arithmetic
-each, plus one LP of ``n^2 d`` flow columns. Deterministic for a seed (a wall-clock guard,
-``time_limit``, only stops a pathological run early). Source: ours, after Singla et al. (NSDI
+each, plus one LP of ``n^2 d`` flow columns (above :data:`LP_ROUTING_SERVERS` servers, at most
+:data:`ROUTING_SECONDS` of column generation). Deterministic for a seed up to
+:data:`LP_ROUTING_SERVERS` servers (a wall-clock guard, ``time_limit``, only stops a pathological
+run early); above, the annealing's guard and the column generation's budget are wall-clock, so a
+loaded machine may stop either sooner. Source: ours, after Singla et al. (NSDI
 2014) and the Graph Golf competition's edge-swap searches (facts only, no code).
 
 Measured (bench machine, seed 0): on uniform all-to-all of 32 servers of degree 3 the annealing
@@ -47,6 +53,7 @@ import time
 import numpy as np
 
 from coopt.problem import NoSolution, Solution
+from coopt.problems.topoopt.concurrent_flow import route
 from coopt.problems.topoopt.fabric import lp_routed_solution
 from coopt.problems.topoopt.model import Instance, candidate_strides, mp_matrix, ring_bytes
 from coopt.problems.topoopt.routing import TopologyLP
@@ -60,13 +67,17 @@ ANNEAL_WORK = 2e10
 #: Starting temperature of the annealing, in units of the mean nonzero demand x one hop; cooled
 #: linearly to zero.
 START_TEMPERATURE = 0.5
-#: The heuristic is declared up to this many servers, where the routing LP (interior point) takes
-#: 1-11 s (n = 64, d = 4; the simplex 25-75 s). Above, the LP took 118 s at n = 128, d = 8, and
-#: ECMP on the annealed graph reached only half of the best heuristic on the large tier's n = 128
-#: files (bert d = 4: 15.6 against 31.3), so the heuristic declines there.
+#: Up to this many servers the annealed graph is routed by the routing LP (interior point: 1-11 s at
+#: n = 64, d = 4; the simplex 25-75 s). Above, the LP took 118 s at n = 128, d = 8 (and ECMP on the
+#: annealed graph reached only half of the best heuristic there), so column generation routes it.
 LP_ROUTING_SERVERS = 64
 #: Default wall-clock guard of the annealing, seconds.
 GUARD_SECONDS = 40.0
+#: Above :data:`LP_ROUTING_SERVERS` servers: the annealing's guard and the column generation's
+#: budget, seconds (with 20 + 25 s a run took 55 s at n = 128, d = 8 under load: too near the
+#: bench's 60 s per heuristic).
+LARGE_GUARD_SECONDS = 15.0
+ROUTING_SECONDS = 15.0
 
 
 def distances(links: np.ndarray) -> np.ndarray:
@@ -194,13 +205,12 @@ def lp_route(instance: Instance, links: np.ndarray) -> Solution:
     return lp_routed_solution(instance, links, lp.routed())
 
 
-def applies(instance: Instance) -> bool:
-    """Where :func:`expander_search` is declared: up to :data:`LP_ROUTING_SERVERS` servers."""
-    return instance.servers <= LP_ROUTING_SERVERS
-
-
 def expander_search(instance: Instance, seed: int = 0, steps: int | None = None,
                     time_limit: float | None = None) -> Solution:
-    """The annealed low-hop-count regular topology, routed optimally (module docstring)."""
-    links, _ = anneal(instance, seed, steps, time_limit)
-    return lp_route(instance, links)
+    """The annealed low-hop-count regular topology, routed optimally up to :data:`LP_ROUTING_SERVERS`
+    servers and by column generation above (module docstring)."""
+    if instance.servers <= LP_ROUTING_SERVERS:
+        links, _ = anneal(instance, seed, steps, time_limit)
+        return lp_route(instance, links)
+    links, _ = anneal(instance, seed, steps, LARGE_GUARD_SECONDS if time_limit is None else time_limit)
+    return route(instance, links, time_limit=ROUTING_SECONDS).solution

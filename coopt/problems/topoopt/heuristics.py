@@ -14,10 +14,13 @@ The heuristics live by family:
 * :mod:`.swap`: ours, ``link_swap_search``: link swaps screened by the routing LPs' dual cuts
   (:mod:`.screening`), only the promising ones routed.
 * :mod:`.expander`: ours, ``expander_search``: low-distance regular graphs (expanders) annealed on
-  the demand-weighted hop count, routed by the routing LP: the candidates for all-to-all and mixed
+  the demand-weighted hop count, routed by the routing LP (by column generation above 64 servers): the
+  candidates for all-to-all and mixed
   traffic, where rings and matchings have long paths.
-* :mod:`.fabric`, :mod:`.ecmp`, :mod:`.routing`: rings, matchings, the ECMP map with its best ring
-  split, and the routing LPs.
+* :mod:`.rerouted`: ours, ``topology_finder_cg``: ``topology_finder_lp``'s best topology re-routed by
+  the column generation of :mod:`.concurrent_flow`, above the size where the routing LP is used.
+* :mod:`.fabric`, :mod:`.ecmp`, :mod:`.routing`, :mod:`.concurrent_flow`: rings, matchings, the ECMP
+  map with its best ring split, the routing LPs, and the routing by column generation at scale.
 * :mod:`.search`, :mod:`.workloads`, :mod:`.cost`: the alternating search over strategies and
   topologies with its iteration-time model, the six models of the paper's simulations with FlexFlow's
   measured compute times, and the similar-cost fat-tree.
@@ -44,9 +47,9 @@ from coopt.problems.topoopt.cost import (
     topoopt_cost,
 )
 from coopt.problems.topoopt.ecmp import EcmpRouting
-from coopt.problems.topoopt.expander import LP_ROUTING_SERVERS, expander_search
-from coopt.problems.topoopt.expander import applies as expander_applies
+from coopt.problems.topoopt.expander import expander_search
 from coopt.problems.topoopt.fabric import (
+    LP_SERVERS,
     circulant_mean_hops,
     ecmp_flows,
     lp_solution,
@@ -64,6 +67,8 @@ from coopt.problems.topoopt.finder import (
 from coopt.problems.topoopt.milp import MAX_P1_SERVERS
 from coopt.problems.topoopt.model import Instance
 from coopt.problems.topoopt.p2 import solve_p2
+from coopt.problems.topoopt.rerouted import applies as rerouted_applies
+from coopt.problems.topoopt.rerouted import topology_finder_cg
 from coopt.problems.topoopt.search import (
     Fabric,
     alternating_search,
@@ -99,9 +104,10 @@ HEURISTICS = {
         scope="even degrees with an AllReduce group whose pre-final degree split the released code accepts"),
     "topology_finder_lp": topology_finder_lp,
     "link_swap_search": link_swap_search,
-    "expander_search": Heuristic(
-        expander_search, applies=expander_applies,
-        scope=f"up to {LP_ROUTING_SERVERS} servers (the routing LP of the annealed graph)"),
+    "expander_search": expander_search,
+    "topology_finder_cg": Heuristic(
+        topology_finder_cg, applies=rerouted_applies,
+        scope=f"above {LP_SERVERS} servers (below, topology_finder_lp routes by the LP)"),
 }
 
 __all__ = [
@@ -111,7 +117,8 @@ __all__ = [
     "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
     "select_permutations", "similar_cost_fattree", "similar_cost_fattree_gbps", "solve_p2",
     "strategy_traffic", "switch_comm_time", "tier_at", "topoopt_authors", "topoopt_authors_prefinal",
-    "topoopt_cost", "topology_finder", "topology_finder_lp", "vgg16", "warm_start", "workload_instance",
+    "topoopt_cost", "topology_finder", "topology_finder_cg", "topology_finder_lp", "vgg16", "warm_start",
+    "workload_instance",
 ]
 
 
