@@ -2,14 +2,15 @@
 instances, the same warm start, a deterministic work budget instead of a wall-clock limit.
 
     python benchmarks/figures/chase_scaling.py [--sizes 10,12,14] [--seeds 3] [--work 40]
-        [--before PATH/TO/old_cpsat.py]
+        [--before PATH/TO/old_cpsat.py [--before-energetic PATH/TO/old_energetic.py]]
 
 Each row: tasks, seed, and per model the status (P proven, else the gap left), CPU seconds of the
 process, CP-SAT's deterministic time and branches. CP-SAT's deterministic time does not depend on
 the machine's load, so the budget ``--work`` (deterministic seconds; about 60 CPU seconds at 40 on
 the machine of docs/chase.md) makes runs on a shared machine comparable. ``--before`` loads another
 version of ``coopt/problems/chase/cpsat.py`` (for example ``git show REV:coopt/problems/chase/cpsat.py
-> /tmp/old_cpsat.py``) and runs it beside the current one.
+> /tmp/old_cpsat.py``) and runs it beside the current one; ``--before-energetic`` gives it an old
+``energetic.py`` too (its bound, heads and tails), else it uses the current one.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from coopt.problems.chase.mapping import local_search
 from coopt.problems.chase.model import check, tasks_of_size
 
 
-def load_module(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("chase_cpsat_before", path)
+def load_module(path: str, name: str = "chase_cpsat_before") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
@@ -61,10 +62,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--work", type=float, default=40.0)
     parser.add_argument("--before", default=None)
+    parser.add_argument("--before-energetic", default=None)
     args = parser.parse_args()
     models = {"after": cpsat}
     if args.before:
-        models = {"before": load_module(args.before), **models}
+        before = load_module(args.before)
+        if args.before_energetic:
+            old = load_module(args.before_energetic, "chase_energetic_before")
+            for name in ("energetic_bound", "energetic_heads_tails", "speed_weights"):
+                setattr(before, name, getattr(old, name))
+        models = {"before": before, **models}
     print("| tasks | seed | " + " | ".join(models) + " |")
     print("|---|---|" + "---|" * len(models))
     every = {name: [] for name in models}

@@ -56,6 +56,7 @@ an edge's ends (the MILP's linearised product, here linear for CP-SAT's LP relax
     C >= sum_v d_vp x_vp                       for every device    (loads)
     cumulative of [S_v, E_v), demand 1, capacity |P|               (at most |P| tasks at once)
     x_{v, p_j} -> OR_{pi(u) < pi(v)} x_{u, p_{j-1}}                 (symmetry, identical devices)
+    x_{v0, p} = 0 where p is not the least of its orbit under G      (symmetry, whole servers)
     x_vp = 0 where head_vp + d_vp + tail_vp > H;  C <= H             (horizon, domain reduction)
 
 Search: CP-SAT's automatic search with the decision strategy "the start that can be earliest, at
@@ -75,6 +76,16 @@ symmetry rows are the MILP's, with its proof (:mod:`.milp`): relabelling the dev
 interchangeable devices (:func:`.schedule.device_classes`) in the order of the first task (by
 topological rank ``pi``) each runs maps every schedule to one of equal makespan that satisfies
 them; floored data are as symmetric as the exact data, so the argument holds in units too.
+Where no two devices are interchangeable on their own but the platform still has symmetries (two
+servers of one GPU and one NPU each: swapping the servers whole), ``G`` is the group of device
+permutations ``g`` that keep every run time and every transfer time
+(:func:`.schedule.automorphisms`: ``t_v(g p) = t_v(p)``, ``c_e(g p, g q) = c_e(p, q)``). Moving
+every task of a schedule from ``p`` to ``g(p)`` keeps every start feasible and the makespan, so for
+``v0`` the first task of the topological order, on device ``p``, the member of ``G`` that sends
+``p`` to the least device of its orbit maps the schedule to one of equal makespan that satisfies
+the row; the heads, tails and horizon are the same on ``p`` and ``g(p)`` (computed from the same
+data), so the image keeps every other row. The row is used only where there is no class of
+interchangeable devices, so the two kinds of rows never act together.
 
 Model rows and checker violations (:mod:`.model`), each way:
 
@@ -104,6 +115,7 @@ from coopt.problem import ExactOutcome, Solution, SolveOptions, Termination, rel
 from coopt.problems.chase.energetic import energetic_bound, energetic_heads_tails, speed_weights
 from coopt.problems.chase.model import Instance, make_solution
 from coopt.problems.chase.schedule import (
+    automorphisms,
     canonical,
     critical_path_bound,
     device_classes,
@@ -158,6 +170,8 @@ class Built:
     horizon: int
     classes: list[list[int]]
     grid: bool
+    #: The device relabellings the first task is broken by (:func:`first_task_group`), else empty.
+    group: list[tuple[int, ...]]
 
 
 def _floor(value: float, unit: float, grid: bool) -> int:
@@ -189,6 +203,10 @@ def build(inst: Instance, upper: float, hint: Solution | None = None,
     if any(not a for a in allowed):
         return None
     classes = device_classes(inst)
+    group = first_task_group(inst, classes)
+    if group:  # the first task on the least device of its orbit (module docstring)
+        first = tab.topo[0]
+        allowed[first] = [p for p in allowed[first] if min(g[p] for g in group) == p]
     model = cp_model.CpModel()
     C = model.NewIntVar(0 if lower is None else min(H, max(0, _floor(lower, unit, False))), H, "C")
     x: dict[tuple[int, int], Any] = {}
@@ -237,7 +255,7 @@ def build(inst: Instance, upper: float, hint: Solution | None = None,
     model.Minimize(C)
     # set-times branching: start the task that can start earliest, as early as it can
     model.AddDecisionStrategy(start, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
-    built = Built(model, x, start, C, unit, H, classes, grid)
+    built = Built(model, x, start, C, unit, H, classes, grid, group)
     if hint is not None:
         _hint(inst, built, hint)
     return built
@@ -260,12 +278,33 @@ def _symmetry(model: Any, inst: Instance, x: dict[tuple[int, int], Any], allowed
                     model.Add(x[v, after] == 0)
 
 
+def first_task_group(inst: Instance, classes: list[list[int]]) -> list[tuple[int, ...]]:
+    """The automorphisms of the devices (:func:`.schedule.automorphisms`) when there is more than
+    the identity and no class of interchangeable devices (whose rows break their own symmetry):
+    the group whose orbits the first task is restricted by (module docstring); else empty."""
+    if classes:
+        return []
+    group = automorphisms(inst.tables)
+    return group if len(group) > 1 else []
+
+
+def relabel_first(inst: Instance, assignment: list[int], group: list[tuple[int, ...]]) -> list[int]:
+    """``assignment`` moved by the member of ``group`` that sends the first task's device to the
+    least device of its orbit (the same makespan; it satisfies the first-task rule)."""
+    if not group:
+        return assignment
+    first = assignment[inst.tables.topo[0]]
+    g = min(group, key=lambda h: h[first])
+    return [g[p] for p in assignment]
+
+
 def _hint(inst: Instance, built: Built, hint: Solution) -> None:
     """The hint: the schedule's starts floored to units (feasible in the model, module
     docstring), its devices relabelled to satisfy the symmetry rows."""
     tab = inst.tables
     device = {name: p for p, name in enumerate(tab.device_names)}
     assignment = canonical(inst, [device[hint["assignment"][name]] for name in tab.task_names], built.classes)
+    assignment = relabel_first(inst, assignment, built.group)
     starts = [_floor(hint["start_s"][name], built.unit, built.grid) for name in tab.task_names]
     for (v, p), var in built.x.items():
         built.model.AddHint(var, int(assignment[v] == p))

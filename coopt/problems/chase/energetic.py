@@ -16,9 +16,40 @@ Heads and tails with energy
 Every ancestor of ``v`` ends before ``v`` starts and starts at or after time 0, so the ancestors'
 energy fits in ``[0, S_v]``: ``S_v >= sum_{u in anc(v)} e_u / W``. Symmetrically the descendants
 run in ``[E_v, C]``: ``C >= E_v + sum_{s in desc(v)} e_s / W``. :func:`energetic_heads_tails`
-takes the larger of these and the routed recursions of :func:`.schedule.heads` and
-:func:`.schedule.tails` (with these stronger values fed along), each a valid lower bound, so the
-maximum is.
+takes the larger of these, the join and fork bounds below and the routed recursions of
+:func:`.schedule.heads` and :func:`.schedule.tails` (with these stronger values fed along), each a
+valid lower bound, so the maximum is.
+
+Joins and forks: a shared device or a transfer
+----------------------------------------------
+The routed head lets every predecessor of ``v`` run on the device best for it alone, so two
+predecessors may both sit on ``v``'s device at once. In a schedule with ``v`` on ``p`` each
+predecessor ``u`` runs on some ``q_u``, starts at ``head(u, q_u)`` or later, and its data reach
+``p`` ``c_uv(q_u, p)`` after it ends (0 on ``p``); the predecessors that share a device run one at a
+time. For the predecessors on one device ``q``, jobs with release ``r_u = head(u, q)``, run time
+``t_u(q)`` and delivery ``c_uv(q, p)``, ``S_v`` is at least each job's ``r + t + c`` and at least
+the end of the last of them plus the least delivery, and that end is at least the
+earliest-release-first makespan (optimal on one device with releases). So ``S_v`` is at least
+the least, over every choice of devices for the predecessors, of the largest of these per-device
+values: :func:`_shared`, enumerated over at most :data:`SHARED_JOBS` predecessors (those with the
+largest least ``r + t + c``; leaving predecessors out only relaxes the bound). A fork is the mirror
+image: the successors of ``v`` on ``p`` get their data ``c_vs(p, q)`` after ``E_v`` (the release
+counted from ``E_v``), run one at a time on each device and need ``tail(s, q)`` after they end, so
+``C - E_v`` is at least the same least-over-choices value. On two servers with costly transfers
+between them this is where a join pays either the transfer or the wait (measured in
+docs/chase.md); with cheap transfers it adds little.
+
+*Counting* (:func:`_counted`) takes any number of predecessors. Let ``J`` be a set of them and,
+on device ``q``, ``R_q`` and ``c_q`` the least head and least transfer to ``p`` among ``J``. In a
+schedule with ``v`` on ``p``, say ``k_q`` of ``J`` run on ``q`` (``sum_q k_q = |J|``); they start at
+``R_q`` or later one at a time, so ``S_v >= R_q + (sum of the k_q shortest run times of J on q)
++ c_q =: point(q, k_q)``. The points grow with ``k``, so every ``point(q, k)`` with ``1 <= k <= k_q``
+is at most ``S_v``: that is ``|J|`` points, and ``S_v`` is at least the ``|J|``-th smallest of all
+points (over every ``q`` and ``k >= 1``). This is how the eliminations of one step of Gauss
+elimination, more of them than fast devices and all between two pivots, cost two rounds and not
+their work divided by the devices. The sets tried are the predecessors whose least head, or
+least transfer, is at least a given one's. Forks mirror it (release ``c_vs(p, q)`` after ``E_v``,
+delivery ``tail(s, q)``).
 
 Energetic reasoning
 -------------------
@@ -44,6 +75,7 @@ the sums, so a failure is a failure in exact arithmetic.
 from __future__ import annotations
 
 import math
+from itertools import product
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,6 +92,12 @@ SLACK = 1e-9
 MAX_WINDOW_POINTS = 200
 #: Work budget of one window test (options x window starts x window ends).
 WORK = 2e7
+#: Most predecessors (successors) of a task whose devices :func:`_shared` enumerates, most device
+#: choices it tries for one task and device, and at most this many in all (tasks x devices x
+#: choices; fewer choices each on large instances).
+SHARED_JOBS = 6
+SHARED_CHOICES = 256
+SHARED_WORK = 300_000
 #: Bisection steps on ``T``: the bound returned is within ``2^-STEPS`` times the searched interval
 #: of the largest makespan the test refutes.
 STEPS = 30
@@ -81,10 +119,11 @@ def speed_weights(tab: Tables) -> list[float]:
 
 def energetic_heads_tails(tab: Tables, weights: list[float]) -> tuple[list[list[float]], list[list[float]]]:
     """(head, tail) of :mod:`.schedule` raised by the energy of the ancestors and descendants on
-    the pool of weight ``W = sum(weights)`` (module docstring); inf where ``v`` cannot run on ``p``.
-    O(n^2 + e P^2)."""
+    the pool of weight ``W = sum(weights)`` and by the join and fork bounds (module docstring);
+    inf where ``v`` cannot run on ``p``. O(n^2 + e P^2), and the choices of :func:`_shared`."""
+    compatible = tab.compatible
     W = float(sum(weights))
-    energy = [min(weights[p] * tab.time[v][p] for p in tab.compatible[v]) for v in range(tab.n)]
+    energy = [min(weights[p] * tab.time[v][p] for p in compatible[v]) for v in range(tab.n)]
     reach = reachability(tab)
     before = [0.0] * tab.n
     after = [0.0] * tab.n
@@ -97,23 +136,96 @@ def energetic_heads_tails(tab: Tables, weights: list[float]) -> tuple[list[list[
             bits >>= 1
             v += 1
     P = tab.devices
+    limit = min(SHARED_CHOICES, SHARED_WORK // max(1, tab.n * P))
     head = [[math.inf] * P for _ in range(tab.n)]
     for v in tab.topo:
-        for p in tab.compatible[v]:
+        for p in compatible[v]:
             best = before[v] / W if W > 0 else 0.0
             for u, e in tab.preds[v]:
-                arrive = min(head[u][q] + tab.time[u][q] + tab.comm(e, q, p) for q in tab.compatible[u])
+                arrive = min(head[u][q] + tab.time[u][q] + tab.comm(e, q, p) for q in compatible[u])
                 best = max(best, arrive)
-            head[v][p] = best
+            jobs = [[(head[u][q], tab.time[u][q], tab.comm(e, q, p)) if q in compatible[u] else None
+                     for q in range(P)] for u, e in tab.preds[v]]
+            head[v][p] = max(best, _shared(jobs, limit), _counted(jobs))
     tail = [[math.inf] * P for _ in range(tab.n)]
     for v in reversed(tab.topo):
-        for p in tab.compatible[v]:
+        for p in compatible[v]:
             best = after[v] / W if W > 0 else 0.0
             for s, e in tab.succs[v]:
-                rest = min(tab.comm(e, p, q) + tab.time[s][q] + tail[s][q] for q in tab.compatible[s])
+                rest = min(tab.comm(e, p, q) + tab.time[s][q] + tail[s][q] for q in compatible[s])
                 best = max(best, rest)
-            tail[v][p] = best
+            jobs = [[(tab.comm(e, p, q), tab.time[s][q], tail[s][q]) if q in compatible[s] else None
+                     for q in range(P)] for s, e in tab.succs[v]]
+            tail[v][p] = max(best, _shared(jobs, limit), _counted(jobs))
     return head, tail
+
+
+def _one_device(group: list[tuple[float, float, float]]) -> float:
+    """A lower bound on ``max_j (C_j + q_j)`` for jobs ``(r_j, t_j, q_j)`` (release, run time,
+    delivery) run one at a time on one device from their releases: every job alone, ``r_j + t_j +
+    q_j``, and the last completion, at least the earliest-release-first makespan (optimal for one
+    device with releases), plus the least delivery."""
+    alone = max(r + t + q for r, t, q in group)
+    end = 0.0
+    for r, t, _ in sorted(group):
+        end = max(end, r) + t
+    return max(alone, end + min(q for _, _, q in group))
+
+
+def _counted(jobs: list[list[tuple[float, float, float] | None]]) -> float:
+    """The counting bound on ``max_j (C_j + q_j)`` over jobs ``jobs[j][q] = (r, t, q)`` (release,
+    run time, delivery of job ``j`` on device ``q``; None where it cannot run there), each on a
+    device of its choice, one at a time on each (module docstring): for a set ``J`` of the jobs,
+    the ``|J|``-th smallest of the points ``R_q + (k smallest run times of J on q) + c_q`` over
+    devices ``q`` and ``k >= 1``, with ``R_q`` and ``c_q`` the least release and delivery of ``J``
+    on ``q``. The sets tried: the jobs whose least release, or least delivery, is at least each
+    job's; 0 with fewer than two jobs."""
+    if len(jobs) < 2:
+        return 0.0
+    best = 0.0
+    for field in (0, 2):
+        ranked = sorted(jobs, key=lambda row: min(job[field] for job in row if job is not None))
+        for i in range(len(ranked) - 1):
+            chosen = ranked[i:]
+            points: list[float] = []
+            for q in range(len(chosen[0])):
+                here = [row[q] for row in chosen if row[q] is not None]
+                if not here:
+                    continue
+                base = min(r for r, _, _ in here) + min(c for _, _, c in here)
+                for t in sorted(t for _, t, _ in here):
+                    base += t
+                    points.append(base)
+            points.sort()
+            best = max(best, points[len(chosen) - 1])
+    return best
+
+
+def _shared(jobs: list[list[tuple[float, float, float] | None]], limit: int) -> float:
+    """The least, over every choice of a device for each job (``jobs[j][q]``: release, run time and
+    delivery of job ``j`` on device ``q``, None where it cannot run there), of the largest
+    :func:`_one_device` bound among the devices: the jobs that share a device run one at a time.
+    Only the :data:`SHARED_JOBS` jobs with the largest least ``r + t + q`` take part when there are
+    more, and fewer while their choices pass ``limit`` (leaving jobs out relaxes the bound); 0 with
+    fewer than two jobs."""
+    if len(jobs) < 2:
+        return 0.0
+    options = [[(q, job) for q, job in enumerate(row) if job is not None] for row in jobs]
+    options.sort(key=lambda row: -min(r + t + q for _, (r, t, q) in row))
+    options = options[:SHARED_JOBS]
+    while len(options) > 1 and math.prod(len(row) for row in options) > limit:
+        options.pop()
+    if len(options) < 2:
+        return 0.0
+    best = math.inf
+    for choice in product(*options):
+        groups: dict[int, list[tuple[float, float, float]]] = {}
+        for q, job in choice:
+            groups.setdefault(q, []).append(job)
+        value = max(_one_device(group) for group in groups.values())
+        if value < best:
+            best = value
+    return best
 
 
 def _points(values: np.ndarray, most: int) -> np.ndarray:

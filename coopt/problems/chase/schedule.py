@@ -13,7 +13,9 @@
   on ``p``;
 * :func:`serial_bound` is a makespan every instance can reach (the MILP's horizon without a warm
   start);
-* :func:`device_classes` finds interchangeable devices (the MILP's symmetry breaking);
+* :func:`device_classes` finds interchangeable devices (the MILP's symmetry breaking), and
+  :func:`automorphisms` every relabelling of the devices that keeps the makespan of every schedule
+  (swapping whole servers, for example);
 * :func:`objective_grid` is the unit the optimal makespan is a multiple of, where there is one.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import permutations
 from typing import TYPE_CHECKING
 
 from coopt.problem import grid_of
@@ -154,6 +157,29 @@ def device_classes(inst: Instance) -> list[list[int]]:
         if len(members) > 1:
             classes.append(members)
     return classes
+
+
+def automorphisms(tab: Tables, most: int = 8) -> list[tuple[int, ...]]:
+    """Every permutation ``g`` of the devices (as ``g[p]``, the identity included) under which each
+    task has the same compatibility and run time on ``g[p]`` as on ``p`` and every transfer the same
+    time between ``g[p]`` and ``g[q]`` as between ``p`` and ``q`` (route latency and inverse
+    bandwidth equal, so ``c_e(g p, g q) = c_e(p, q)`` for every edge): moving every task of a
+    schedule from ``p`` to ``g[p]`` keeps every start feasible, so the makespan, and the permutations
+    form a group. Enumerated for at most ``most`` devices (``P!`` candidates), else the identity
+    alone (a subgroup: any use of it stays valid)."""
+    P = tab.devices
+    identity = tuple(range(P))
+    if most < P:
+        return [identity]
+    columns = [tuple(tab.time[v][p] if p in tab.compatible[v] else None for v in range(tab.n))
+               for p in range(P)]
+    links = [[(tab.latency[p][q], tab.inverse_bandwidth[p][q]) for q in range(P)] for p in range(P)]
+    found = []
+    for g in permutations(range(P)):
+        if all(columns[g[p]] == columns[p] for p in range(P)) and all(
+                links[g[p]][g[q]] == links[p][q] for p in range(P) for q in range(P) if p != q):
+            found.append(g)
+    return found
 
 
 def canonical(inst: Instance, assignment: list[int], classes: list[list[int]]) -> list[int]:
