@@ -1,6 +1,6 @@
 """The oracle of the pipeline problem: tiny seeded instances and their optimum found without Model P.
 
-Two independent ways, chosen by the instance:
+Three independent ways, chosen by the instance:
 
 * **Enumeration** (no offload): every per-device order of the passes in which each item's own
   passes come F, B, W (any other order deadlocks; micro-batches of one kind may overtake each
@@ -10,15 +10,19 @@ Two independent ways, chosen by the instance:
   memory level at every event depends on the order alone (one compute pass at a time, releases
   before allocations at equal times), so the ASAP timing is the shortest feasible one and the
   enumeration is exact for the makespan.
-* **Model T** (offload allowed: copy times are continuous decisions that an order enumeration
-  cannot cover): the time-indexed MILP of :mod:`.timeindexed`, with no FIFO and as horizon the
-  best checker-accepted heuristic schedule (else the serial bound). It shares no constraint with
-  Model P (unit slots and cumulative memory sums against start times and pairwise order binaries),
-  and it is exact on integer data: fix the order of all events of an optimal schedule, keep each
-  release that came no later than an allocation no later than it; what remains is a system of
-  difference constraints with integer right-hand sides, whose optimal vertex is integral and no
-  longer, and every start of a tight chain from 0 is a sum of durations and lags, so it lies
-  within the serial bound.
+* **Model T** (offload allowed, one chunk: copy times are continuous decisions that an order
+  enumeration cannot cover): the time-indexed MILP of :mod:`.timeindexed`, with no FIFO and as
+  horizon the best checker-accepted heuristic schedule (else the serial bound). It shares no
+  constraint with Model P (unit slots and cumulative memory sums against start times and pairwise
+  order binaries), and it is exact on integer data: fix the order of all events of an optimal
+  schedule, keep each release that came no later than an allocation no later than it; what
+  remains is a system of difference constraints with integer right-hand sides, whose optimal
+  vertex is integral and no longer, and every start of a tight chain from 0 is a sum of durations
+  and lags, so it lies within the serial bound.
+* **Model O** (offload allowed, two or more chunks, where Model T's LP relaxation is weak and it
+  takes minutes): the order-encoded time-indexed constraint program of :mod:`.oracle_ti` over the
+  same horizon, its least makespan (exact on the grid by the same argument, given in its
+  docstring). It shares no constraint with Model T, Model S, Model M or Model P.
 
 The generator draws integer times (so that Model T applies), a lag of 0 or 1, caps from below one
 micro-batch's activation (infeasible) to a few, half of the recompute instances with L = 2 layers
@@ -37,6 +41,7 @@ import random
 from dataclasses import replace
 
 from coopt.problem import SolveOptions
+from coopt.problems.pipeline import oracle_ti
 from coopt.problems.pipeline.model import (
     GB,
     Deadlock,
@@ -159,9 +164,21 @@ def time_indexed_optimum(instance: Instance) -> float | None:
     return result.objective
 
 
+def order_encoded_optimum(instance: Instance) -> float | None:
+    """Model O's least makespan within :func:`horizon` (None: no schedule fits)."""
+    answer = oracle_ti.least_makespan(instance, horizon(instance), time_limit=300)
+    if answer.status == "infeasible":
+        return None
+    if answer.status != "optimal":
+        raise RuntimeError(f"Model O did not prove optimality ({answer.status})")
+    return answer.makespan
+
+
 def optimum(instance: Instance) -> float | None:
-    """The oracle: enumeration without offload, Model T with it."""
-    return time_indexed_optimum(instance) if instance.allow_offload else enumerate_optimum(instance)
+    """The oracle: enumeration without offload; with it, Model T on one chunk, Model O on more."""
+    if not instance.allow_offload:
+        return enumerate_optimum(instance)
+    return time_indexed_optimum(instance) if instance.chunks == 1 else order_encoded_optimum(instance)
 
 
 def tiny(seed: int) -> Instance:
