@@ -4,6 +4,7 @@ rule that hands 8-device platforms to the MILP."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -109,3 +110,19 @@ def test_on_two_servers_the_constraint_program_meets_the_milp(size, seed):
     by_milp = run(PROBLEM, inst, "milp", OPTIONS)
     assert by_cp.status == by_milp.status == "optimal"
     assert by_cp.objective == pytest.approx(by_milp.objective, rel=1e-6)
+
+
+def test_off_grid_floors_never_exceed_the_exact_floor_and_the_horizon_never_falls_below_it():
+    """A head summed in floats may round up onto an integer its exact value stays below
+    (1 - 2**-60 rounds to 1.0): the model's data must stay at or under the exact floor, and the
+    horizon at or over it, whatever the float rounding."""
+    from fractions import Fraction
+
+    parts = [1.0, -(2.0 ** -60)]
+    summed = parts[0] + parts[1]
+    exact = sum(Fraction(x) for x in parts)
+    assert summed == 1.0 and exact < 1  # the float sum sits on the integer its exact value misses
+    assert cpsat._floor(summed, 1.0, False) <= math.floor(exact)
+    for upper in (7.0, 7.5, 1e6 + 0.25):
+        assert cpsat._horizon(upper, 1.0, False) >= math.floor(Fraction(upper))
+        assert cpsat._floor(upper, 1.0, False) <= math.floor(Fraction(upper))

@@ -20,7 +20,9 @@ else ``u = RESOLUTION * LB / (2n)`` with ``LB`` the critical-path bound (at most
 the shortest run time where that is less (so that every run time is at least one unit, and the
 model's starts order every device strictly).
 Every duration ``w`` of the model is ``floor(w / u)`` units (run times ``d_vp``, transfers
-``c_e(p, q)``, heads, tails), the horizon ``H = floor(U / u)`` with ``U`` the incumbent's makespan
+``c_e(p, q)``, heads, tails; off the grid taken a relative 1e-12 low, so that float rounding of a
+sum never floors it above its exact floor), the horizon ``H = floor(U / u)`` (off the grid taken
+1e-12 high, so that it is never below the exact floor) with ``U`` the incumbent's makespan
 (the runner's warm start ``local_search``, also the hint) or the serial bound without one.
 
 *The bound is valid.* Map any schedule (seconds) to ``S'_v = floor(S_v / u)``. Since ``floor(a +
@@ -130,6 +132,9 @@ from coopt.solvers.cpsat import Watch
 #: (module docstring): below the differential test's 1e-7 with CP-SAT's own gap added, and well
 #: below the suite's tolerance of 1e-6.
 RESOLUTION = 5e-8
+#: Relative amount by which an off-grid quotient is lowered before it is floored (float sums of
+#: heads and tails may sit a few ulps above their exact value).
+FLOOR_MARGIN = 1e-12
 #: Largest horizon, in units of the grid, at which the grid is the unit (else the fine unit).
 MAX_GRID_HORIZON = 10**9
 #: Most devices a platform may have for the constraint program to be ``exact`` there (measured on
@@ -176,9 +181,25 @@ class Built:
 
 def _floor(value: float, unit: float, grid: bool) -> int:
     """``floor(value / unit)``; on the instance's grid the nearest integer (the value is a multiple
-    of the unit, and a float quotient may sit a hair below it)."""
+    of the unit, and a float quotient may sit a hair below it; a head or tail that is not a multiple
+    is at most its ceiling, which every semi-active start on the grid respects). Off the grid the
+    quotient is first lowered by :data:`FLOOR_MARGIN` of itself, so that a float sum a hair above
+    an integer (a head of ``k`` units computed as ``k + 1e-15``, whose exact value may be just
+    below ``k``) floors to ``k - 1``: one unit weaker at worst, never above the exact floor."""
     quotient = value / unit
-    return round(quotient) if grid else math.floor(quotient)
+    if grid:
+        return round(quotient)
+    return math.floor(quotient - FLOOR_MARGIN * max(1.0, abs(quotient)))
+
+
+def _horizon(upper: float, unit: float, grid: bool) -> int:
+    """The horizon in units: at least the exact ``floor(upper / unit)`` (the floored image of a
+    schedule of makespan ``upper`` must fit), so off the grid the quotient is raised by
+    :data:`FLOOR_MARGIN` of itself before it is floored, the mirror of :func:`_floor`."""
+    quotient = upper / unit
+    if grid:
+        return round(quotient)
+    return math.floor(quotient + FLOOR_MARGIN * max(1.0, abs(quotient)))
 
 
 def build(inst: Instance, upper: float, hint: Solution | None = None,
@@ -191,7 +212,7 @@ def build(inst: Instance, upper: float, hint: Solution | None = None,
 
     tab = inst.tables
     unit, grid = unit_of(inst, upper)
-    H = _floor(upper, unit, grid)
+    H = _horizon(upper, unit, grid)
     head, tail = energetic_heads_tails(tab, speed_weights(tab))
     dur = [[_floor(tab.time[v][p], unit, grid) if p in tab.compatible[v] else 0 for p in range(tab.devices)]
            for v in range(tab.n)]
