@@ -9,7 +9,8 @@ start of :mod:`.warm` (the best checked heuristic or pattern schedule, :mod:`.pa
 pair table of :mod:`.crossing`), which the runner runs and hands in. The order helpers shared
 by the exact models are in :mod:`.order`, the dual bound in :mod:`.bound`, the one-stage window
 relaxation (part of Model P's cut) in :mod:`.window`, the oracle (enumeration of every order, or
-the time-indexed Model T of :mod:`.timeindexed` where copies are continuous) in :mod:`.brute`,
+where copies are continuous the time-indexed Model T of :mod:`.timeindexed` on one chunk and the
+order-encoded Model O of :mod:`.oracle_ti` on more) in :mod:`.brute`,
 the schedules in :mod:`.heuristics` and the closed forms in :mod:`.closed_forms`. Studies no
 registered method uses (Model N, the crossing and triple relaxations) live in
 ``research/pipeline``.

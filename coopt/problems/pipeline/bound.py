@@ -53,6 +53,49 @@ checker accepts, so none can cut off an optimum.
   path from its end to a sink): ``C >= t + sum_{r_x >= t} d_x + min_{r_x >= t} q_x`` for every
   release t on d.
 
+* **Memory exclusion with modes** (any modes; a cap). Write ``room`` for device d's cap with its
+  tolerance, and for virtual stage k the keep-mode round trip ``R_k`` (F(k, j)'s start to B(k, j)'s
+  end along the data flow, lags included), the modes an item may take (keep; recompute r of L
+  layers; offload), each with what F allocates at its start, the least level ``l`` it holds until
+  B starts (``a``; ``a - r (a - a_c) / L``; ``a - a_o`` between the copies) and the least extra
+  hold length ``e`` (0; ``r T_R / L``; ``max(0, T_F + tau_d + tau_u + T_B - R_k)``). Every mode
+  holds all of ``a`` while its B runs, and ``a_W`` from B's end to W's end. Two intervals of two
+  items whose levels add up to more than ``room`` cannot overlap (where two half-open intervals
+  overlap, the later start is an event at which both are held). Three bounds follow; each is 0
+  where its condition fails.
+
+  - *Hold chain* (stage k with ``a + h > room``, ``h`` the least ``l`` over the modes): two holds
+    ``[S_F, E_B)`` of k are disjoint (Model M's (M7): while B(k, i) runs no other hold of k may
+    contain it, so the earlier B ends before the later hold starts). If the later item j
+    allocates ``alloc`` with ``alloc + a_W > room``, F(k, j) also waits for the earlier items' W
+    (releases come first), ``T_W`` after their B end. So the m holds, each at least ``R_k + e``,
+    follow each other with a gap of ``T_W`` before every such item but the first:
+    ``C >= min_j r_F(k, j) + m R_k + min e + (m - 1) min_mode(e + T_W [alloc + a_W > room]) +
+    min_j (q_B(k, j) - T_B)``.
+  - *Big pieces* (device d): with ``t = max(room / 2, room - min a_W)`` (``room / 2`` where some
+    stage of d has no ``a_W`` or the backward is fused) every interval in which an item holds more
+    than ``t`` excludes every other such interval and every W pass of d (its item holds ``a_W``):
+    B (all of ``a``), the time from F to B where ``l > t``, and an offloaded item's two copy
+    windows ``[S_F, E_D)`` and ``[S_U, E_B)`` (``a`` each) where ``a > t``. They and the W passes
+    lie between the first release of a forward on d and C, one after another:
+    ``C >= min r_F + sum over items of min_mode(big length) + m sum T_W``. With one stage on d
+    whose ``a`` exceeds ``t``, no W but the one of the item whose B ends last can run after that
+    B starts (an earlier item holding ``a_W`` then would exceed the cap), so the time after it is
+    ``min_j q_B - T_B`` instead of that W.
+  - *Solid union* (stage k alone on its device, ``2a > room``, ``a + a_W > room``): an item's hold
+    is *solid* where ``a + l > room`` (the chain's argument: solid holds are pairwise disjoint,
+    and disjoint from every window where another item holds ``a``). Per item keep the solid
+    hold, else the windows at level ``a`` (B; an offloaded item's copy windows), plus every W
+    pass but the last: pairwise disjoint, except that a W may run inside a solid hold whose
+    level leaves room for ``a_W``, and only in the part where the device is free and the item
+    holds ``l`` (while away, for ``A = R_k - T_F - T_B`` at least; between the copies). With
+    ``base`` the length that hosts no W and ``away`` the part that may, the union is at least
+    ``sum base + max((m - 1) T_W, sum away)``, whatever W runs where (a W inside a hold lengthens
+    nothing only up to the hold's ``away``). For any ``lam`` in [0, 1] that is at least
+    ``lam (m - 1) T_W + m min_mode(base + (1 - lam) away)`` (the maximum of two numbers is at
+    least any of their convex combinations); the bound takes the best of 101 values of ``lam``
+    and, as for big pieces, ``min_j q_B - T_B`` after the last B.
+
 For the per-stage span objective the bound is the largest of the device loads, the memory fill
 and the chain from a device's first forward to its last pass. O(n + edges) for n passes, plus
 O(m K n_s) for the release times.
@@ -65,6 +108,9 @@ from typing import Any
 
 from coopt.problems.pipeline.model import Instance, PassKey
 from coopt.problems.pipeline.order import fifo_is_lossless, successors, topological_order
+
+#: Times per pass (release times, tails), in seconds.
+Times = dict[PassKey, float]
 
 
 def _lag(instance: Instance, x: PassKey, y: PassKey) -> float:
@@ -232,7 +278,102 @@ def tails(instance: Instance, memory: bool = True) -> dict[PassKey, float]:
     return tail
 
 
-def _single_machine(instance: Instance, release: dict[PassKey, float], tail: dict[PassKey, float]) -> float:
+def round_trip(instance: Instance, k: int) -> float:
+    """The least time from F(k, j)'s start to B(k, j)'s end: the data-flow path through the later
+    virtual stages with keep-mode durations and lags (the same for every micro-batch)."""
+    K = instance.virtual_stages
+    trip = sum(instance.t_f(i) + instance.t_b(i) for i in range(k, K))
+    return trip + 2 * sum(instance.lag(i, i + 1) for i in range(k, K - 1))
+
+
+def _modes(instance: Instance, k: int) -> list[tuple[float, float, float]]:
+    """Per memory mode an item of virtual stage ``k`` may take (keep, each recompute count, offload):
+    what F allocates at its start, the least level held between F's start and B's start, and the
+    least extra length of the hold ``[S_F, E_B)`` over the keep-mode round trip. Every mode holds
+    all of ``a`` while its B runs."""
+    a, trip = instance.a(k), round_trip(instance, k)
+    modes = [(a, a, 0.0)]
+    if instance.allow_recompute:
+        L = instance.layers(k)
+        share = (a - instance.a_c(k)) / L
+        modes += [(a - r * share, a - r * share, r * instance.t_r(k) / L) for r in range(1, L + 1)]
+    if instance.allow_offload:
+        copies = instance.t_f(k) + instance.tau_d(k) + instance.tau_u(k) + instance.t_b(k)
+        modes.append((a, a - instance.a_o(k), max(0.0, copies - trip)))
+    return modes
+
+
+def _hold_chain(instance: Instance, k: int, release: Times, tail: Times) -> float:
+    """The hold chain of virtual stage ``k`` (module docstring); 0 where it does not apply."""
+    d = instance.device(k)
+    room, a, a_w, m = instance.cap_room(d), instance.a(k), instance.a_w(k), instance.microbatches
+    modes = _modes(instance, k)
+    if a + min(level for _, level, _ in modes) <= room:
+        return 0.0  # two holds may overlap
+    w = instance.t_w(k) if instance.split_backward else 0.0
+    first = min(ext for _, _, ext in modes)
+    step = min(ext + (w if alloc + a_w > room else 0.0) for alloc, _, ext in modes)
+    head = min(release[("F", k, j)] for j in range(m))
+    after = min(tail[("B", k, j)] - instance.t_b(k) for j in range(m))
+    return head + m * round_trip(instance, k) + first + (m - 1) * step + after
+
+
+def _big_pieces(instance: Instance, d: int, release: Times, tail: Times) -> float:
+    """The big-piece energy of device ``d`` (module docstring); 0 where it does not apply."""
+    room, m = instance.cap_room(d), instance.microbatches
+    stages = instance.stages_on(d)
+    a_ws = [instance.a_w(k) for k in stages]
+    with_w = instance.split_backward and min(a_ws) > 0
+    threshold = max(room / 2, room - min(a_ws)) if with_w else room / 2
+    total = 0.0
+    for k in stages:
+        a, trip = instance.a(k), round_trip(instance, k)
+        t_f, t_b = instance.t_f(k), instance.t_b(k)
+        least = []
+        for alloc, level, ext in _modes(instance, k):
+            if level == alloc:  # keep or recompute: F allocates the level it holds until B
+                piece = (trip - t_b if level > threshold else 0.0) + (t_b + ext if a > threshold else 0.0)
+            else:  # offload: all of a until D2H ends and from H2D's start, the rest between
+                piece = trip + ext if level > threshold else (
+                    t_f + instance.tau_d(k) + instance.tau_u(k) + t_b if a > threshold else 0.0)
+            least.append(piece)
+        total += m * (min(least) + (instance.t_w(k) if with_w else 0.0))
+    head = min(release[("F", k, j)] for k in stages for j in range(m))
+    after = 0.0 if with_w else min(tail[("B", k, j)] - instance.t_b(k) for k in stages for j in range(m))
+    if with_w and len(stages) == 1 and instance.a(stages[0]) > threshold:  # the last B
+        k = stages[0]
+        after = min(tail[("B", k, j)] - instance.t_b(k) for j in range(m)) - instance.t_w(k)
+    return head + total + after
+
+
+def _solid_union(instance: Instance, k: int, release: Times, tail: Times) -> float:
+    """The solid-union bound of virtual stage ``k`` alone on its device (module docstring); 0 where
+    it does not apply."""
+    d, m = instance.device(k), instance.microbatches
+    room, a, a_w = instance.cap_room(d), instance.a(k), instance.a_w(k)
+    if instance.chunks != 1 or not instance.split_backward or not a_w or 2 * a <= room or a + a_w <= room:
+        return 0.0
+    trip, t_f, t_b, t_w = round_trip(instance, k), instance.t_f(k), instance.t_b(k), instance.t_w(k)
+    terms = []  # (base, away) per mode
+    for alloc, level, ext in _modes(instance, k):
+        pieces = t_f + instance.tau_d(k) + instance.tau_u(k) + t_b if level != alloc else t_b + ext
+        if a + level <= room:  # not solid: only the pieces at level a
+            terms.append((pieces, 0.0))
+        elif level + a_w > room:  # solid, and no W inside
+            terms.append((trip + ext, 0.0))
+        elif level != alloc:  # solid offload: W only between the copies
+            terms.append((pieces, trip + ext - pieces))
+        else:  # solid recompute: W only while the item is away
+            terms.append((t_f + t_b + ext, trip - t_f - t_b))
+    best = 0.0
+    for step in range(101):
+        lam = step / 100
+        best = max(best, lam * (m - 1) * t_w + m * min(base + (1 - lam) * away for base, away in terms))
+    after = min(tail[("B", k, j)] - t_b for j in range(m))
+    return min(release[("F", k, j)] for j in range(m)) + best + after
+
+
+def _single_machine(instance: Instance, release: Times, tail: Times) -> float:
     """max over devices d and releases t on d of t + (work released at t or later) + the least
     time after it (tail from the start minus the duration)."""
     best = 0.0
@@ -276,4 +417,10 @@ def lower_bound(instance: Instance, options: Any = None) -> float:
         best = max(best, _head(instance, d) + load[d] + _tail(instance, d))
         if fills[d] is not None:
             best = max(best, _head(instance, d) + fills[d] + _tail(instance, d))
+        if instance.memory_cap_bytes is not None:
+            best = max(best, _big_pieces(instance, d, release, tail))
+    if instance.memory_cap_bytes is not None:
+        for k in range(instance.virtual_stages):
+            best = max(best, _hold_chain(instance, k, release, tail),
+                       _solid_union(instance, k, release, tail))
     return best
