@@ -7,7 +7,8 @@
   heuristics in :mod:`coopt.problems.provisioning.rmsa`, :mod:`.packing` and :mod:`.layout`.
 * ``provisioning_grooming``: the multi-layer architecture with traffic grooming and electrical
   degradation (Model C). Its data model and checker are in :mod:`.grooming_model`, its MILP in
-  :mod:`.grooming_milp`, its heuristics in :mod:`coopt.problems.provisioning.grooming_heuristics`.
+  :mod:`.grooming_milp`, its heuristics in :mod:`coopt.problems.provisioning.grooming_heuristics`
+  and :mod:`.grooming_layout`, its dual bound in :mod:`.grooming_bound`.
 
 The exact method of both (``exact``) is the lexicographic two-stage solve of
 :mod:`coopt.problems.provisioning.exact`: served weight first, then the tie-break. ``milp`` is the
@@ -30,7 +31,9 @@ from coopt.problems.provisioning import (
     bound,
     brute,
     exact,
+    grooming_bound,
     grooming_heuristics,
+    grooming_layout,
     grooming_milp,
     layout,
     milp,
@@ -76,10 +79,11 @@ GROOMING = Problem(
     sense="max",
     **model_fields(grooming),
     **exact_fields(grooming_milp),
-    heuristics=grooming_heuristics.HEURISTICS,
+    heuristics={**grooming_heuristics.HEURISTICS,
+                "plan_layout_grooming": grooming_layout.plan_layout_grooming},
     exact=exact.grooming_exact,
     warm_start=grooming_heuristics.best_heuristic_solution,
-    bound=bound.grooming_bound,
+    bound=grooming_bound.grooming_bound,
     sizes=(1, 2, 3),
     max_size=grooming.MAX_SIZE,
     size_doc="requests / 4",

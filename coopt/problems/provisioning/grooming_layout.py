@@ -1,0 +1,229 @@
+"""``plan_layout_grooming``: the plan relaxation's lightpath graph, laid out by CP-SAT, then filled.
+
+The plan relaxation (:mod:`coopt.problems.provisioning.grooming_bound`) chooses a lightpath kind
+(path, width) per node pair and a virtual route per served request under transponder, per-link
+slot-sum and per-pair capacity rows; it forgets only which slots each lightpath takes. This
+heuristic solves it (HiGHS, :data:`PLAN_SECONDS`), and lays the chosen lightpaths out exactly:
+one optional interval per lightpath (its width, first slot in ``[0, |S| - w]``) on every link of
+its path, the intervals on a link pairwise disjoint (CP-SAT ``NoOverlap``), a planned request
+counted only where every lightpath of its virtual route is laid out, maximizing the served weight
+(hint: first fit, widest footprint first). The laid-out lightpaths are set up, the requests whose
+route they carry are served at their class floor, and every other request is then decided in class
+order by the auxiliary-graph rule of :mod:`.grooming_heuristics` at its floor rate (existing
+lightpaths' residual capacity, else a new lightpath by first fit). The rates are raised last by
+:func:`.grooming_heuristics.reoptimize_rates`.
+
+Why: the order-based heuristics build the lightpath graph one request at a time, and on the
+paper-scale files the requests they block need a different set of lightpaths, not a different
+order (docs/notes/provisioning.md); the plan chooses the set for all requests at once.
+
+Guarantee: feasible (every lightpath is placed on free slots, every connection checked against
+the residual capacity of its hops), so the exact optimum bounds it; served rates within the class
+windows. Deterministic for a seed where the plan solve ends within :data:`PLAN_SECONDS`; past it
+the plan is HiGHS' incumbent at the wall-clock limit, which depends on the machine's load. CP-SAT
+runs one worker under a deterministic limit (:data:`LAYOUT_DETERMINISTIC_SECONDS`) with a wall
+guard. Cost: one MILP of sum_q K|W| + R(|V| - 1) binaries, one CP-SAT model of at most |V| T / 2
+intervals, one greedy pass of O(R |V| H K |W| |path| |S|), one LP. Source: ours (relax, then lay
+out exactly; the same scheme as ``capacity_guided_cpsat`` of Models A/B); the interval and
+no-overlap constraints are CP-SAT's (OR-Tools).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import pyomo.environ as pyo
+from ortools.sat.python import cp_model
+
+from coopt.problem import Solution, SolveOptions
+from coopt.problems.provisioning import grooming_bound as GB
+from coopt.problems.provisioning import grooming_heuristics as H
+from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning.rmsa import lowest_block
+from coopt.solvers.highs import solve_model
+
+#: Wall seconds of the plan relaxation's solve (its incumbent is the plan).
+PLAN_SECONDS = 40.0
+#: CP-SAT's deterministic time limit for the layout (its own work units, about seconds).
+LAYOUT_DETERMINISTIC_SECONDS = 5.0
+#: Wall-clock guard of the layout search, seconds.
+GUARD_SECONDS = 20.0
+
+
+def solve_plan(instance: G.Instance, seconds: float | None = None, seed: int = 0,
+               start: Solution | None = None) -> tuple[list[GB.Kind], dict[int, tuple[str, ...]]]:
+    """The plan relaxation's incumbent after ``seconds`` (:data:`PLAN_SECONDS` without): the
+    chosen lightpath kinds and, per planned request, its virtual route (empty where HiGHS finds
+    no incumbent). ``start``, a feasible solution, is handed to HiGHS as its first incumbent
+    (:func:`plan_point`)."""
+    seconds = PLAN_SECONDS if seconds is None else seconds
+    model = GB.plan_model(instance)
+    if start is not None:
+        plan_point(instance, model, start)
+    result = solve_model(model, SolveOptions(time_limit=seconds, seed=seed))
+    if result.objective is None:
+        return [], {}
+    chosen = [kind for i, kind in enumerate(model.kinds)
+              if (pyo.value(model.x[i], exception=False) or 0) > 0.5]
+    routes = {r: model.routes_of[r][j] for r, j in model.lam
+              if (pyo.value(model.lam[(r, j)], exception=False) or 0) > 0.5}
+    return chosen, routes
+
+
+def _kind_key(instance: G.Instance, record: dict) -> tuple[tuple[str, str], int, int] | None:
+    """(pair, candidate path index, width) of a lightpath record, None if its path is no candidate."""
+    q = G.pair(instance, record["path"][0], record["path"][-1])
+    for k, route in enumerate(G.pair_routes(instance, q)):
+        if route.nodes in (tuple(record["path"]), tuple(record["path"][::-1])):
+            return q, k, record["slots"]
+    return None
+
+
+def plan_point(instance: G.Instance, model: pyo.ConcreteModel, solution: Solution) -> None:
+    """Set the plan relaxation's variables to the point of a feasible ``solution`` (the map of
+    :mod:`.grooming_bound`'s validity proof) and mark the model for a warm start."""
+    kind_of = {(kind.ends, kind.route, kind.width): i for i, kind in enumerate(model.kinds)}
+    for i in model.x:
+        model.x[i].set_value(0)
+    for j in model.lam:
+        model.lam[j].set_value(0)
+    records = solution["lightpaths"]
+    for record in records:
+        i = kind_of.get(_kind_key(instance, record))
+        if i is not None:
+            model.x[i].set_value(1)
+    for c in solution["connections"]:
+        r = c["request"]
+        at, route = instance.requests[r].source, [instance.requests[r].source]
+        for h in c["hops"]:
+            a, b = records[h]["path"][0], records[h]["path"][-1]
+            at = b if at == a else a
+            route.append(at)
+        j = model.routes_of[r].index(tuple(route)) if tuple(route) in model.routes_of[r] else None
+        if j is not None and (r, j) in model.lam:
+            model.lam[(r, j)].set_value(1)
+    model.warm_start = True
+
+
+def _hops(instance: G.Instance, route: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [G.pair(instance, a, b) for a, b in zip(route, route[1:], strict=False)]
+
+
+def lay_out(instance: G.Instance, kinds: list[GB.Kind], routes: dict[int, tuple[str, ...]], seed: int = 0,
+            preferred: dict[int, int] | None = None) -> dict[int, int]:
+    """First slots of the kinds CP-SAT lays out (module docstring), as ``kind index -> slot``:
+    the served weight of the planned requests whose hops are all laid out is maximized. The hint
+    places the kinds of ``preferred`` (kind index -> slot) there first, every other kind by first
+    fit, widest footprint first; it is the answer where the search finds nothing better."""
+    index = {kind.ends: i for i, kind in enumerate(kinds)}
+    needs = {r: [index[q] for q in _hops(instance, route)] for r, route in routes.items()
+             if all(q in index for q in _hops(instance, route))}
+    hint: dict[int, int] = {}
+    taken = [0] * len(instance.links)  # bit masks of used slots per link
+    preferred = preferred or {}
+    for i in sorted(range(len(kinds)),
+                    key=lambda i: (i not in preferred, -kinds[i].width * len(kinds[i].links))):
+        free = ~_union(taken, kinds[i].links) & ((1 << instance.num_slots) - 1)
+        f = preferred.get(i)
+        if f is None or lowest_block(free >> f, kinds[i].width) != 0:
+            f = lowest_block(free, kinds[i].width)
+        if f is not None:
+            hint[i] = f
+            for e in kinds[i].links:
+                taken[e] |= ((1 << kinds[i].width) - 1) << f
+    if len(hint) == len(kinds):
+        return hint
+    model = cp_model.CpModel()
+    present, start = [], []
+    per_link: dict[int, list] = defaultdict(list)
+    for i, kind in enumerate(kinds):
+        p = model.NewBoolVar(f"p{i}")
+        s = model.NewIntVar(0, instance.num_slots - kind.width, f"s{i}")
+        interval = model.NewOptionalFixedSizeIntervalVar(s, kind.width, p, f"l{i}")
+        for e in kind.links:
+            per_link[e].append(interval)
+        model.AddHint(p, i in hint)
+        model.AddHint(s, hint.get(i, 0))
+        present.append(p)
+        start.append(s)
+    for intervals in per_link.values():
+        model.AddNoOverlap(intervals)
+    served = {}
+    for r, members in needs.items():
+        served[r] = model.NewBoolVar(f"u{r}")
+        for i in members:
+            model.AddImplication(served[r], present[i])
+        model.AddHint(served[r], all(i in hint for i in members))
+    model.Maximize(sum(G.served_weight(instance, r) * u for r, u in served.items()))
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.num_workers = 1
+    params.random_seed = seed
+    params.max_deterministic_time = LAYOUT_DETERMINISTIC_SECONDS
+    params.max_time_in_seconds = GUARD_SECONDS
+    status = solver.Solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return hint
+    return {i: int(solver.Value(start[i])) for i in range(len(kinds)) if solver.Value(present[i])}
+
+
+def _union(masks: list[int], links: tuple[int, ...]) -> int:
+    out = 0
+    for e in links:
+        out |= masks[e]
+    return out
+
+
+def plan_layout_grooming(instance: G.Instance, seed: int = 0) -> Solution:
+    """The plan relaxation's lightpaths laid out by CP-SAT, its requests served on them at their
+    floors, the rest decided greedily, rates re-optimized (module docstring); the lightpaths the
+    plan shares with :func:`.grooming_heuristics.priority_degraded_grooming` keep that plan's
+    slots in the layout's hint, and that plan is the answer where it serves more weight (ties:
+    the higher value). (Handing it to HiGHS as a starting incumbent made the plans worse on
+    both paper-scale files: 20 s plans on both, and 60 s on NSFNET, 3014 against 3021.)"""
+    start = H.priority_degraded_grooming(instance, seed)
+    kinds, routes = solve_plan(instance, seed=seed)
+    return from_plan(instance, kinds, routes, start, seed)
+
+
+def from_plan(instance: G.Instance, kinds: list[GB.Kind], routes: dict[int, tuple[str, ...]],
+              start: Solution, seed: int = 0) -> Solution:
+    """The steps of :func:`plan_layout_grooming` after the plan: layout, the planned requests at
+    their floors, greedy fill, rates; ``start`` (a feasible plan) gives layout hints and is the
+    answer where it serves more weight."""
+    slot_of = {_kind_key(instance, record): record["first_slot"] for record in start["lightpaths"]}
+    preferred = {i: slot_of[(kind.ends, kind.route, kind.width)] for i, kind in enumerate(kinds)
+                 if (kind.ends, kind.route, kind.width) in slot_of}
+    placed = lay_out(instance, kinds, routes, seed, preferred)
+    state = H.GroomingState(instance)
+    for i in sorted(placed):
+        kind = kinds[i]
+        route = state.pair_routes(kind.ends)[kind.route]
+        hop = H._Hop(kind.ends, kind.capacity_bps, 0.0, route=route, width=kind.width, first_slot=placed[i])
+        state.commit([hop], 0.0)
+    connections = []
+    done = set()
+    for r in sorted(routes, key=lambda r: (instance.requests[r].priority, r)):
+        hops = _hops(instance, routes[r])
+        rate = G.min_rate_bps(instance, instance.requests[r])
+        if not all(q in state.by_pair for q in hops):
+            continue
+        existing = [state.by_pair[q] for q in hops]
+        if any(state.lightpaths[h].residual_bps < rate for h in existing):
+            continue
+        offers = [H._Hop(q, state.lightpaths[h].residual_bps, 0.0, existing=h)
+                  for q, h in zip(hops, existing, strict=True)]
+        connections.append(G.connection_record(instance, r, state.commit(offers, rate), rate))
+        done.add(r)
+    for r in sorted(range(len(instance.requests)), key=lambda r: (instance.requests[r].priority, r)):
+        if r in done:
+            continue
+        request = instance.requests[r]
+        floor = G.min_rate_bps(instance, request)
+        decision = state.decide(dataclasses.replace(request, bandwidth_bps=floor), False, False)
+        if decision is not None:
+            hops, rate = decision
+            connections.append(G.connection_record(instance, r, state.commit(hops, rate), rate))
+    mine = H.reoptimize_rates(instance, state.solution(connections))
+    return max((start, mine), key=lambda s: H._served_key(instance, s))
