@@ -2,6 +2,7 @@
 
 * :mod:`.classic`: fixed-order schedules of the literature (GPipe, 1F1B, interleaved 1F1B, ZB-H1);
 * :mod:`.list_schedule`: memory-capped list schedules (ZB-H2, Chronos-Pipe);
+* :mod:`.guarded`: our arrival-guarded list schedule (Zero Bubble's W fill under a tight cap);
 * :mod:`.zero_bubble`: Zero Bubble's automatic scheduler and ZB-V;
 * :mod:`.v_memory` and :mod:`.blocks`: the controllable-memory V schedules (V-Half, V-Min) and the
   building-block search ``v_auto``;
@@ -41,6 +42,7 @@ from coopt.problems.pipeline.heuristics.classic import (
 )
 from coopt.problems.pipeline.heuristics.combined import PORTFOLIO, SCHEDULES, portfolio
 from coopt.problems.pipeline.heuristics.evaluator import Evaluator
+from coopt.problems.pipeline.heuristics.guarded import guarded_list
 from coopt.problems.pipeline.heuristics.lifespan import (
     chronos_offload,
     chronos_offload_applies,
@@ -70,10 +72,10 @@ from coopt.problems.pipeline.model import Instance
 __all__ = [
     "COMBINED", "HEURISTICS", "PORTFOLIO", "SCHEDULES", "SEARCH_STARTS", "SEARCH_WARMUP_RANK", "WARMUP_SLACK",
     "Evaluator", "NoSolution", "Orders", "alap", "building_blocks", "chronos_offload", "chronos_pipe",
-    "chronos_recomp", "fused_waits", "gpipe", "interleaved_one_f_one_b", "local_search", "megatron_block",
-    "megatron_full", "megatron_selective", "offload_valid", "one_f_one_b", "one_f_one_b_split",
-    "pipeoffload", "portfolio", "slot_train", "v_auto", "v_half", "v_min", "zb_auto", "zb_h1", "zb_h2",
-    "zb_v",
+    "chronos_recomp", "fused_waits", "gpipe", "guarded_list", "interleaved_one_f_one_b", "local_search",
+    "megatron_block", "megatron_full", "megatron_selective", "offload_valid", "one_f_one_b",
+    "one_f_one_b_split", "pipeoffload", "portfolio", "slot_train", "v_auto", "v_half", "v_min", "zb_auto",
+    "zb_h1", "zb_h2", "zb_v",
     # the orders of 1F1B and the Chronos-Pipe list schedule, read by the exact side's tests and bench
     "_chronos_timed", "_one_f_one_b_orders",
 ]
@@ -82,11 +84,16 @@ __all__ = [
 _MEGATRON = "recompute allowed, one chunk per device or chunks placed round-robin with p dividing m"
 _V = "two chunks per device in a V, split backward"
 _ZB = "one chunk per device and split backward"
+_SPLIT = "split backward (W passes of their own), any chunks and placement"
 _OFFLOAD = "offload allowed, copies short enough for PipeOffload's validity rule on the uncapped base"
 
 
 def _recompute(instance: Instance) -> bool:
     return instance.allow_recompute
+
+
+def _split(instance: Instance) -> bool:
+    return instance.split_backward
 
 
 def _megatron(instance: Instance) -> bool:
@@ -122,4 +129,5 @@ HEURISTICS = {
                              _OFFLOAD + ", or a base schedule that fits the caps as it is"),
     "megatron_selective": Heuristic(megatron_selective, _megatron, _MEGATRON),
     "megatron_block": Heuristic(megatron_block, _megatron, _MEGATRON),
+    "guarded_list": Heuristic(guarded_list, _split, _SPLIT),
 }
