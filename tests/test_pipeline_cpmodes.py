@@ -83,3 +83,37 @@ def test_mode_families_allow_their_modes(family):
     assert cpmodes.applies(instance)
     with pytest.raises(UsageError):
         pm.generate_modes(1, 2, "swap")
+
+
+@pytest.mark.parametrize(("mode", "level"), [("keep", 8), ("r1", 7), ("r2", 6), ("offload", 2)])
+def test_split_memory_holds_each_modes_level_before_b(mode, level):
+    """(M10): with the mode fixed, the intervals ``[S_F, S_B)`` present are exactly those of that
+    mode and their demands add up to what the item holds there by the model's definition (keep:
+    a = 8; recompute r of L = 2 layers: a - r (a - a_c) / 2 with a_c = 6, in units of 1 GB;
+    offload: a - a_o with a_o = 6, the copy windows being the caller's)."""
+    from ortools.sat.python import cp_model
+
+    GB = pm.GB
+    instance = pm.Instance(
+        stages=1, microbatches=1, forward_s=(1.0,), backward_s=(1.0,), weight_s=(1.0,),
+        activation_bytes=(8 * GB,), weight_grad_bytes=(GB,), memory_cap_bytes=(8 * GB,),
+        allow_recompute=True, recompute_s=(2.0,), checkpoint_bytes=(6 * GB,), recompute_layers=(2,),
+        allow_offload=True, offload_bytes=(6 * GB,), d2h_s=(1.0,), h2d_s=(1.0,))
+    assert cpmodes.units(instance)[1] == pytest.approx(GB)
+    model = cp_model.CpModel()
+    s_f, s_b = model.NewIntVar(0, 10, ""), model.NewIntVar(0, 10, "")
+    r, o = model.NewIntVar(0, 2, ""), model.NewBoolVar("")
+    model.Add(r + 2 * o <= 2)
+    model.Add(s_b == s_f + 3)
+    model.Add(r == (int(mode[1]) if mode.startswith("r") else 0))
+    model.Add(o == (mode == "offload"))
+    parts = cpmodes._split_memory(model, instance, 0, s_f, s_b, r, o, 10)
+    solver = cp_model.CpSolver()
+    assert solver.Solve(model) == cp_model.OPTIMAL
+    values = solver.ResponseProto().solution
+
+    def present(interval) -> bool:
+        literals = list(model.Proto().constraints[interval.Index()].enforcement_literal)
+        return all(values[x] == 1 if x >= 0 else values[-x - 1] == 0 for x in literals)
+
+    assert sum(demand for interval, demand in parts if present(interval)) == level
