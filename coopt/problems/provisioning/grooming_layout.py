@@ -40,6 +40,7 @@ from coopt.problem import Solution, SolveOptions
 from coopt.problems.provisioning import grooming_bound as GB
 from coopt.problems.provisioning import grooming_heuristics as H
 from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning.layout import solve_one_worker
 from coopt.problems.provisioning.rmsa import lowest_block
 from coopt.solvers.highs import solve_model
 
@@ -156,14 +157,8 @@ def lay_out(instance: G.Instance, kinds: list[GB.Kind], routes: dict[int, tuple[
             model.AddImplication(served[r], present[i])
         model.AddHint(served[r], all(i in hint for i in members))
     model.Maximize(sum(G.served_weight(instance, r) * u for r, u in served.items()))
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = seed
-    params.max_deterministic_time = LAYOUT_DETERMINISTIC_SECONDS
-    params.max_time_in_seconds = GUARD_SECONDS
-    status = solver.Solve(model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = solve_one_worker(model, seed, LAYOUT_DETERMINISTIC_SECONDS, GUARD_SECONDS)
+    if solver is None:
         return hint
     return {i: int(solver.Value(start[i])) for i in range(len(kinds)) if solver.Value(present[i])}
 

@@ -51,6 +51,21 @@ GUARD_SECONDS = 40.0
 SQUEAKY_ROUNDS = 10
 
 
+
+def solve_one_worker(model: cp_model.CpModel, seed: int, seconds: float,
+                     guard: float) -> cp_model.CpSolver | None:
+    """Solve ``model`` on one CP-SAT worker with ``seed`` under a deterministic limit of ``seconds``
+    (CP-SAT's work units) and a wall-clock ``guard``; the solver when it holds a solution, else
+    None. Deterministic for a seed unless the guard stops it."""
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.num_workers = 1
+    params.random_seed = seed
+    params.max_deterministic_time = seconds
+    params.max_time_in_seconds = guard
+    status = solver.Solve(model)
+    return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+
 def _weight(instance: P.Instance, r: int) -> int:
     return instance.classes[instance.requests[r].priority - 1].weight
 
@@ -141,14 +156,8 @@ def _lay_out(instance: P.Instance, options: dict[int, list[Family]], fixed: list
         else:
             model.AddNoOverlap2D([slots for slots, _ in items], [held for _, held in items])
     model.Maximize(sum(x for x, _ in chosen.values()))
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = 1
-    params.random_seed = seed
-    params.max_deterministic_time = seconds
-    params.max_time_in_seconds = GUARD_SECONDS
-    status = solver.Solve(model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = solve_one_worker(model, seed, seconds, GUARD_SECONDS)
+    if solver is None:
         return hint
     found = {r: (options[r][k], int(solver.Value(s))) for (r, k), (x, s) in chosen.items() if solver.Value(x)}
     return found if len(found) >= len(hint) else hint
