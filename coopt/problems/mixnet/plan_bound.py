@@ -29,20 +29,28 @@ once refined.
 The DP (``F(b) = min_a F(a - 1) + e_a + G(a, b)``) runs on ``G``, the largest known lower bound of
 each segment closed under superadditivity (``C(a, b) >= C(a, m) + C(m + 1, b)``: circuits kept for
 ``a..b`` are one choice for each part), so every segment has a lower bound before it is refined and
-the DP's value is a lower bound on the plan's optimum. Before the DP, the continuous relaxation
-(Kelley's cutting planes on the same cuts, an LP) is grown from every start, one layer longer per
-round for every start, up to :data:`GROW_LENGTH` layers: every short segment gets the value of its
-relaxation, which charges one circuit set for all its layers. Then the DP's minimiser names the
-segments to refine (the continuous phase first, then :data:`ROUNDS` master MILPs a turn); when
+the DP's value is a lower bound on the plan's optimum. Before the DP every segment gets a first
+bound. Where each server's integer circuit rows are few (:data:`HULL_POINTS`, :data:`HULL_CELLS`),
+from the server-hull bound of :class:`_Hull`: a Lagrangian relaxation whose subproblems are one
+server's integer row each, enumerated, so it sees the integrality of each server's ports (at its
+LP-optimal multipliers it is at least the continuous relaxation, and on the 56-layer file about
+10 % above it); the hull LPs of the windows of a few tilings (:data:`SWEEPS`) give every layer
+multipliers, and every segment is priced at once at its layers' multipliers. Then, in what is
+left of that phase's time, the continuous relaxation (Kelley's cutting planes on the same cuts,
+an LP) is grown from every start, one layer longer per round for every start, up to
+:data:`GROW_LENGTH` layers (its cuts also seed the pool the masters start from). Then the DP's
+minimiser names the segments to refine (the segment's own hull LP first, whose multipliers then
+re-price every segment; then the continuous phase, then :data:`ROUNDS` master MILPs a turn); when
 every segment of it is proven (its master's bound meets its best circuits' time) the value is a
 plan's time, the optimum. When it reaches a known plan's time (the ``incumbent``, or a plan of the
 masters' circuits) that plan is optimal. The bound returned is the DP's last value (at most the
 best known plan's time), never below :func:`plan_exact.layer_bound` (the singletons start at least
 at the per-layer LP values, every plan pays ``e_0`` and ``G`` is superadditive).
 
-Time: the per-layer M1 bounds take at most :data:`SINGLE_SHARE` of the time limit, the growing
-stops at :data:`GROW_SHARE`, the refinement at 95 % of it. Without a limit it runs until the DP's
-segments are proven: the optimum (tests check it against the exact DP on the small family).
+Time: the per-layer M1 bounds take at most :data:`SINGLE_SHARE` of the time limit, the tilings
+and the growing stop at :data:`GROW_SHARE`, the refinement at 95 % of it. Without a limit it runs
+until the DP's segments are proven: the optimum (tests check it against the exact DP on the small
+family).
 """
 
 from __future__ import annotations
@@ -72,10 +80,26 @@ SOLVE_CAP = 10.0
 #: Segments from each start whose continuous relaxation is grown first, and Kelley rounds per layer.
 GROW_LENGTH = 16
 GROW_ROUNDS = 4
-#: Share of the time limit the growing may take (from the start, the singles' share included).
+#: Share of the time limit the tilings and the growing may take (from the start, the singles' share
+#: included).
 GROW_SHARE = 0.5
 #: Share of the time limit M1 may take on the single layers.
 SINGLE_SHARE = 0.25
+#: Most integer circuit rows per server for the server-hull bound (:class:`_Hull`); above it the
+#: bound is skipped (8 servers and 6 ports: 1,716 rows).
+HULL_POINTS = 6000
+#: Most table entries (layers x servers x rows) for the server-hull bound (the 56-layer file: 1.5 M).
+HULL_CELLS = 4_000_000
+#: Relative margin taken off every server-hull bound for the rounding of its sums (about 1e-15).
+ROUNDING = 1e-12
+#: Columns per server added per round of the hull LP's column generation.
+HULL_COLUMNS = 4
+#: Whether the server-hull bound is used (its tilings before the growing, and each segment the DP
+#: names priced by its own hull LP before its master).
+USE_HULL = True
+#: The tilings (window width, first window's start) of :meth:`_Hull.sweep`, in order, while the
+#: growing share of the time lasts.
+SWEEPS = ((8, 0), (8, 4), (16, 0), (4, 0), (4, 2), (16, 8), (12, 0), (12, 6), (6, 0), (6, 3), (2, 0), (2, 1))
 
 
 @dataclass
@@ -304,6 +328,222 @@ class _Master(_Relaxation):
             self.cut(x)
 
 
+class _Hull:
+    """The server-hull bound of a segment: a Lagrangian bound whose subproblems are one server's
+    integer circuit row each, solved by enumeration.
+
+    Server ``i``'s terms of the closed form depend only on its row ``x_i`` of the circuits (its
+    send side on ``x_i``, its receive side on the column, equal by symmetry), so ``T_l(x) = max_i
+    h_li(x_i)`` with ``h_li`` the largest of them; every integer row with ``sum_j x_ij <= alpha``
+    is a point ``p`` of a finite set (``HULL_POINTS`` at most), and ``H[l, i, p] = h_li(p)`` is
+    tabulated exactly. Copy the circuits per server (``x^i``) and require ``x^i_j = x^j_i``. For
+    every ``pi_l >= 0`` with ``sum_i pi_li <= 1`` and any real ``rho_ij`` (``i < j``), every
+    integer circuit set ``x`` of the segment has::
+
+        sum_l T_l(x) >= sum_l sum_i pi_li h_li(x_i) - sum_{i<j} rho_ij (x_ij - x_ji)
+                     >= sum_i min_p [sum_l pi_li H[l, i, p] - sum_{j != i} s_ij rho_ij p_j]
+
+    (``T_l`` is a maximum of non-negative terms, so at least any sub-convex combination; the
+    ``rho`` terms vanish on a symmetric ``x``; ``s_ij = +1`` for ``i < j``, ``-1`` else), so the
+    right side, evaluated exactly by enumerating each server's rows, is a lower bound on the
+    segment value ``C(a, b)`` whatever the multipliers (the Lagrangian relaxation of the
+    maximum and of the symmetry, Geoffrion, "Lagrangean relaxation for integer programming",
+    Math. Programming Study 2, 1974). The multipliers are the duals of the hull LP (the master over
+    convex combinations of each server's rows: ``lambda_ip >= 0``, ``sum_p lambda_ip = 1``, ``T_l >=
+    sum_p lambda_ip H[l, i, p]``, the copies' symmetry rows; :meth:`multipliers`), at whose optimal
+    duals the bound is that LP's value: ``C(a, b)`` with each server's row in the convex hull of its
+    integer rows, at least the continuous relaxation (``h_li`` is convex, so a convex combination
+    of rows pays at least ``h_li`` at their mean). An LP stopped early or inexact, or multipliers
+    borrowed from other segments (:meth:`sweep`), only give a weaker bound; the evaluation above
+    keeps it valid. Units of tau, as :class:`_Terms`."""
+
+    def __init__(self, terms: _Terms):
+        self.terms = terms
+        r, alpha = terms.servers, terms.alpha
+        self.points = _rows(r - 1, alpha) if math.comb(r - 1 + alpha, alpha) <= HULL_POINTS else None
+        self.tables: dict[int, np.ndarray] = {}
+        self.kept: list[tuple[np.ndarray, np.ndarray]] | None = None  # per layer: (pi, rho share)
+
+    def usable(self) -> bool:
+        """Rows few enough to enumerate, and layers x servers x rows within :data:`HULL_CELLS`
+        (the tables and the pricing of every segment hold that many numbers)."""
+        return (self.points is not None and len(self.points) > 0
+                and len(self.terms.loads) * self.terms.servers * len(self.points) <= HULL_CELLS)
+
+    def table(self, layer: int) -> np.ndarray:
+        """``H[i, p] = h_li(p)`` of ``layer`` (servers x rows), in units of tau."""
+        if layer not in self.tables:
+            load, points, r = self.terms.loads[layer], self.points, self.terms.servers
+            found = np.zeros((r, len(points)))
+            for i in range(r):
+                others = [j for j in range(r) if j != i]
+                for row in (load[i, others], load[others, i]):
+                    if not (row > 0).any():
+                        continue
+                    demand = np.broadcast_to(row, points.shape)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        ratio = np.where(demand > 0, points / np.where(demand > 0, demand, 1.0), np.inf)
+                    order = np.argsort(ratio, axis=1, kind="stable")
+                    sent = np.cumsum(np.take_along_axis(demand, order, 1), axis=1)
+                    carried = np.cumsum(np.take_along_axis(points, order, 1), axis=1)
+                    rate = self.terms.eps + self.terms.nic * carried
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        values = np.where(rate > 0, sent / np.where(rate > 0, rate, 1.0), np.inf)
+                    found[i] = np.maximum(found[i], values.max(axis=1))
+            self.tables[layer] = found
+        return self.tables[layer]
+
+    def multipliers(self, first: int, last: int, deadline: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The duals of segment ``first..last``'s hull LP as multipliers: ``pi`` (layers x servers,
+        each row summing to at most 1) and ``rho`` signed per server (``s_ij rho_ij`` at ``[i, j]``);
+        None when the LP gives no duals before ``deadline``. The LP is solved by column generation
+        (each server's rows priced by enumeration, the most negative :data:`HULL_COLUMNS` of each
+        added per round, from the empty rows); stopped early its duals are still multipliers."""
+        import highspy
+
+        r, points = self.terms.servers, self.points
+        tables = np.array([self.table(l) for l in range(first, last + 1)])  # layers x servers x rows
+        count = len(tables)
+        pairs = [(i, j) for i in range(r) for j in range(i + 1, r)]
+        inf = highspy.kHighsInf
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("threads", 1)
+        # rows: servers' convexity, pairs' symmetry, then the T rows (layer k, server i at k r + i)
+        highs.addRows(r, np.ones(r), np.ones(r), 0, np.zeros(1, dtype=np.int32),
+                      np.array([], dtype=np.int32), np.array([], dtype=float))
+        highs.addRows(len(pairs), np.zeros(len(pairs)), np.zeros(len(pairs)), 0,
+                      np.zeros(1, dtype=np.int32), np.array([], dtype=np.int32), np.array([], dtype=float))
+        base = r + len(pairs)
+        highs.addRows(count * r, np.zeros(count * r), np.full(count * r, inf), 0,
+                      np.zeros(1, dtype=np.int32), np.array([], dtype=np.int32), np.array([], dtype=float))
+        t_rows = np.arange(count * r, dtype=np.int32) + base
+        starts = np.arange(0, count * r, r, dtype=np.int32)
+        highs.addCols(count, np.ones(count), np.zeros(count), np.full(count, inf), count * r, starts,
+                      t_rows, np.ones(count * r))
+        pair_rows = {}
+        for k, (i, j) in enumerate(pairs):
+            pair_rows[i, j] = (r + k, 1.0)
+            pair_rows[j, i] = (r + k, -1.0)
+        others = [[j for j in range(r) if j != i] for i in range(r)]
+        taken = [set() for _ in range(r)]
+
+        def add(i: int, rows_of: list[int]) -> None:
+            """Server ``i``'s rows ``rows_of`` as columns: convexity 1, symmetry +-p_j, T rows -H."""
+            if not rows_of:
+                return
+            taken[i].update(rows_of)
+            index = np.concatenate([[i], [pair_rows[i, j][0] for j in others[i]],
+                                    base + np.arange(count) * r + i]).astype(np.int32)
+            signs = np.array([pair_rows[i, j][1] for j in others[i]])
+            values = np.concatenate([np.ones((len(rows_of), 1)), points[rows_of] * signs,
+                                     -tables[:, i, rows_of].T], axis=1)
+            mask = values != 0.0
+            mask[:, 0] = True
+            highs.addCols(len(rows_of), np.zeros(len(rows_of)), np.zeros(len(rows_of)),
+                          np.full(len(rows_of), inf), int(mask.sum()),
+                          np.concatenate([[0], np.cumsum(mask.sum(axis=1))[:-1]]).astype(np.int32),
+                          np.concatenate([index[row] for row in mask]).astype(np.int32), values[mask])
+
+        zero = int(np.nonzero(points.sum(axis=1) == 0)[0][0])
+        for i in range(r):
+            add(i, [zero])
+        found = None
+        while time.perf_counter() < deadline:
+            highs.setOptionValue("time_limit", max(0.01, min(SOLVE_CAP, deadline - time.perf_counter())))
+            highs.run()
+            solution = highs.getSolution()
+            if not solution.dual_valid:
+                break
+            duals = np.asarray(solution.row_dual)
+            sigma, rho = duals[:r], duals[r: base]
+            pi = np.maximum(duals[base:].reshape(count, r), 0.0)
+            signed = np.zeros((r, r))
+            for k, (i, j) in enumerate(pairs):
+                signed[i, j], signed[j, i] = rho[k], -rho[k]
+            scaled = pi / np.maximum(pi.sum(axis=1, keepdims=True), 1.0)  # sum_i pi_li <= 1
+            found = scaled, signed
+            fresh = 0
+            for i in range(r):
+                reduced = (np.einsum("l,lp->p", pi[:, i], tables[:, i]) - points @ np.delete(signed[i], i)
+                           - sigma[i])
+                order = np.argsort(reduced)[:HULL_COLUMNS]
+                new = [int(p) for p in order
+                       if reduced[p] < -1e-9 * max(1.0, abs(sigma[i])) and int(p) not in taken[i]]
+                add(i, new)
+                fresh += len(new)
+            if not fresh:
+                break
+        return found
+
+    def prices(self, layer: int, pi: np.ndarray, signed: np.ndarray) -> np.ndarray:
+        """Per server and row, ``pi_i H[i, p] - sum_j signed[i, j] p_j`` of one layer (its share
+        of the Lagrangian; ``pi`` per server, ``signed`` that layer's share of ``rho``)."""
+        r = self.terms.servers
+        others = np.array([np.delete(signed[i], i) for i in range(r)])  # servers x (r - 1)
+        return pi[:, None] * self.table(layer) - others @ self.points.T
+
+    def sweep(self, width: int, offset: int, deadline: float) -> np.ndarray | None:
+        """Lower bounds on every segment (units of tau, ``[a, b]`` for ``a <= b``) from one tiling:
+        the hull LP of each window ``offset + k width ..`` of ``width`` layers gives its layers
+        their multipliers (``pi`` its row, ``rho`` split evenly: any split is valid, the segment's
+        ``rho`` being the sum of its layers' shares); layers no window reached keep those of an
+        earlier sweep (at first ``pi = 1 / servers``, ``rho = 0``). Every segment's bound is then
+        the Lagrangian at these multipliers, by running sums of the layers' prices (windows not
+        reached by ``deadline`` are skipped). None when no window was solved."""
+        n, r = len(self.terms.loads), self.terms.servers
+        if self.kept is None:
+            self.kept = [(np.full(r, 1.0 / r), np.zeros((r, r))) for _ in range(n)]
+        first, solved = offset, 0
+        while first < n and time.perf_counter() < deadline:
+            last = min(n - 1, first + width - 1)
+            found = self.multipliers(first, last, deadline)
+            if found is not None:
+                pi, signed = found
+                solved += 1
+                for l in range(first, last + 1):
+                    self.kept[l] = (pi[l - first], signed / (last - first + 1))
+            first = last + 1
+        return self.evaluate() if solved else None
+
+    def evaluate(self) -> np.ndarray:
+        """Every segment's Lagrangian bound (units of tau, ``[a, b]`` for ``a <= b``) at the kept
+        multipliers of its layers (``rho`` the sum of the layers' shares), by differences of
+        running sums (less :data:`ROUNDING`)."""
+        n = len(self.terms.loads)
+        prices = np.array([self.prices(l, *self.kept[l]) for l in range(n)])
+        prefix = np.concatenate([np.zeros((1, *prices.shape[1:])), np.cumsum(prices, axis=0)])
+        lower = np.zeros((n, n))
+        for a in range(n):
+            lower[a, a:] = (prefix[a + 1:] - prefix[a]).min(axis=2).sum(axis=1)
+        return np.maximum(lower * (1 - ROUNDING), 0.0)
+
+    def bound(self, first: int, last: int, deadline: float) -> float:
+        """The server-hull bound of segment ``first..last`` (units of tau; 0 when its LP gives no
+        multipliers before ``deadline``)."""
+        found = self.multipliers(first, last, deadline)
+        if found is None:
+            return 0.0
+        pi, signed = found
+        if self.kept is not None:  # the segment's multipliers for its layers, for :meth:`evaluate`
+            for l in range(first, last + 1):
+                self.kept[l] = (pi[l - first], signed / (last - first + 1))
+        total = sum(self.prices(l, pi[l - first], signed if l == first else np.zeros_like(signed))
+                    for l in range(first, last + 1))
+        return max(float(total.min(axis=1).sum()) * (1 - ROUNDING), 0.0)
+
+
+def _rows(width: int, alpha: int) -> np.ndarray:
+    """Every non-negative integer vector of ``width`` entries summing to at most ``alpha``."""
+    found = [np.zeros((1, 0))]
+    for _ in range(width):
+        found = [np.concatenate([np.repeat(part, alpha + 1, axis=0),
+                                 np.tile(np.arange(alpha + 1), len(part))[:, None]], axis=1)
+                 for part in found]
+        found = [part[part.sum(axis=1) <= alpha] for part in found]
+    return found[0]
+
+
 def _closure(direct: np.ndarray) -> np.ndarray:
     """``G[a, b] = max(direct[a, b], max_m G[a, m] + G[m + 1, b])`` (superadditive closure),
     by segment length; ``direct`` holds the known lower bounds (0 where none)."""
@@ -363,16 +603,12 @@ def segment_bound(instance: Instance, options: SolveOptions,
     direct = np.zeros((n, n))
     direct[np.arange(n), np.arange(n)] = floors_s
     grow_deadline = start + GROW_SHARE * (deadline - start) if math.isfinite(deadline) else deadline
-    growing = [_Relaxation(terms, first) for first in range(n)]
-    for length in range(1, min(n, GROW_LENGTH) + 1):  # every start one layer longer per round
-        for first in range(n - length + 1):
-            if time.perf_counter() >= grow_deadline:
-                break
-            relaxation = growing[first]
-            relaxation.add_layer(floors[first + length - 1])
-            value = relaxation.kelley(GROW_ROUNDS, grow_deadline)
-            if value is not None:
-                direct[first, first + length - 1] = max(direct[first, first + length - 1], value * terms.tau)
+    hull = _Hull(terms) if USE_HULL else None
+    hull = hull if hull is not None and hull.usable() else None
+    hulled: set[tuple[int, int]] = set()
+    if hull is not None:
+        _sweep(hull, direct, grow_deadline)
+    _grow(terms, floors, direct, grow_deadline)  # also fills the cut pool the masters start from
     masters: dict[tuple[int, int], _Master] = {}
     known = math.inf if incumbent is None else float(incumbent["objective"])
     value, proven = -math.inf, False
@@ -383,9 +619,16 @@ def segment_bound(instance: Instance, options: SolveOptions,
         proven = value >= known * (1 - PROVEN) or not open_segments
         if proven or time.perf_counter() >= deadline:
             break
+        priced = False
         for first, last in open_segments:
             if time.perf_counter() >= deadline:
                 break
+            if hull is not None and (first, last) not in hulled:  # the cheap bound first
+                hulled.add((first, last))
+                found = hull.bound(first, last, deadline) * terms.tau
+                direct[first, last] = max(direct[first, last], found)
+                priced = True
+                continue
             master = masters.get((first, last))
             if master is None:
                 master = masters[first, last] = _Master(terms, first, last, floors)
@@ -393,10 +636,38 @@ def segment_bound(instance: Instance, options: SolveOptions,
             direct[first, last] = max(direct[first, last], master.lower)
             if first == last:
                 floors[first] = max(floors[first], master.lower / terms.tau)
+        if priced and hull.kept is not None and time.perf_counter() < deadline:
+            np.maximum(direct, hull.evaluate() * terms.tau, out=direct)  # their multipliers, everywhere
         known = min(known, _plan_upper(instance, masters))
     if proven:
         return BoundOutcome(min(value, known), optimal=True, source="segment DP, every kept segment proven")
     return min(value, known)
+
+
+def _sweep(hull: _Hull, direct: np.ndarray, deadline: float) -> None:
+    """Raise ``direct`` (s) by the server-hull bounds of every segment, one tiling of
+    :data:`SWEEPS` after the other, until ``deadline``."""
+    for width, offset in SWEEPS:
+        lower = hull.sweep(width, offset, deadline) if time.perf_counter() < deadline else None
+        if lower is None:
+            return
+        np.maximum(direct, lower * hull.terms.tau, out=direct)
+
+
+def _grow(terms: _Terms, floors: list[float], direct: np.ndarray, deadline: float) -> None:
+    """Raise ``direct`` (s) by the continuous relaxation of the segments from every start, every
+    start one layer longer per round, up to :data:`GROW_LENGTH` layers, until ``deadline``."""
+    n = direct.shape[0]
+    growing = [_Relaxation(terms, first) for first in range(n)]
+    for length in range(1, min(n, GROW_LENGTH) + 1):
+        for first in range(n - length + 1):
+            if time.perf_counter() >= deadline:
+                return
+            relaxation = growing[first]
+            relaxation.add_layer(floors[first + length - 1])
+            value = relaxation.kelley(GROW_ROUNDS, deadline)
+            if value is not None:
+                direct[first, first + length - 1] = max(direct[first, first + length - 1], value * terms.tau)
 
 
 def _plan_upper(instance: Instance, masters: dict[tuple[int, int], _Master]) -> float:
