@@ -41,7 +41,7 @@ from coopt.problem import Solution
 from coopt.problems.provisioning import model as P
 from coopt.problems.provisioning import repack, rmsa
 from coopt.problems.provisioning.bound import Family, families
-from coopt.problems.provisioning.packing import capacity_plan, planned_rule
+from coopt.problems.provisioning.packing import capacity_plan, planned_choices, planned_rule
 
 #: CP-SAT's deterministic time limit for the layout (its own work units, about seconds).
 DETERMINISTIC_SECONDS = 12.0
@@ -183,16 +183,10 @@ def _rule(instance: P.Instance, plan: dict[int, Family], placed: dict[int, tuple
         r = index[id(request)]
         if r in placed:
             fam, f = placed[r]
-            for route in routes:
-                if route.links != fam.links or route.modulation is None:
-                    continue
-                for rho in reversed(P.retained_levels(instance, request)):
-                    n = P.slots_needed(rho * request.bandwidth_bps, route.modulation, instance.guard_band)
-                    if n == fam.width:
-                        block = ((1 << n) - 1) << f
-                        if (state.free_mask(route.links) & block) != block:
-                            break
-                        return rmsa.Choice(route, rho, f, n)
+            block = ((1 << fam.width) - 1) << f
+            for route, rho, n in planned_choices(instance, request, routes, fam):
+                if (state.free_mask(route.links) & block) == block:
+                    return rmsa.Choice(route, rho, f, n)
         return rest(instance, state, request, routes)
 
     return choose

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -105,6 +106,21 @@ def capacity_plan(instance: P.Instance, fams: list[Family], margin: float = MARG
     return {r: fam for r, (fam, _) in plan.items()}
 
 
+def planned_choices(instance: P.Instance, request: P.Request, routes: tuple[P.Route, ...], fam: Family
+                    ) -> Iterator[tuple[P.Route, float, int]]:
+    """``(route, rho, slots)`` per route on ``fam``'s links with a format: the largest retained level
+    ``rho`` whose channel takes exactly ``fam``'s width, in the routes' order (the replay's rules try
+    a placement on each in turn)."""
+    for route in routes:
+        if route.links != fam.links or route.modulation is None:
+            continue
+        for rho in reversed(P.retained_levels(instance, request)):
+            n = P.slots_needed(rho * request.bandwidth_bps, route.modulation, instance.guard_band)
+            if n == fam.width:
+                yield route, rho, n
+                break
+
+
 def planned_rule(instance: P.Instance, plan: dict[int, Family]) -> rmsa.ChoiceRule:
     """The replay's rule: a planned request on its planned path and width by first fit, else (and
     every unplanned request) :func:`.rmsa.narrowest_choice`."""
@@ -114,16 +130,10 @@ def planned_rule(instance: P.Instance, plan: dict[int, Family]) -> rmsa.ChoiceRu
                routes: tuple[P.Route, ...]) -> rmsa.Choice | None:
         fam = plan.get(index[id(request)])
         if fam is not None:
-            for route in routes:
-                if route.links != fam.links or route.modulation is None:
-                    continue
-                for rho in reversed(P.retained_levels(instance, request)):
-                    n = P.slots_needed(rho * request.bandwidth_bps, route.modulation, instance.guard_band)
-                    if n == fam.width:
-                        f = state.first_fit(route.links, n)
-                        if f is not None:
-                            return rmsa.Choice(route, rho, f, n)
-                        break
+            for route, rho, n in planned_choices(instance, request, routes, fam):
+                f = state.first_fit(route.links, n)
+                if f is not None:
+                    return rmsa.Choice(route, rho, f, n)
         return rmsa.narrowest_choice(instance, state, request, routes)
 
     return choose
