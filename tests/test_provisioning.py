@@ -484,12 +484,18 @@ def test_multistart_never_below_its_first_order_and_upgrade_keeps_who_is_served(
     assert raised["objective"] >= deepest["objective"]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_capacity_guided_first_fit_is_feasible_and_never_above_the_brute_force_optimum(seed: int) -> None:
-    from coopt.problems.provisioning import brute, packing
+@pytest.mark.parametrize(("method", "seed"), [("capacity_guided_first_fit", s) for s in range(12)]
+                         + [("capacity_guided_cpsat", s) for s in range(8)])
+def test_capacity_guided_heuristics_are_feasible_and_never_above_the_brute_force_optimum(method: str,
+                                                                                        seed: int) -> None:
+    """Both capacity-guided layouts, on the oracle's tiny instances: checker-clean, never above
+    the enumerated optimum, never below the multistart first fit they also try."""
+    from coopt.problems.provisioning import brute, layout, packing
 
+    heuristic = {"capacity_guided_first_fit": packing.capacity_guided_first_fit,
+                 "capacity_guided_cpsat": layout.capacity_guided_cpsat}[method]
     instance = brute.tiny_provisioning(seed)
-    found = packing.capacity_guided_first_fit(instance, seed=seed)
+    found = heuristic(instance, seed=seed)
     assert P.check(instance, found) == []
     assert found["objective"] <= brute.provisioning_optimum(instance) + 1e-9
     assert found["objective"] >= H.multistart_first_fit(instance, seed=seed)["objective"] - 1e-9
@@ -702,17 +708,6 @@ def test_capacity_guided_cpsat_deterministic_feasible_and_its_layout_disjoint() 
             cells = {(e, s, q) for e in fam.links for s in range(f, f + fam.width) for q in range(fam.t0, fam.t1)}
             assert f + fam.width <= instance.num_slots and not cells & used
             used |= cells
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_capacity_guided_cpsat_is_feasible_and_never_above_the_brute_force_optimum(seed: int) -> None:
-    from coopt.problems.provisioning import brute, layout
-
-    instance = brute.tiny_provisioning(seed)
-    found = layout.capacity_guided_cpsat(instance, seed=seed)
-    assert P.check(instance, found) == []
-    assert found["objective"] <= brute.provisioning_optimum(instance) + 1e-9
-    assert found["objective"] >= H.multistart_first_fit(instance, seed=seed)["objective"] - 1e-9
 
 
 LAYOUT_FILE = """
