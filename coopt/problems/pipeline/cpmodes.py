@@ -432,8 +432,8 @@ def build(instance: Instance, upper: float, floor: float = 0.0, hint: Solution |
         if instance.allow_offload:
             model.AddNoOverlap(engines[d][0])  # (M3)
             model.AddNoOverlap(engines[d][1])
-        if instance.memory_cap_bytes is not None:  # (M4)
-            cap = math.floor(instance.cap_room(d) / g + 1e-9)
+        cap = capu[d]
+        if cap is not None:  # (M4)
             model.AddCumulative(memory[d][0], memory[d][1], cap)
             if redundant:
                 model.AddCumulative(least[d][0], least[d][1], cap)  # (M6)
