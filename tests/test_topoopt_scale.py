@@ -54,7 +54,7 @@ def test_pair_distance_bound_counts_the_reverse_neighbour_of_a_duplex_link():
     assert brute.solve(instance) <= pair * (1 + 1e-9)
 
 
-#: P1's proven optima of the exact family (docs/topoopt.md, "Exact family", to three decimals).
+#: P1's proven optima of the exact family (the exact-family table of docs/notes/topoopt.md, to three decimals).
 EXACT_OPTIMA = {
     "0-exact-n6-d2-directed": 51.713, "0-exact-n6-d2": 45.962, "0-exact-n6-d4": 75.169,
     "0-exact-n8-d3-directed": 41.219, "0-exact-n8-d3": 39.716, "1-exact-n12-d2-directed": 28.908,
