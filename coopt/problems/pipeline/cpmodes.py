@@ -156,7 +156,7 @@ None of these restrictions has a checker counterpart, by design.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coopt.problem import ExactOutcome, Solution, SolveOptions, grid_of
@@ -260,196 +260,286 @@ def _n(value: float, unit: float) -> int:
     return round(value / unit)
 
 
-def build(instance: Instance, upper: float, floor: float = 0.0, hint: Solution | None = None,
-          windows: bool = True, redundant: bool = True) -> Built:
-    """Model M with ``C <= upper`` and ``C >= floor`` (seconds), the windows of :mod:`.bound` where
-    ``windows``, the redundant (M6)-(M10) where ``redundant``, and ``hint`` (a first-lane
-    schedule) as CP-SAT's hint."""
-    from ortools.sat.python import cp_model
+@dataclass
+class _Stage:
+    """One virtual stage's data in grid units (``q`` for time, ``g`` for memory)."""
 
-    grids = units(instance)
-    assert grids is not None and applies(instance), "Model M applies to recompute/offload grid instances"
-    q, g = grids
-    H = math.floor(upper / q + _EPS)
-    LB = min(H, max(0, math.ceil(floor / q - _EPS)))
-    K, m = instance.virtual_stages, instance.microbatches
-    kinds = instance.kinds
-    model = cp_model.CpModel()
-    release = releases(instance) if windows else {}
-    tail = tails(instance) if windows else {}
-    if any(math.isinf(v) for v in [*release.values(), *tail.values()]):
-        release, tail = {}, {}
-    start: dict[PassKey, Any] = {}
-    for x in instance.passes():
-        d = _n(instance.duration(x), q)
-        lo = math.ceil(release[x] / q - _EPS) if x in release else 0
-        hi = H - (math.ceil(tail[x] / q - _EPS) if x in tail else d)
-        if lo > hi:
-            return Built(model, start, {}, {}, {}, {}, None, q, H, LB, infeasible=True)
-        start[x] = model.NewIntVar(lo, hi, f"S_{x[0]}_{x[1]}_{x[2]}")
-    C = model.NewIntVar(LB, H, "C")
-    rho: dict[Item, Any] = {}
-    off: dict[Item, Any] = {}
-    d2h: dict[Item, Any] = {}
-    h2d: dict[Item, Any] = {}
-    end: dict[PassKey, Any] = {}
-    compute: dict[int, list[Any]] = {d: [] for d in range(instance.stages)}
-    engines: dict[int, tuple[list[Any], list[Any]]] = {d: ([], []) for d in range(instance.stages)}
-    memory: dict[int, tuple[list[Any], list[Any]]] = {d: ([], []) for d in range(instance.stages)}
-    least: dict[int, tuple[list[Any], list[int]]] = {d: ([], []) for d in range(instance.stages)}
-    holds: dict[int, list[Any]] = {}
-    lone: dict[int, int] = {}
-    after: dict[int, int] = {}
-    tails_: dict[int, list[Any]] = {}
-    capu = {d: math.floor(instance.cap_room(d) / g + 1e-9) if instance.memory_cap_bytes is not None else None
-            for d in range(instance.stages)}
-    chain: dict[int, list[Any]] = {}  # (M8)
-    split_mem: dict[int, tuple[list[Any], list[int]]] = {d: ([], []) for d in range(instance.stages)}  # (M10)
-    big: dict[int, list[Any]] = {d: [] for d in range(instance.stages)}  # (M9)
-    ws: dict[int, list[Any]] = {d: [] for d in range(instance.stages)}
-    thr: dict[int, int | None] = {}  # (M9) the largest level that is not big
-    with_w: dict[int, bool] = {}
-    for d in range(instance.stages):
-        a_ws = [_n(instance.a_w(k), g) for k in instance.stages_on(d)]
-        with_w[d] = instance.split_backward and min(a_ws) > 0
-        cu = capu[d]
-        thr[d] = None if cu is None else max(cu // 2, cu - min(a_ws)) if with_w[d] else cu // 2
-    for k in range(K):
-        dev = instance.device(k)
+    dev: int
+    L: int  # layers
+    t_b: int
+    t_r1: int  # one layer's recompute time (0 without recompute)
+    a: int
+    a_w: int
+    share: int  # one layer's share of a - a_c (0 without recompute)
+    a_o: int  # offloaded memory (0 without offload)
+    h: int  # (M6) what every mode holds at least on the hold
+    trip: int  # the keep-mode round trip R
+
+
+@dataclass
+class _Device:
+    """What Model M collects per device before it adds the device's resources (in the order
+    the rows are added, which fixes the model CP-SAT sees)."""
+
+    compute: list[Any] = field(default_factory=list)  # (M2)
+    d2h: list[Any] = field(default_factory=list)  # (M3)
+    h2d: list[Any] = field(default_factory=list)
+    memory: list[tuple[Any, Any]] = field(default_factory=list)  # (M4) (interval, demand)
+    least: list[tuple[Any, int]] = field(default_factory=list)  # (M6)
+    split: list[tuple[Any, int]] = field(default_factory=list)  # (M10)
+    big: list[Any] = field(default_factory=list)  # (M9)
+    ws: list[Any] = field(default_factory=list)  # (M9) the W passes among ``big``
+    cap: int | None = None  # floor(room / g)
+    thr: int | None = None  # (M9) the largest level that is not big
+    with_w: bool = False  # (M9) the W passes join
+
+
+class _Builder:
+    """Builds Model M's variables and rows item by item (see :func:`build`)."""
+
+    def __init__(self, instance: Instance, upper: float, floor: float, windows: bool, redundant: bool):
+        from ortools.sat.python import cp_model
+
+        grids = units(instance)
+        assert grids is not None and applies(instance), "Model M applies to recompute/offload grid instances"
+        self.instance, self.redundant = instance, redundant
+        self.q, self.g = grids
+        self.H = math.floor(upper / self.q + _EPS)
+        self.LB = min(self.H, max(0, math.ceil(floor / self.q - _EPS)))
+        self.model = cp_model.CpModel()
+        self.release = releases(instance) if windows else {}
+        self.tail = tails(instance) if windows else {}
+        if any(math.isinf(v) for v in [*self.release.values(), *self.tail.values()]):
+            self.release, self.tail = {}, {}
+        self.start: dict[PassKey, Any] = {}
+        self.end: dict[PassKey, Any] = {}
+        self.rho: dict[Item, Any] = {}
+        self.off: dict[Item, Any] = {}
+        self.d2h: dict[Item, Any] = {}
+        self.h2d: dict[Item, Any] = {}
+        self.C: Any = None
+        self.devices = {d: _Device() for d in range(instance.stages)}
+        self.holds: dict[int, list[Any]] = {}  # (M7)
+        self.tails_: dict[int, list[Any]] = {}  # (M7)
+        self.chain: dict[int, list[Any]] = {}  # (M8)
+        self.lone: dict[int, int] = {}  # a B's level beside another item of its stage between F and B
+        self.after: dict[int, int] = {}  # a B's level beside another item of its stage between B and W
+
+    def built(self, infeasible: bool = False) -> Built:
+        return Built(self.model, self.start, self.rho, self.off, self.d2h, self.h2d, self.C, self.q, self.H,
+                     self.LB, infeasible=infeasible)
+
+    def starts(self) -> bool:
+        """A start variable per pass within its window; False where a window is empty."""
+        q, H, instance = self.q, self.H, self.instance
+        for x in instance.passes():
+            d = _n(instance.duration(x), q)
+            lo = math.ceil(self.release[x] / q - _EPS) if x in self.release else 0
+            hi = H - (math.ceil(self.tail[x] / q - _EPS) if x in self.tail else d)
+            if lo > hi:
+                return False
+            self.start[x] = self.model.NewIntVar(lo, hi, f"S_{x[0]}_{x[1]}_{x[2]}")
+        self.C = self.model.NewIntVar(self.LB, H, "C")
+        return True
+
+    def thresholds(self) -> None:
+        """Each device's cap in memory units and (M9)'s threshold."""
+        instance, g = self.instance, self.g
+        for d, dev in self.devices.items():
+            if instance.memory_cap_bytes is not None:
+                dev.cap = math.floor(instance.cap_room(d) / g + 1e-9)
+            a_ws = [_n(instance.a_w(k), g) for k in instance.stages_on(d)]
+            dev.with_w = instance.split_backward and min(a_ws) > 0
+            cu = dev.cap
+            dev.thr = None if cu is None else max(cu // 2, cu - min(a_ws)) if dev.with_w else cu // 2
+
+    def stage(self, k: int) -> _Stage:
+        instance, q, g = self.instance, self.q, self.g
         L = instance.layers(k)
-        t_b, t_r1 = _n(instance.t_b(k), q), _n(instance.t_r(k) / L, q) if instance.allow_recompute else 0
-        a, a_w = _n(instance.a(k), g), _n(instance.a_w(k), g)
+        a = _n(instance.a(k), g)
         share = _n((instance.a(k) - instance.a_c(k)) / L, g) if instance.allow_recompute else 0
         a_o = _n(instance.a_o(k), g) if instance.allow_offload else 0
         # (M6) what every mode holds at least: h on the hold, all of a during B, a_W after
         h = min([a] + ([a - L * share] if instance.allow_recompute else [])
                 + ([a - a_o] if instance.allow_offload else []))
-        for j in range(m):
-            i = (k, j)
-            f, b = ("F", k, j), ("B", k, j)
-            r = model.NewIntVar(0, L if instance.allow_recompute else 0, f"rho_{k}_{j}")
-            o = model.NewBoolVar(f"o_{k}_{j}") if instance.allow_offload else model.NewConstant(0)
-            model.Add(r + L * o <= L)
-            rho[i], off[i] = r, o
-            for x in kinds:
-                key = (x, k, j)
-                if x != "B":
-                    d = _n(instance.duration(key), q)
-                    end[key] = start[key] + d
-                    compute[dev].append(model.NewFixedSizeIntervalVar(start[key], d, ""))
-                    if x == "W" and thr[dev] is not None and with_w[dev]:
-                        big[dev].append(compute[dev][-1])  # (M9) W runs while its item holds a_W
-                        ws[dev].append(compute[dev][-1])
-                    model.Add(end[key] <= C)  # (M5)
-            end[b] = model.NewIntVar(0, H, f"E_B_{k}_{j}")
-            model.Add(end[b] <= C)  # (M5)
-            size = model.NewIntVar(t_b, t_b + t_r1 * L, "")
-            b_any = model.NewIntervalVar(start[b], size, end[b], "")
-            trip = _n(round_trip(instance, k), q)
-            hold_size = model.NewIntVar(0, H, "")
-            hold = model.NewIntervalVar(start[f], hold_size, end[b], "")
-            model.Add(size == t_b + t_r1 * r)
-            if redundant and capu[dev] is not None and (a + h > capu[dev] or a > thr[dev]):
-                model.Add(hold_size >= trip + t_r1 * r)  # implied by (M1): the round trip, B's length
-            compute[dev].append(b_any)
-            level = model.NewIntVar(0, a, "")  # what the item holds from F's start to B's end
-            model.Add(level == a - share * r - a_o * o)
-            retained = [(b_any, share * r), (hold, level)]
-            weight = None
-            if instance.split_backward and a_w:
-                w = ("W", k, j)
-                weight = model.NewIntervalVar(end[b], model.NewIntVar(0, H, ""), end[w], "")
-                retained.append((weight, a_w))
-            if instance.allow_offload:
-                tau_d, tau_u = _n(instance.tau_d(k), q), _n(instance.tau_u(k), q)
-                d2h[i] = model.NewIntVar(0, H, f"D_{k}_{j}")
-                h2d[i] = model.NewIntVar(0, H, f"U_{k}_{j}")
-                model.Add(d2h[i] >= end[f]).OnlyEnforceIf(o)  # (M3)
-                model.Add(h2d[i] >= d2h[i] + tau_d).OnlyEnforceIf(o)
-                model.Add(start[b] >= h2d[i] + tau_u).OnlyEnforceIf(o)
-                engines[dev][0].append(model.NewOptionalFixedSizeIntervalVar(d2h[i], tau_d, o, ""))
-                engines[dev][1].append(model.NewOptionalFixedSizeIntervalVar(h2d[i], tau_u, o, ""))
-                out = model.NewOptionalIntervalVar(start[f], model.NewIntVar(0, H, ""), d2h[i] + tau_d, o, "")
-                back = model.NewOptionalIntervalVar(h2d[i], model.NewIntVar(0, H, ""), end[b], o, "")
-                retained += [(out, a_o), (back, a_o)]
-                if redundant and capu[dev] is not None and (a + h > capu[dev] or a > thr[dev]):  # (M3)
-                    model.Add(hold_size >= _n(instance.t_f(k), q) + tau_d + tau_u + t_b).OnlyEnforceIf(o)
-                if redundant and thr[dev] is not None and a > thr[dev] >= a - a_o:  # (M9) a while copying
-                    big[dev].append(out)
-                    big[dev].append(model.NewOptionalIntervalVar(
-                        h2d[i], model.NewIntVar(0, H, ""), start[b], o, ""))
-            if redundant and thr[dev] is not None and a > thr[dev]:  # (M9)
-                big[dev].append(b_any)
-                pre = model.NewBoolVar("")
-                model.Add(level > thr[dev]).OnlyEnforceIf(pre)
-                model.Add(level <= thr[dev]).OnlyEnforceIf(pre.Not())
-                big[dev].append(model.NewOptionalIntervalVar(
-                    start[f], model.NewIntVar(0, H, ""), start[b], pre, ""))
-            if redundant and capu[dev] is not None and instance.split_backward and a + h > capu[dev]:  # (M8)
-                t_w = _n(instance.t_w(k), q)
-                full = model.NewBoolVar("")
-                model.Add(a - share * r + a_w > capu[dev]).OnlyEnforceIf(full)
-                model.Add(a - share * r + a_w <= capu[dev]).OnlyEnforceIf(full.Not())
-                v_start = model.NewIntVar(-t_w, H, "")
-                model.Add(v_start == start[f] - t_w * full)
-                v_size = model.NewIntVar(min(trip, H), H + t_w, "")
-                model.Add(v_size >= trip + t_r1 * r + t_w * full)
-                chain.setdefault(k, []).append(model.NewIntervalVar(v_start, v_size, end[b], ""))
-            for interval, demand in retained:
-                memory[dev][0].append(interval)
-                memory[dev][1].append(demand)
-            least[dev][0].extend([hold, b_any])
-            least[dev][1].extend([h, a - h])
-            if redundant and capu[dev] is not None:  # (M10): (M4) with constant demands
-                parts = _split_memory(model, instance, k, start[f], start[b], r, o, H)
-                if instance.allow_offload and a_o:
-                    parts += [(out, a_o), (model.NewOptionalIntervalVar(
-                        h2d[i], model.NewIntVar(0, H, ""), start[b], o, ""), a_o)]
-                parts.append((b_any, a))
-                if weight is not None:
-                    parts.append((weight, a_w))
-                for interval, demand in parts:
-                    split_mem[dev][0].append(interval)
-                    split_mem[dev][1].append(demand)
-            holds.setdefault(k, []).append(hold)
-            if weight is not None:
-                tails_.setdefault(k, []).append(
-                    model.NewIntervalVar(start[b], model.NewIntVar(0, H, ""), end[w], ""))
-        lone[k] = a + h  # a B's level beside another item of its stage between F and B
-        after[k] = a + a_w  # a B's level beside another item of its stage between B and W
-    for x in instance.passes():  # (M1) data flow
-        for y, c in instance.predecessors(x):
-            model.Add(start[x] >= end[y] + _n(c, q))
-        if x in tail:  # C >= S_x + q_x
-            model.Add(start[x] + math.ceil(tail[x] / q - _EPS) <= C)
-    fifo = fifo_is_lossless(instance)
-    for x in instance.passes():  # first lane; every lane where FIFO is lossless
-        kind, k, j = x
-        if j + 1 < m and (fifo or (kind, k) == ("F", 0)):
-            model.Add(start[(kind, k, j + 1)] >= end[x])
-    for d in range(instance.stages):
-        model.AddNoOverlap(compute[d])  # (M2)
+        return _Stage(dev=instance.device(k), L=L, t_b=_n(instance.t_b(k), q),
+                      t_r1=_n(instance.t_r(k) / L, q) if instance.allow_recompute else 0, a=a,
+                      a_w=_n(instance.a_w(k), g), share=share, a_o=a_o, h=h,
+                      trip=_n(round_trip(instance, k), q))
+
+    def item(self, k: int, j: int, st: _Stage) -> None:
+        """Item (k, j): its modes, passes, copies and retention intervals, with the redundant
+        rows (M6)-(M10) where ``redundant``."""
+        instance, model, H, q = self.instance, self.model, self.H, self.q
+        dev = self.devices[st.dev]
+        start, end, C = self.start, self.end, self.C
+        i = (k, j)
+        f, b = ("F", k, j), ("B", k, j)
+        r = model.NewIntVar(0, st.L if instance.allow_recompute else 0, f"rho_{k}_{j}")
+        o = model.NewBoolVar(f"o_{k}_{j}") if instance.allow_offload else model.NewConstant(0)
+        model.Add(r + st.L * o <= st.L)
+        self.rho[i], self.off[i] = r, o
+        for x in instance.kinds:
+            key = (x, k, j)
+            if x != "B":
+                d = _n(instance.duration(key), q)
+                end[key] = start[key] + d
+                dev.compute.append(model.NewFixedSizeIntervalVar(start[key], d, ""))
+                if x == "W" and dev.thr is not None and dev.with_w:
+                    dev.big.append(dev.compute[-1])  # (M9) W runs while its item holds a_W
+                    dev.ws.append(dev.compute[-1])
+                model.Add(end[key] <= C)  # (M5)
+        end[b] = model.NewIntVar(0, H, f"E_B_{k}_{j}")
+        model.Add(end[b] <= C)  # (M5)
+        size = model.NewIntVar(st.t_b, st.t_b + st.t_r1 * st.L, "")
+        b_any = model.NewIntervalVar(start[b], size, end[b], "")
+        hold_size = model.NewIntVar(0, H, "")
+        hold = model.NewIntervalVar(start[f], hold_size, end[b], "")
+        model.Add(size == st.t_b + st.t_r1 * r)
+        tight = self.redundant and dev.cap is not None and (st.a + st.h > dev.cap or st.a > dev.thr)
+        if tight:
+            model.Add(hold_size >= st.trip + st.t_r1 * r)  # implied by (M1): the round trip, B's length
+        dev.compute.append(b_any)
+        level = model.NewIntVar(0, st.a, "")  # what the item holds from F's start to B's end
+        model.Add(level == st.a - st.share * r - st.a_o * o)
+        retained: list[tuple[Any, Any]] = [(b_any, st.share * r), (hold, level)]
+        weight = None
+        if instance.split_backward and st.a_w:
+            weight = model.NewIntervalVar(end[b], model.NewIntVar(0, H, ""), end[("W", k, j)], "")
+            retained.append((weight, st.a_w))
+        out = None
         if instance.allow_offload:
-            model.AddNoOverlap(engines[d][0])  # (M3)
-            model.AddNoOverlap(engines[d][1])
-        cap = capu[d]
-        if cap is not None:  # (M4)
-            model.AddCumulative(memory[d][0], memory[d][1], cap)
-            if redundant:
-                model.AddCumulative(least[d][0], least[d][1], cap)  # (M6)
-                if split_mem[d][0]:
-                    model.AddCumulative(split_mem[d][0], split_mem[d][1], cap)  # (M10)
-                for k in instance.stages_on(d):
-                    if lone[k] > cap:
-                        model.AddNoOverlap(holds[k])  # (M7)
-                    if after[k] > cap and k in tails_:
-                        model.AddNoOverlap(tails_[k])  # (M7)
-                    if k in chain:
-                        model.AddNoOverlap(chain[k])  # (M8)
-                if len(big[d]) > len(ws[d]):  # (M9), where some window is big (W alone: (M2))
-                    model.AddNoOverlap(big[d])
-    model.Minimize(C)
-    built = Built(model, start, rho, off, d2h, h2d, C, q, H, LB)
+            out = self._offload(k, j, st, o, hold_size, tight, retained)
+        if self.redundant and dev.thr is not None and st.a > dev.thr:  # (M9)
+            dev.big.append(b_any)
+            pre = model.NewBoolVar("")
+            model.Add(level > dev.thr).OnlyEnforceIf(pre)
+            model.Add(level <= dev.thr).OnlyEnforceIf(pre.Not())
+            gap = model.NewIntVar(0, H, "")
+            dev.big.append(model.NewOptionalIntervalVar(start[f], gap, start[b], pre, ""))
+        if self.redundant and dev.cap is not None and instance.split_backward and st.a + st.h > dev.cap:
+            self._chain(k, j, st, r)  # (M8)
+        dev.memory.extend(retained)
+        dev.least.extend([(hold, st.h), (b_any, st.a - st.h)])
+        if self.redundant and dev.cap is not None:  # (M10): (M4) with constant demands
+            parts = _split_memory(model, instance, k, start[f], start[b], r, o, H)
+            if out is not None and st.a_o:
+                parts += [(out, st.a_o), (model.NewOptionalIntervalVar(
+                    self.h2d[i], model.NewIntVar(0, H, ""), start[b], o, ""), st.a_o)]
+            parts.append((b_any, st.a))
+            if weight is not None:
+                parts.append((weight, st.a_w))
+            dev.split.extend(parts)
+        self.holds.setdefault(k, []).append(hold)
+        if weight is not None:
+            self.tails_.setdefault(k, []).append(
+                model.NewIntervalVar(start[b], model.NewIntVar(0, H, ""), end[("W", k, j)], ""))
+
+    def _offload(self, k: int, j: int, st: _Stage, o: Any, hold_size: Any, tight: bool,
+                 retained: list[tuple[Any, Any]]) -> Any:
+        """(M3) for item (k, j): the copies, their engines and the two windows that hold ``a_o``;
+        returns the D2H window ``[S_F, D + tau_d)``."""
+        instance, model, H, q = self.instance, self.model, self.H, self.q
+        dev = self.devices[st.dev]
+        i, f, b = (k, j), ("F", k, j), ("B", k, j)
+        tau_d, tau_u = _n(instance.tau_d(k), q), _n(instance.tau_u(k), q)
+        self.d2h[i] = model.NewIntVar(0, H, f"D_{k}_{j}")
+        self.h2d[i] = model.NewIntVar(0, H, f"U_{k}_{j}")
+        model.Add(self.d2h[i] >= self.end[f]).OnlyEnforceIf(o)  # (M3)
+        model.Add(self.h2d[i] >= self.d2h[i] + tau_d).OnlyEnforceIf(o)
+        model.Add(self.start[b] >= self.h2d[i] + tau_u).OnlyEnforceIf(o)
+        dev.d2h.append(model.NewOptionalFixedSizeIntervalVar(self.d2h[i], tau_d, o, ""))
+        dev.h2d.append(model.NewOptionalFixedSizeIntervalVar(self.h2d[i], tau_u, o, ""))
+        out_size = model.NewIntVar(0, H, "")
+        out = model.NewOptionalIntervalVar(self.start[f], out_size, self.d2h[i] + tau_d, o, "")
+        back = model.NewOptionalIntervalVar(self.h2d[i], model.NewIntVar(0, H, ""), self.end[b], o, "")
+        retained += [(out, st.a_o), (back, st.a_o)]
+        if tight:  # (M3)
+            model.Add(hold_size >= _n(instance.t_f(k), q) + tau_d + tau_u + st.t_b).OnlyEnforceIf(o)
+        if self.redundant and dev.thr is not None and st.a > dev.thr >= st.a - st.a_o:  # (M9) a while copying
+            dev.big.append(out)
+            dev.big.append(model.NewOptionalIntervalVar(
+                self.h2d[i], model.NewIntVar(0, H, ""), self.start[b], o, ""))
+        return out
+
+    def _chain(self, k: int, j: int, st: _Stage, r: Any) -> None:
+        """(M8) the hold-chain interval ``[S_F - T_W full, E_B)`` of item (k, j)."""
+        instance, model, H = self.instance, self.model, self.H
+        cap = self.devices[st.dev].cap
+        assert cap is not None
+        t_w = _n(instance.t_w(k), self.q)
+        full = model.NewBoolVar("")
+        model.Add(st.a - st.share * r + st.a_w > cap).OnlyEnforceIf(full)
+        model.Add(st.a - st.share * r + st.a_w <= cap).OnlyEnforceIf(full.Not())
+        v_start = model.NewIntVar(-t_w, H, "")
+        model.Add(v_start == self.start[("F", k, j)] - t_w * full)
+        v_size = model.NewIntVar(min(st.trip, H), H + t_w, "")
+        model.Add(v_size >= st.trip + st.t_r1 * r + t_w * full)
+        self.chain.setdefault(k, []).append(model.NewIntervalVar(v_start, v_size, self.end[("B", k, j)], ""))
+
+    def order(self) -> None:
+        """(M1) data flow with lags, the tails as ``C >= S_x + q_x``, and the first-lane order
+        (every lane's where FIFO is lossless)."""
+        instance, model, q, start, end = self.instance, self.model, self.q, self.start, self.end
+        for x in instance.passes():  # (M1) data flow
+            for y, c in instance.predecessors(x):
+                model.Add(start[x] >= end[y] + _n(c, q))
+            if x in self.tail:  # C >= S_x + q_x
+                model.Add(start[x] + math.ceil(self.tail[x] / q - _EPS) <= self.C)
+        fifo = fifo_is_lossless(instance)
+        m = instance.microbatches
+        for x in instance.passes():  # first lane; every lane where FIFO is lossless
+            kind, k, j = x
+            if j + 1 < m and (fifo or (kind, k) == ("F", 0)):
+                model.Add(start[(kind, k, j + 1)] >= end[x])
+
+    def resources(self) -> None:
+        """(M2)-(M4) per device, and the redundant (M6)-(M10)."""
+        instance, model = self.instance, self.model
+        for d, dev in self.devices.items():
+            model.AddNoOverlap(dev.compute)  # (M2)
+            if instance.allow_offload:
+                model.AddNoOverlap(dev.d2h)  # (M3)
+                model.AddNoOverlap(dev.h2d)
+            cap = dev.cap
+            if cap is None:
+                continue
+            model.AddCumulative([x for x, _ in dev.memory], [y for _, y in dev.memory], cap)  # (M4)
+            if not self.redundant:
+                continue
+            model.AddCumulative([x for x, _ in dev.least], [y for _, y in dev.least], cap)  # (M6)
+            if dev.split:
+                model.AddCumulative([x for x, _ in dev.split], [y for _, y in dev.split], cap)  # (M10)
+            for k in instance.stages_on(d):
+                if self.lone[k] > cap:
+                    model.AddNoOverlap(self.holds[k])  # (M7)
+                if self.after[k] > cap and k in self.tails_:
+                    model.AddNoOverlap(self.tails_[k])  # (M7)
+                if k in self.chain:
+                    model.AddNoOverlap(self.chain[k])  # (M8)
+            if len(dev.big) > len(dev.ws):  # (M9), where some window is big (W alone: (M2))
+                model.AddNoOverlap(dev.big)
+
+
+def build(instance: Instance, upper: float, floor: float = 0.0, hint: Solution | None = None,
+          windows: bool = True, redundant: bool = True) -> Built:
+    """Model M with ``C <= upper`` and ``C >= floor`` (seconds), the windows of :mod:`.bound` where
+    ``windows``, the redundant (M6)-(M10) where ``redundant``, and ``hint`` (a first-lane
+    schedule) as CP-SAT's hint."""
+    b = _Builder(instance, upper, floor, windows, redundant)
+    if not b.starts():
+        return b.built(infeasible=True)
+    b.thresholds()
+    for k in range(instance.virtual_stages):
+        st = b.stage(k)
+        for j in range(instance.microbatches):
+            b.item(k, j, st)
+        b.lone[k] = st.a + st.h
+        b.after[k] = st.a + st.a_w
+    b.order()
+    b.resources()
+    b.model.Minimize(b.C)
+    built = b.built()
     if hint is not None:
         _hint(instance, built, hint)
     return built
