@@ -45,7 +45,7 @@ def mapping_time() -> Ours:
         f"{saved:.1%} less at 200 tasks",
         status,
         "the pre-filter tries 2-4 devices per task where PEFT builds its O(e P^2) table and tries all P; "
-        "the saving depends on the DAG's size and the machine's load (39-71 % over 50-400 tasks on 8 "
+        "the saving depends on the DAG's size and the machine's load (39-73 % over 50-400 tasks on 8 "
         "devices in docs/chase.md's run)",
     )
 
