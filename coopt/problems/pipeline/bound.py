@@ -96,17 +96,46 @@ checker accepts, so none can cut off an optimum.
     least any of their convex combinations); the bound takes the best of 101 values of ``lam``
     and, as for big pieces, ``min_j q_B - T_B`` after the last B.
 
-* **Stage warm-up** (:func:`warm_up`; one chunk per device, no offload, a cap, recompute off or
-  of whole items with ``T_R >= T_F``). Stage s's first backward, of any micro-batch, starts no
-  earlier than ``b_s = sum_k T_F(k) + sum_{k > s} T_B(k)`` plus the lags along F(0..p-1),
-  B(p-1..s+1) (keep-mode durations are the least). Before it stage s can run forwards only (B
-  and W need a B of s), none before ``h_s = sum_{k < s} (T_F(k) + lag)``. Every forward started
-  before ``b_s`` has ended when that B starts (one pass at a time) and none has released (only a
-  B's end releases), so the kept ones among them hold ``a_s`` each at that instant: at most
-  ``n_s = floor(room / a_s)`` are kept, and ``r`` more are recomputed. Work done before ``b_s``
-  is at most ``min(b_s - h_s, (n_s + r) T_F)``; the stage's work is its keep-mode load plus at
-  least ``r T_R >= r T_F``, so ``C >= b_s + load_s - min(b_s - h_s, n_s T_F(s))``. On the LLaMA
-  file (p = 8, m = 32, six activations fit stage 0) this is 0.4897 + 3.0587 - 0.1912 = 3.357 s.
+* **Device warm-up** (:func:`warm_up`; any chunks and placement, no offload, a cap, recompute
+  off or of whole items with ``T_R >= T_F``). Device d's first backward, of any of its virtual
+  stages and any micro-batch, starts no earlier than ``b_d = min_{k on d} b(k)``, ``b(k)`` the
+  data flow F(0..K-1), B(K-1..k+1) with keep-mode durations (the least) and lags. Before it d can
+  run forwards only (B and W need a B of d), none before ``h_d``, the earliest start of a forward
+  of d. Every forward started before ``b_d`` has ended when that B starts (one pass at a time)
+  and none has released (only a B's or a W's end releases), so at the start of the last of them
+  the device holds all of them: at most ``n_d = floor(room / a)`` kept (a chunk of d holds ``a``,
+  the device's activation over its chunks), and ``r`` more recomputed. Work done before ``b_d``
+  is at most ``min(b_d - h_d, (n_d + r) T_F)``; the device's work is its keep-mode load plus at
+  least ``r T_R >= r T_F``, so ``C >= b_d + load_d - min(b_d - h_d, n_d T_F)``. On the LLaMA file
+  (p = 8, m = 32, six activations fit stage 0) this is 0.4897 + 3.0587 - 0.1912 = 3.357 s; on its
+  V twin (two chunks, 13 chunk activations fit a device) device 7, whose first B is B(8, j) at
+  16 T_F + 7 T_B + 21 lags = 0.3751 s, gives 0.3751 + 3.0587 - 0.2071 = 3.2267 s.
+* **Stage idle** (:func:`stage_idle`; the warm-up's conditions but ``T_R >= T_F``). The warm-up
+  and a cool-down on one device d, with the recompute they may use paid once. Write ``N = m v``
+  for d's items, ``g = min_{k on d} (R_k - T_F - T_B)`` for the least time from F(k, j)'s end to
+  B(k, j)'s start (the data flow through the later virtual stages, lags included).
+  *Cool-down*: if some forward of d starts at or after ``b_d``, so does the last one, F*; after
+  it ends, its own B waits at least ``g``, and in that window d runs only B and W passes of other
+  items (no forward is left). A B there belongs to an item that held its F-level at F*'s start
+  (its B had not started; one pass at a time): ``a`` kept, ``a_c`` recomputed; a W there to such
+  an item or to one that held ``a_W`` at F*'s start (B ended, W not started; releases first).
+  F*'s start is an allocation the cap checks: ``alloc* + x_k a + x_r a_c + y a_W <= room``, so the
+  work available in the window is at most ``x_k (T_B + T_W) + x_r (T_B + T_R + T_W) + y T_W``
+  and d idles at least ``g`` minus that there, after ``b_d``. *Warm-up*: with ``n`` of the
+  forwards before ``b_d`` recomputed, at most ``n + floor((room - n a_c) / a)`` (and at most N)
+  run before it. *Recompute paid once*: the ``n`` warm-up items, the ``x_r`` pending ones and F*
+  (if it recomputes, ``alloc* = a_c``) are recomputed items of d, F* distinct from both sets, so
+  at least ``max(n, x_r) + [F* recomputes]`` of them each add ``T_R`` to d's load. So ``C >= load_d
+  + min over (n, x_r, F*'s mode) of (recompute time + (b_d - work before b_d) + cool-down idle)``,
+  where for a given n that lets all N forwards run before ``b_d`` the cool-down term is dropped
+  (F* may then precede ``b_d``). The minimum runs over every n and x_r that can change it: beyond
+  the first n whose forwards fill ``[h_d, b_d]`` a larger n only adds recompute time (except the
+  first n that lets all N forwards run early, which is kept), and beyond the first x_r whose
+  pending work covers ``g`` the idle is 0. Without recompute it is the warm-up plus the cool-down
+  idle; with ``T_R >= T_F`` it is at least the warm-up bound (each warm-up recompute fills at most
+  what it costs). The two windows are the bubbles at both ends of a pipeline schedule (warm-up
+  and cool-down, as drawn for 1F1B and Zero Bubble by Qi et al., ICLR 2024); the memory-limited
+  one-device accounting is ours.
 
 For the per-stage span objective the bound is the largest of the device loads, the memory fill
 and the chain from a device's first forward to its last pass. O(n + edges) for n passes, plus
@@ -399,27 +428,143 @@ def _single_machine(instance: Instance, release: Times, tail: Times) -> float:
     return best
 
 
+def _first_backward(instance: Instance, k: int) -> float:
+    """The earliest start of any B(k, j): F(0..K-1), then B(K-1..k+1), keep-mode durations and
+    lags (the same for every micro-batch)."""
+    K = instance.virtual_stages
+    down = sum(instance.t_f(i) for i in range(K)) + sum(instance.lag(i, i + 1) for i in range(K - 1))
+    return down + sum(instance.t_b(i) + instance.lag(i, i - 1) for i in range(k + 1, K))
+
+
+def _stage_head(instance: Instance, k: int) -> float:
+    """The earliest start of any F(k, j): F(0..k-1) with their lags."""
+    return sum(instance.t_f(i) + instance.lag(i, i + 1) for i in range(k))
+
+
+def _idle_applies(instance: Instance) -> bool:
+    """The common conditions of :func:`warm_up` and :func:`stage_idle`: a cap, the makespan, no
+    offload, recompute (if allowed) of whole items only."""
+    return (instance.memory_cap_bytes is not None and instance.objective == "makespan"
+            and not instance.allow_offload and not instance.partial_recompute)
+
+
+def _kept_at_once(room: float, a: float) -> int:
+    """The most items of activation ``a`` the checker accepts together in ``room``, rounded
+    generously (a larger count only weakens the bounds that use it)."""
+    return math.floor(room / a * (1 + 1e-12))
+
+
 def warm_up(instance: Instance) -> float:
-    """The stage warm-up bound of the module docstring (0 where its conditions fail)."""
-    if (instance.chunks != 1 or instance.allow_offload or instance.memory_cap_bytes is None
-            or instance.objective != "makespan" or instance.partial_recompute):
+    """The device warm-up bound of the module docstring (0 where its conditions fail)."""
+    if not _idle_applies(instance):
         return 0.0
-    p, m = instance.stages, instance.microbatches
-    if instance.allow_recompute and any(instance.t_r(k) < instance.t_f(k) for k in range(p)):
+    if instance.allow_recompute and any(instance.t_r(k) < instance.t_f(k)
+                                        for k in range(instance.virtual_stages)):
         return 0.0
-    down = sum(instance.t_f(k) for k in range(p)) + sum(instance.lag(k, k + 1) for k in range(p - 1))
     best = 0.0
-    for s in range(p):
-        if instance.a(s) <= 0:
+    for d in range(instance.stages):
+        on = instance.stages_on(d)
+        a = min(instance.a(k) for k in on)
+        if a <= 0:
             continue
-        first_b = down + sum(instance.t_b(k) + instance.lag(k, k - 1) for k in range(s + 1, p))
-        head = sum(instance.t_f(k) + instance.lag(k, k + 1) for k in range(s))
-        load = sum(instance.duration(x) for x in instance.passes() if x[1] == s)
-        # the most kept forwards the checker accepts together, rounded generously (a larger n
-        # only weakens the bound)
-        n = min(math.floor(instance.cap_room(s) / instance.a(s) * (1 + 1e-12)), m)
-        best = max(best, first_b + load - min(first_b - head, n * instance.t_f(s)))
+        first_b = min(_first_backward(instance, k) for k in on)
+        head = min(_stage_head(instance, k) for k in on)
+        load = sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+        n = min(_kept_at_once(instance.cap_room(d), a), instance.microbatches * len(on))
+        best = max(best, first_b + load - min(first_b - head, n * max(instance.t_f(k) for k in on)))
     return best
+
+
+def _cool_down_idle(room: float, alloc: float, others: int, gap: float, a: float, a_w: float,
+                    fill_b: float, fill_w: float) -> float:
+    """The least idle time of a device in the ``gap`` after its last forward ends (module
+    docstring, *stage idle*): at that forward's start it allocates ``alloc`` and the ``others``
+    items hold ``room - alloc`` at most, ``a`` per kept item whose B (and W, ``fill_b``) may
+    still run, ``a_w`` per item whose W (``fill_w``) may; ``inf`` where ``alloc`` alone does not
+    fit."""
+    rest = room - alloc
+    if rest < -1e-12 * room:
+        return math.inf
+    rest = max(rest, 0.0) * (1 + 1e-12) + 1e-12 * room  # rounded generously: more fits, less idle
+    most = 0.0
+    kept = 0
+    while kept <= others and kept * a <= rest:
+        left = others - kept
+        w = left if a_w <= 0 else min(left, math.floor((rest - kept * a) / a_w))
+        most = max(most, kept * fill_b + w * fill_w)
+        if most >= gap:
+            return 0.0
+        kept += 1
+    return gap - most
+
+
+def stage_idle(instance: Instance) -> float:
+    """The warm-up and cool-down bound of the module docstring (*stage idle*; 0 where its
+    conditions fail)."""
+    if not _idle_applies(instance):
+        return 0.0
+    best = 0.0
+    for d in range(instance.stages):
+        best = max(best, _device_idle(instance, d))
+    return best
+
+
+def _device_idle(instance: Instance, d: int) -> float:
+    """C >= load + least (recompute cost + warm-up idle + cool-down idle) on device ``d``."""
+    on = instance.stages_on(d)
+    room, total = instance.cap_room(d), instance.microbatches * len(on)
+    a, t_f = min(instance.a(k) for k in on), max(instance.t_f(k) for k in on)
+    a_w = min(instance.a_w(k) for k in on)
+    fill_b = max(instance.t_b(k) + instance.t_w(k) for k in on)
+    fill_w = max(instance.t_w(k) for k in on)
+    recompute = instance.allow_recompute
+    a_c = min(instance.a_c(k) for k in on) if recompute else 0.0
+    t_r = min(instance.t_r(k) for k in on) if recompute else math.inf
+    fill_r = max(instance.t_b(k) + instance.t_r(k) + instance.t_w(k) for k in on) if recompute else 0.0
+    if a <= 0:
+        return 0.0
+    load = sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+    first_b = min(_first_backward(instance, k) for k in on)
+    head = min(_stage_head(instance, k) for k in on)
+    # the least time F(k, j)'s end leaves B(k, j)'s start, over the stages of d
+    gap = min(round_trip(instance, k) - instance.t_f(k) - instance.t_b(k) for k in on)
+
+    # warm-up: n recomputed forwards before first_b (0 without recompute); whether all of the
+    # device's forwards may lie before it
+    warm: list[tuple[int, float, bool]] = []  # (n, time before the work after first_b, all before)
+    n, settled = 0, False
+    while n <= total and (n == 0 or (recompute and n * a_c <= room * (1 + 1e-12))):
+        count = min(total, n + max(0, _kept_at_once(room - n * a_c, a)))
+        before = first_b - min(first_b - head, count * t_f)
+        if not settled or count >= total:
+            warm.append((n, before, count >= total))
+        if count >= total:
+            break
+        # once the forwards fill [head, first_b], a larger n only adds recompute time, except
+        # where it lets every forward run before first_b (the first such n is kept)
+        settled = settled or count * t_f >= first_b - head
+        n += 1
+    # cool-down: x recomputed items pending at the last forward's start, f = 1 if it recomputes
+    cool: dict[tuple[int, int], float] = {}
+    for f in (0, 1) if recompute else (0,):
+        x = 0
+        while x <= total - 1:
+            alloc = (a_c if f else a) + x * a_c
+            idle = _cool_down_idle(room, alloc, total - 1 - x, gap, a, a_w, fill_b, fill_w)
+            idle = max(0.0, idle - x * fill_r) if math.isfinite(idle) else idle
+            cool[f, x] = idle
+            if idle <= 0 or not recompute or math.isinf(idle):
+                break
+            x += 1
+    best = math.inf
+    for n, before, all_before in warm:
+        if all_before:
+            best = min(best, (n * t_r if n else 0.0) + before)
+            continue
+        for (f, x), idle in cool.items():
+            r = max(n, x) + f
+            best = min(best, (r * t_r if r else 0.0) + before + idle)
+    return load + best if math.isfinite(best) else math.inf
 
 
 def lower_bound(instance: Instance, options: Any = None) -> float:
@@ -458,5 +603,5 @@ def lower_bound(instance: Instance, options: Any = None) -> float:
         for k in range(instance.virtual_stages):
             best = max(best, _hold_chain(instance, k, release, tail),
                        _solid_union(instance, k, release, tail))
-        best = max(best, warm_up(instance))
+        best = max(best, warm_up(instance), stage_idle(instance))
     return best

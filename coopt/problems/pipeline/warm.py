@@ -7,7 +7,8 @@ meets it, its proof) and to Model S (:func:`.cpsat.solve`, horizon and hint). No
 imports this module: building a model never runs a heuristic.
 
 Guarantee: the schedule returned is accepted by the checker and is no longer than any heuristic's
-(``portfolio`` aside, which only returns the best of the others), so its makespan is a valid
+(``portfolio`` and ``cp_polish`` aside: the first only returns the best of the others, the second is
+a budgeted CP-SAT search that the exact route's own search replaces), so its makespan is a valid
 horizon for every exact model.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from coopt.problem import NoSolution, Solution
 from coopt.problems.pipeline.bound import lower_bound
-from coopt.problems.pipeline.heuristics import COMBINED, HEURISTICS
+from coopt.problems.pipeline.heuristics import HEURISTICS, WARM_SKIP
 from coopt.problems.pipeline.model import Instance, check, serial_bound
 from coopt.problems.pipeline.order import fifo_is_lossless, fifo_relabel, first_lane_relabel
 from coopt.problems.pipeline.pattern import pattern_incumbent
@@ -23,15 +24,16 @@ from coopt.problems.pipeline.pattern import pattern_incumbent
 
 def incumbent(instance: Instance) -> tuple[float, Solution | None]:
     """The best heuristic schedule that the checker accepts, with its objective, or the serial
-    bound and no schedule: every heuristic but ``portfolio`` (which only returns the best of
-    the others); ``local_search`` is taken, it is the one that searches beyond them; then, where
+    bound and no schedule: every heuristic but those in ``WARM_SKIP`` (``portfolio``, which only
+    returns the best of the others, and ``cp_polish``); ``local_search`` is taken, it is the one
+    that searches beyond them; then, where
     the best of them is above the dual bound, the pattern schedules of :mod:`.pattern` (greedy
     crossings and the pair table's). The schedule is relabelled into the form the exact models
     admit: FIFO on keep-only instances (:func:`.order.fifo_relabel`), else the F(0, j) chain
     (:func:`.order.first_lane_relabel`); a relabelling the checker rejects is not used."""
     best: tuple[float, Solution | None] = (serial_bound(instance), None)
     for name, fn in HEURISTICS.items():
-        if name in COMBINED:
+        if name in WARM_SKIP:
             continue
         try:
             solution = fn(instance)

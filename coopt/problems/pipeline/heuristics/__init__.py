@@ -9,6 +9,7 @@
 * :mod:`.megatron`, :mod:`.offload` and :mod:`.lifespan`: recompute and offload policies (Megatron,
   PipeOffload, Chronos-Recomp, Chronos-Offload);
 * :mod:`.evaluator`, :mod:`.warmup` and :mod:`.search`: our local search on a compiled simulator;
+* :mod:`.polish`: Model S (CP-SAT) on the keep-only restriction for a fixed budget (``cp_polish``);
 * :mod:`.combined`: the schedules by name, the best of several, and the portfolio of the cheap ones;
 * :mod:`.timing`: what they share (timing an order, judging it against the caps, structure tests).
 
@@ -56,6 +57,7 @@ from coopt.problems.pipeline.heuristics.offload import (
     pipeoffload_applies,
     slot_train,
 )
+from coopt.problems.pipeline.heuristics.polish import cp_polish, polish_applies
 from coopt.problems.pipeline.heuristics.search import SEARCH_STARTS, SEARCH_WARMUP_RANK, local_search
 from coopt.problems.pipeline.heuristics.timing import (
     Orders,
@@ -71,9 +73,10 @@ from coopt.problems.pipeline.model import Instance
 
 __all__ = [
     "COMBINED", "HEURISTICS", "PORTFOLIO", "SCHEDULES", "SEARCH_STARTS", "SEARCH_WARMUP_RANK", "WARMUP_SLACK",
+    "WARM_SKIP",
     "Evaluator", "NoSolution", "Orders", "alap", "building_blocks", "chronos_offload", "chronos_pipe",
-    "chronos_recomp", "fused_waits", "gpipe", "guarded_list", "interleaved_one_f_one_b", "local_search",
-    "megatron_block", "megatron_full", "megatron_selective", "offload_valid", "one_f_one_b",
+    "chronos_recomp", "cp_polish", "fused_waits", "gpipe", "guarded_list", "interleaved_one_f_one_b",
+    "local_search", "megatron_block", "megatron_full", "megatron_selective", "offload_valid", "one_f_one_b",
     "one_f_one_b_split", "pipeoffload", "portfolio", "slot_train", "v_auto", "v_half", "v_min", "zb_auto",
     "zb_h1", "zb_h2", "zb_v",
     # the orders of 1F1B and the Chronos-Pipe list schedule, read by the exact side's tests and bench
@@ -102,6 +105,9 @@ def _megatron(instance: Instance) -> bool:
 
 #: The heuristics that only return the best of others (skipped where every schedule is run anyway).
 COMBINED = ("portfolio",)
+#: What the exact routes' warm start (:mod:`..warm`) does not run: the combinations, and ``cp_polish``,
+#: itself a CP-SAT search on a budget, whose work the exact route's own search does.
+WARM_SKIP = (*COMBINED, "cp_polish")
 
 HEURISTICS = {
     "gpipe": Heuristic(gpipe, gpipe_fits, "caps that hold m micro-batches of activations"),
@@ -130,4 +136,6 @@ HEURISTICS = {
     "megatron_selective": Heuristic(megatron_selective, _megatron, _MEGATRON),
     "megatron_block": Heuristic(megatron_block, _megatron, _MEGATRON),
     "guarded_list": Heuristic(guarded_list, _split, _SPLIT),
+    "cp_polish": Heuristic(cp_polish, polish_applies,
+                           "recompute or offload allowed, one chunk per device, times on a grid"),
 }
