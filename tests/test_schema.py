@@ -137,3 +137,12 @@ def test_the_example_reads_back():
 def test_a_field_declared_twice_is_refused():
     with pytest.raises(ValueError, match="declared twice"):
         Schema([Field("a", "int", "x"), Field("a", "int", "y")])
+
+
+def test_every_docs_page_shows_the_fields_its_loader_enforces(capsys):
+    """The generated fields table of each ``docs/<problem>.md`` is the one ``coopt schema PROBLEM
+    --markdown`` prints from the declaration today: a range or field changed in code without
+    ``coopt schema --update-docs`` fails here, naming the page."""
+    from coopt.commands.schema import update_docs
+
+    assert update_docs(check=True) == 0, capsys.readouterr().out
