@@ -1,7 +1,9 @@
 """The server-hull bound of the plan's segments (``plan_bound._Hull``): its tables are the closed
 form, it never exceeds a segment's exact value (brute force over every circuit set), it is at least
 the continuous relaxation, and the segment DP on it stays between that relaxation's DP and the
-optimum."""
+optimum. Its LP grown a layer at a time (``_HullLP``) prices each segment as a fresh LP does; the
+value through a segment (``_through``) is the least plan keeping it (brute force over
+segmentations); the pricer (``_Pricer``) raises the DP and stays below the optimum."""
 
 from __future__ import annotations
 
@@ -117,3 +119,77 @@ def test_the_dp_on_hull_bounds_sits_between_the_relaxation_dp_and_the_optimum(se
     before, _ = plan_bound._dp(instance, plan_bound._closure(relaxed))
     after, _ = plan_bound._dp(instance, plan_bound._closure(hulled))
     assert before <= after <= optimum * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_the_grown_hull_lp_prices_each_segment_as_its_own_lp_does(case):
+    """``_HullLP`` grown a layer at a time (warm) gives each segment the bound of a fresh LP of that
+    segment, and never more than the segment's exact value (brute force)."""
+    instance = small_instances()[case]
+    terms = plan_bound._Terms(instance)
+    hull = plan_bound._Hull(terms)
+    n = len(instance.layers)
+    sets = list(every_circuit_set(instance.servers, instance.fabric.alpha))
+    times = np.array([[instance.layer_time(l, x) for x in sets] for l in range(n)])
+    for first in range(n):
+        lp = plan_bound._HullLP(hull, first)
+        for last in range(first, n):
+            lp.add_layer()
+            grown = hull.value(first, *lp.solve(math.inf))
+            assert grown == pytest.approx(hull.bound(first, last, math.inf), rel=1e-7, abs=1e-12)
+            assert grown * terms.tau <= times[first: last + 1].sum(axis=0).min() * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_value_through_a_segment_is_the_least_plan_that_keeps_it(seed):
+    """``_through(a, b)`` against every segmentation of a few layers (brute force), on random
+    superadditive lower bounds; its least entry is the DP's value."""
+    instance = plan.generate(seed, 2)
+    n = min(6, len(instance.layers))
+    instance = plan.Instance(instance.fabric, instance.delay, instance.layers[:n])
+    rng = np.random.default_rng(seed)
+    lower = plan_bound._closure(np.triu(rng.uniform(0.0, 1e-2, (n, n))))
+    through = plan_bound._through(instance, lower)
+    best = np.full((n, n), math.inf)
+    for cuts in itertools.product((False, True), repeat=n - 1):
+        starts = [0] + [k + 1 for k in range(n - 1) if cuts[k]]
+        segments = list(zip(starts, [*starts[1:], n], strict=True))
+        total = sum(instance.exposed(a) + lower[a, end - 1] for a, end in segments)
+        for a, end in segments:
+            best[a, end - 1] = min(best[a, end - 1], total)
+    np.testing.assert_allclose(through, best, rtol=1e-12)  # inf where a > b on both sides
+    assert through.min() == pytest.approx(plan_bound._dp(instance, lower)[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("seed,sweep", [(s, w) for s in range(3) for w in (False, True)])
+def test_the_pricer_raises_the_dp_and_stays_below_the_optimum(seed, sweep):
+    """From no bounds (or the tilings' bounds), the pricer runs until no least plan keeps a segment
+    without its own hull LP: every segment of the DP's minimiser then has its own LP, the value is
+    at least where it started, at most the DP with every segment's own LP, and below the exact
+    optimum."""
+    instance = plan.generate(seed, 2)
+    optimum = plan_exact.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
+    terms = plan_bound._Terms(instance)
+    hull = plan_bound._Hull(terms)
+    n = len(instance.layers)
+    direct = np.zeros((n, n))
+    if sweep:
+        plan_bound._sweep(hull, direct, math.inf, math.inf)
+    before, _ = plan_bound._dp(instance, plan_bound._closure(direct))
+    pricer = plan_bound._Pricer(hull, n)
+    steps = 0
+    while True:
+        closed = plan_bound._closure(direct)
+        value, segments = plan_bound._dp(instance, closed)
+        if not pricer.step(instance, closed, value, direct, math.inf):
+            break
+        steps += 1
+    every = direct.copy()
+    for first in range(n):
+        for last in range(first, n):
+            every[first, last] = max(every[first, last], hull.bound(first, last, math.inf) * terms.tau)
+    assert steps > 0 or sweep
+    assert all(last <= pricer.reach[first] for first, last in segments)
+    assert before <= value * (1 + 1e-12)
+    assert value <= plan_bound._dp(instance, plan_bound._closure(every))[0] * (1 + 1e-12)
+    assert value <= optimum * (1 + 1e-9)

@@ -35,22 +35,34 @@ from the server-hull bound of :class:`_Hull`: a Lagrangian relaxation whose subp
 server's integer row each, enumerated, so it sees the integrality of each server's ports (at its
 LP-optimal multipliers it is at least the continuous relaxation, and on the 56-layer file about
 10 % above it); the hull LPs of the windows of a few tilings (:data:`SWEEPS`) give every layer
-multipliers, and every segment is priced at once at its layers' multipliers. Then, in what is
-left of that phase's time, the continuous relaxation (Kelley's cutting planes on the same cuts,
-an LP) is grown from every start, one layer longer per round for every start, up to
-:data:`GROW_LENGTH` layers (its cuts also seed the pool the masters start from). Then the DP's
-minimiser names the segments to refine (the segment's own hull LP first, whose multipliers then
-re-price every segment; then the continuous phase, then :data:`ROUNDS` master MILPs a turn); when
-every segment of it is proven (its master's bound meets its best circuits' time) the value is a
-plan's time, the optimum. When it reaches a known plan's time (the ``incumbent``, or a plan of the
-masters' circuits) that plan is optimal. The bound returned is the DP's last value (at most the
-best known plan's time), never below :func:`plan_exact.layer_bound` (the singletons start at least
-at the per-layer LP values, every plan pays ``e_0`` and ``G`` is superadditive).
+multipliers, and every segment is priced at once at its layers' multipliers. Then every segment
+a least plan of the DP keeps gets its own hull LP (:class:`_Pricer`): of the segments without one,
+the one with the least DP value through it (:func:`_through`: ``F(a) + e_a + G(a, b) + B(b + 1)``
+with ``B`` the DP backward; the DP's value is the least of these) is priced while that value is
+the DP's, by one LP per start grown a layer at a time and warm-started (:class:`_HullLP`), every
+segment on the way priced too; the other segments keep their tilings' bounds (on the 56-layer
+file about 1,600 of its 6,328 segments get their own LP). The continuous relaxation (Kelley's
+cutting planes on the same cuts, an LP) is grown from every start, one layer longer per round for
+every start, up to :data:`GROW_LENGTH` layers: without the hull (too many rows) in its place, with
+it once the pricing is done (the hull is at least that relaxation; its cuts seed the pool the
+masters start from). When the DP's minimiser keeps only segments with their own hull LP (or there
+is no hull), its segments are refined by outer approximation (the continuous phase, then
+:data:`ROUNDS` master MILPs a turn); when every segment of it is proven (its master's bound meets
+its best circuits' time) the value is a plan's time, the optimum. When it reaches a known plan's
+time (the ``incumbent``, or a plan of the masters' circuits) that plan is optimal. The bound
+returned is the DP's last value (at most the best known plan's time), never below
+:func:`plan_exact.layer_bound` (the singletons start at least at the per-layer LP values, every
+plan pays ``e_0`` and ``G`` is superadditive).
+
+Once the pricing is done, more hull LPs would not raise the minimiser's segments: a segment's hull
+LP value is at least the sum of its parts' (its solution, cut to a part's layers, is one of the
+part's), so above that point only the masters do.
 
 Time: the per-layer M1 bounds take at most :data:`SINGLE_SHARE` of the time limit, the tilings
-and the growing stop at :data:`GROW_SHARE`, the refinement at 95 % of it. Without a limit it runs
-until the DP's segments are proven: the optimum (tests check it against the exact DP on the small
-family).
+:data:`SWEEP_SHARE` of what is left, the growing :data:`GROW_SHARE` of the limit (without the
+hull) or of what the pricing left; the pricing and the refinement stop at 95 % of it. Without a
+limit it runs until the DP's segments are proven: the optimum (tests check it against the exact DP
+on the small family).
 """
 
 from __future__ import annotations
@@ -80,9 +92,12 @@ SOLVE_CAP = 10.0
 #: Segments from each start whose continuous relaxation is grown first, and Kelley rounds per layer.
 GROW_LENGTH = 16
 GROW_ROUNDS = 4
-#: Share of the time limit the tilings and the growing may take (from the start, the singles' share
-#: included).
+#: Share of the time limit the growing may take without the hull (from the start, the singles'
+#: share included); with it, share of the time the pricing left.
 GROW_SHARE = 0.5
+#: Share of the time left after the singles that the tilings may take (at least the first tiling
+#: runs when any time is left); then the segments' own hull LPs (:class:`_Pricer`).
+SWEEP_SHARE = 0.06
 #: Share of the time limit M1 may take on the single layers.
 SINGLE_SHARE = 0.25
 #: Most integer circuit rows per server for the server-hull bound (:class:`_Hull`); above it the
@@ -94,11 +109,11 @@ HULL_CELLS = 4_000_000
 ROUNDING = 1e-12
 #: Columns per server added per round of the hull LP's column generation.
 HULL_COLUMNS = 4
-#: Whether the server-hull bound is used (its tilings before the growing, and each segment the DP
-#: names priced by its own hull LP before its master).
+#: Whether the server-hull bound is used (its tilings, then the segments' own hull LPs, before the
+#: masters).
 USE_HULL = True
-#: The tilings (window width, first window's start) of :meth:`_Hull.sweep`, in order, while the
-#: growing share of the time lasts.
+#: The tilings (window width, first window's start) of :meth:`_Hull.sweep`, in order, while
+#: :data:`SWEEP_SHARE` lasts.
 SWEEPS = ((8, 0), (8, 4), (16, 0), (4, 0), (4, 2), (16, 8), (12, 0), (12, 6), (6, 0), (6, 3), (2, 0), (2, 1))
 
 
@@ -363,6 +378,7 @@ class _Hull:
         self.points = _rows(r - 1, alpha) if math.comb(r - 1 + alpha, alpha) <= HULL_POINTS else None
         self.tables: dict[int, np.ndarray] = {}
         self.kept: list[tuple[np.ndarray, np.ndarray]] | None = None  # per layer: (pi, rho share)
+        self.stacked: np.ndarray | None = None  # :meth:`stack`
 
     def usable(self) -> bool:
         """Rows few enough to enumerate, and layers x servers x rows within :data:`HULL_CELLS`
@@ -394,87 +410,28 @@ class _Hull:
         return self.tables[layer]
 
     def multipliers(self, first: int, last: int, deadline: float) -> tuple[np.ndarray, np.ndarray] | None:
-        """The duals of segment ``first..last``'s hull LP as multipliers: ``pi`` (layers x servers,
-        each row summing to at most 1) and ``rho`` signed per server (``s_ij rho_ij`` at ``[i, j]``);
-        None when the LP gives no duals before ``deadline``. The LP is solved by column generation
-        (each server's rows priced by enumeration, the most negative :data:`HULL_COLUMNS` of each
-        added per round, from the empty rows); stopped early its duals are still multipliers."""
-        import highspy
+        """The duals of segment ``first..last``'s hull LP as multipliers (:meth:`_HullLP.solve`);
+        None when the LP gives no duals before ``deadline``."""
+        lp = _HullLP(self, first)
+        for _ in range(first, last + 1):
+            lp.add_layer()
+        return lp.solve(deadline)
 
-        r, points = self.terms.servers, self.points
-        tables = np.array([self.table(l) for l in range(first, last + 1)])  # layers x servers x rows
-        count = len(tables)
-        pairs = [(i, j) for i in range(r) for j in range(i + 1, r)]
-        inf = highspy.kHighsInf
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-        highs.setOptionValue("threads", 1)
-        # rows: servers' convexity, pairs' symmetry, then the T rows (layer k, server i at k r + i)
-        highs.addRows(r, np.ones(r), np.ones(r), 0, np.zeros(1, dtype=np.int32),
-                      np.array([], dtype=np.int32), np.array([], dtype=float))
-        highs.addRows(len(pairs), np.zeros(len(pairs)), np.zeros(len(pairs)), 0,
-                      np.zeros(1, dtype=np.int32), np.array([], dtype=np.int32), np.array([], dtype=float))
-        base = r + len(pairs)
-        highs.addRows(count * r, np.zeros(count * r), np.full(count * r, inf), 0,
-                      np.zeros(1, dtype=np.int32), np.array([], dtype=np.int32), np.array([], dtype=float))
-        t_rows = np.arange(count * r, dtype=np.int32) + base
-        starts = np.arange(0, count * r, r, dtype=np.int32)
-        highs.addCols(count, np.ones(count), np.zeros(count), np.full(count, inf), count * r, starts,
-                      t_rows, np.ones(count * r))
-        pair_rows = {}
-        for k, (i, j) in enumerate(pairs):
-            pair_rows[i, j] = (r + k, 1.0)
-            pair_rows[j, i] = (r + k, -1.0)
-        others = [[j for j in range(r) if j != i] for i in range(r)]
-        taken = [set() for _ in range(r)]
+    def value(self, first: int, pi: np.ndarray, signed: np.ndarray) -> float:
+        """The Lagrangian bound (units of tau) of segment ``first..first + len(pi) - 1`` at the
+        multipliers ``pi`` (layers x servers, rows summing to at most 1) and ``signed`` (the
+        segment's ``rho``, signed per server): ``sum_i min_p`` of server ``i``'s prices, less
+        :data:`ROUNDING`."""
+        r = self.terms.servers
+        others = np.array([np.delete(signed[i], i) for i in range(r)])  # servers x (r - 1)
+        total = np.einsum("li,lip->ip", pi, self.stack()[first: first + len(pi)]) - others @ self.points.T
+        return max(float(total.min(axis=1).sum()) * (1 - ROUNDING), 0.0)
 
-        def add(i: int, rows_of: list[int]) -> None:
-            """Server ``i``'s rows ``rows_of`` as columns: convexity 1, symmetry +-p_j, T rows -H."""
-            if not rows_of:
-                return
-            taken[i].update(rows_of)
-            index = np.concatenate([[i], [pair_rows[i, j][0] for j in others[i]],
-                                    base + np.arange(count) * r + i]).astype(np.int32)
-            signs = np.array([pair_rows[i, j][1] for j in others[i]])
-            values = np.concatenate([np.ones((len(rows_of), 1)), points[rows_of] * signs,
-                                     -tables[:, i, rows_of].T], axis=1)
-            mask = values != 0.0
-            mask[:, 0] = True
-            highs.addCols(len(rows_of), np.zeros(len(rows_of)), np.zeros(len(rows_of)),
-                          np.full(len(rows_of), inf), int(mask.sum()),
-                          np.concatenate([[0], np.cumsum(mask.sum(axis=1))[:-1]]).astype(np.int32),
-                          np.concatenate([index[row] for row in mask]).astype(np.int32), values[mask])
-
-        zero = int(np.nonzero(points.sum(axis=1) == 0)[0][0])
-        for i in range(r):
-            add(i, [zero])
-        found = None
-        while time.perf_counter() < deadline:
-            highs.setOptionValue("time_limit", max(0.01, min(SOLVE_CAP, deadline - time.perf_counter())))
-            highs.run()
-            solution = highs.getSolution()
-            if not solution.dual_valid:
-                break
-            duals = np.asarray(solution.row_dual)
-            sigma, rho = duals[:r], duals[r: base]
-            pi = np.maximum(duals[base:].reshape(count, r), 0.0)
-            signed = np.zeros((r, r))
-            for k, (i, j) in enumerate(pairs):
-                signed[i, j], signed[j, i] = rho[k], -rho[k]
-            scaled = pi / np.maximum(pi.sum(axis=1, keepdims=True), 1.0)  # sum_i pi_li <= 1
-            found = scaled, signed
-            fresh = 0
-            for i in range(r):
-                reduced = (np.einsum("l,lp->p", pi[:, i], tables[:, i]) - points @ np.delete(signed[i], i)
-                           - sigma[i])
-                order = np.argsort(reduced)[:HULL_COLUMNS]
-                new = [int(p) for p in order
-                       if reduced[p] < -1e-9 * max(1.0, abs(sigma[i])) and int(p) not in taken[i]]
-                add(i, new)
-                fresh += len(new)
-            if not fresh:
-                break
-        return found
+    def stack(self) -> np.ndarray:
+        """Every layer's table (layers x servers x rows, units of tau)."""
+        if self.stacked is None:
+            self.stacked = np.array([self.table(l) for l in range(len(self.terms.loads))])
+        return self.stacked
 
     def prices(self, layer: int, pi: np.ndarray, signed: np.ndarray) -> np.ndarray:
         """Per server and row, ``pi_i H[i, p] - sum_j signed[i, j] p_j`` of one layer (its share
@@ -528,9 +485,126 @@ class _Hull:
         if self.kept is not None:  # the segment's multipliers for its layers, for :meth:`evaluate`
             for l in range(first, last + 1):
                 self.kept[l] = (pi[l - first], signed / (last - first + 1))
-        total = sum(self.prices(l, pi[l - first], signed if l == first else np.zeros_like(signed))
-                    for l in range(first, last + 1))
-        return max(float(total.min(axis=1).sum()) * (1 - ROUNDING), 0.0)
+        return self.value(first, pi, signed)
+
+
+class _HullLP:
+    """The hull LP of :class:`_Hull` (its docstring) for the segment ``first..first + count - 1``,
+    grown one layer at a time (:meth:`add_layer`: the layer's ``T`` column and its servers' rows,
+    over the columns generated so far) and solved by column generation (:meth:`solve`), each solve
+    warm from the last basis. Rows: the servers' convexity (``sum_p lambda_ip = 1``), the pairs'
+    symmetry (``sum_p lambda_ip p_j - sum_q lambda_jq q_i = 0``, ``i < j``), then per layer ``k``
+    of the segment and server ``i`` the row ``T_k - sum_p lambda_ip H[k, i, p] >= 0`` at
+    ``base + k servers + i``."""
+
+    def __init__(self, hull: _Hull, first: int):
+        import highspy
+
+        self.hull, self.first, self.count = hull, first, 0
+        r = hull.terms.servers
+        pairs = hull.terms.pairs
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("threads", 1)
+        no_rows, no_index, no_values = np.zeros(1, dtype=np.int32), np.array([], dtype=np.int32), np.array([])
+        highs.addRows(r, np.ones(r), np.ones(r), 0, no_rows, no_index, no_values)
+        highs.addRows(len(pairs), np.zeros(len(pairs)), np.zeros(len(pairs)), 0, no_rows, no_index, no_values)
+        self.highs, self.base, self.columns = highs, r + len(pairs), 0
+        row_of, sign_of = np.zeros((r, r), dtype=np.int32), np.zeros((r, r))
+        for k, (i, j) in enumerate(pairs):
+            row_of[i, j] = row_of[j, i] = r + k
+            sign_of[i, j], sign_of[j, i] = 1.0, -1.0
+        # per server: its symmetry rows and signs, in the order of the entries of its rows (j != i)
+        self.symmetry = [(np.delete(row_of[i], i), np.delete(sign_of[i], i)) for i in range(r)]
+        self.index: list[list[int]] = [[] for _ in range(r)]  # per server: its columns
+        self.point: list[list[int]] = [[] for _ in range(r)]  # per server: the rows they hold
+        self.taken: list[set[int]] = [set() for _ in range(r)]
+        zero = int(np.nonzero(hull.points.sum(axis=1) == 0)[0][0])
+        for i in range(r):
+            self._add(i, [zero])
+
+    def _add(self, i: int, points: list[int]) -> None:
+        """Server ``i``'s rows ``points`` as columns: convexity 1, symmetry ``+-p_j``, ``T`` rows
+        ``-H``."""
+        import highspy
+
+        if not points:
+            return
+        r = self.hull.terms.servers
+        rows, signs = self.symmetry[i]
+        tables = self.hull.stack()[self.first: self.first + self.count, i][:, points]  # layers x points
+        t_rows = self.base + np.arange(self.count) * r + i
+        starts, index, values = [], [], []
+        for c, p in enumerate(points):
+            starts.append(len(index))
+            row = self.hull.points[p] * signs
+            h = -tables[:, c]
+            index += [i, *rows[row != 0], *t_rows[h != 0]]
+            values += [1.0, *row[row != 0], *h[h != 0]]
+            self.index[i].append(self.columns + c)
+            self.point[i].append(p)
+            self.taken[i].add(p)
+        self.highs.addCols(len(points), np.zeros(len(points)), np.zeros(len(points)),
+                           np.full(len(points), highspy.kHighsInf), len(index),
+                           np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+                           np.array(values))
+        self.columns += len(points)
+
+    def add_layer(self) -> None:
+        """The segment's next layer: its ``T`` column (cost 1) and one row per server."""
+        import highspy
+
+        r = self.hull.terms.servers
+        table = self.hull.stack()[self.first + self.count]
+        self.highs.addCol(1.0, 0.0, highspy.kHighsInf, 0, np.array([], dtype=np.int32), np.array([]))
+        column = self.columns
+        self.columns += 1
+        starts, index, values = [], [], []
+        for i in range(r):
+            starts.append(len(index))
+            h = -table[i, self.point[i]]
+            index += [column, *np.asarray(self.index[i])[h != 0]]
+            values += [1.0, *h[h != 0]]
+        self.highs.addRows(r, np.zeros(r), np.full(r, highspy.kHighsInf), len(index),
+                           np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+                           np.array(values))
+        self.count += 1
+
+    def solve(self, deadline: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The LP's duals as multipliers: ``pi`` (layers x servers, each row summing to at most 1)
+        and ``rho`` signed per server (``s_ij rho_ij`` at ``[i, j]``); None when the LP gives no
+        duals before ``deadline``. Column generation: each server's rows priced by enumeration,
+        the most negative :data:`HULL_COLUMNS` of each added per round; stopped early its duals
+        are still multipliers (the bound at them, :meth:`_Hull.value`, stays valid)."""
+        r = self.hull.terms.servers
+        tables = self.hull.stack()[self.first: self.first + self.count]
+        points, pairs = self.hull.points, self.hull.terms.pairs
+        found = None
+        while time.perf_counter() < deadline:
+            self.highs.setOptionValue("time_limit", max(0.01, min(SOLVE_CAP, deadline - time.perf_counter())))
+            self.highs.run()
+            solution = self.highs.getSolution()
+            if not solution.dual_valid:
+                break
+            duals = np.asarray(solution.row_dual)
+            sigma, rho = duals[:r], duals[r: self.base]
+            pi = np.maximum(duals[self.base:].reshape(self.count, r), 0.0)
+            signed = np.zeros((r, r))
+            for k, (i, j) in enumerate(pairs):
+                signed[i, j], signed[j, i] = rho[k], -rho[k]
+            found = pi / np.maximum(pi.sum(axis=1, keepdims=True), 1.0), signed  # sum_i pi_li <= 1
+            others = np.array([np.delete(signed[i], i) for i in range(r)])
+            reduced = np.einsum("li,lip->ip", pi, tables) - others @ points.T - sigma[:, None]
+            fresh = 0
+            for i in range(r):
+                order = np.argsort(reduced[i])[:HULL_COLUMNS]
+                new = [int(p) for p in order
+                       if reduced[i, p] < -1e-9 * max(1.0, abs(sigma[i])) and int(p) not in self.taken[i]]
+                self._add(i, new)
+                fresh += len(new)
+            if not fresh:
+                break
+        return found
 
 
 def _rows(width: int, alpha: int) -> np.ndarray:
@@ -605,30 +679,37 @@ def segment_bound(instance: Instance, options: SolveOptions,
     grow_deadline = start + GROW_SHARE * (deadline - start) if math.isfinite(deadline) else deadline
     hull = _Hull(terms) if USE_HULL else None
     hull = hull if hull is not None and hull.usable() else None
-    hulled: set[tuple[int, int]] = set()
-    if hull is not None:
-        _sweep(hull, direct, grow_deadline)
-    _grow(terms, floors, direct, grow_deadline)  # also fills the cut pool the masters start from
-    masters: dict[tuple[int, int], _Master] = {}
     known = math.inf if incumbent is None else float(incumbent["objective"])
+    pricer, grown = None, False
+    if hull is not None:
+        now = time.perf_counter()
+        sweep_deadline = now + SWEEP_SHARE * (deadline - now) if math.isfinite(deadline) else deadline
+        _sweep(hull, direct, sweep_deadline, deadline)
+        pricer = _Pricer(hull, n)
+    else:
+        grown = True
+        _grow(terms, floors, direct, grow_deadline)  # also fills the cut pool the masters start from
+    masters: dict[tuple[int, int], _Master] = {}
     value, proven = -math.inf, False
     while True:
-        value, segments = _dp(instance, _closure(direct))
+        closed = _closure(direct)
+        value, segments = _dp(instance, closed)
         open_segments = [s for s in segments if not (s in masters and masters[s].proven)]
         # optimal: a known plan is met, or every kept segment is proven (the value is a plan's time)
         proven = value >= known * (1 - PROVEN) or not open_segments
         if proven or time.perf_counter() >= deadline:
             break
-        priced = False
+        if pricer is not None and pricer.step(instance, closed, value, direct, deadline):
+            continue  # a least plan kept a segment without its own hull LP: it has one now
+        if not grown:  # before the first master: the continuous relaxations fill the cut pool
+            grown = True
+            now = time.perf_counter()
+            until = now + GROW_SHARE * (deadline - now) if math.isfinite(deadline) else deadline
+            _grow(terms, floors, direct, until)
+            continue
         for first, last in open_segments:
             if time.perf_counter() >= deadline:
                 break
-            if hull is not None and (first, last) not in hulled:  # the cheap bound first
-                hulled.add((first, last))
-                found = hull.bound(first, last, deadline) * terms.tau
-                direct[first, last] = max(direct[first, last], found)
-                priced = True
-                continue
             master = masters.get((first, last))
             if master is None:
                 master = masters[first, last] = _Master(terms, first, last, floors)
@@ -636,22 +717,76 @@ def segment_bound(instance: Instance, options: SolveOptions,
             direct[first, last] = max(direct[first, last], master.lower)
             if first == last:
                 floors[first] = max(floors[first], master.lower / terms.tau)
-        if priced and hull.kept is not None and time.perf_counter() < deadline:
-            np.maximum(direct, hull.evaluate() * terms.tau, out=direct)  # their multipliers, everywhere
         known = min(known, _plan_upper(instance, masters))
     if proven:
         return BoundOutcome(min(value, known), optimal=True, source="segment DP, every kept segment proven")
     return min(value, known)
 
 
-def _sweep(hull: _Hull, direct: np.ndarray, deadline: float) -> None:
+def _sweep(hull: _Hull, direct: np.ndarray, deadline: float, last: float) -> None:
     """Raise ``direct`` (s) by the server-hull bounds of every segment, one tiling of
-    :data:`SWEEPS` after the other, until ``deadline``."""
-    for width, offset in SWEEPS:
-        lower = hull.sweep(width, offset, deadline) if time.perf_counter() < deadline else None
+    :data:`SWEEPS` after the other, until ``deadline``; the first until ``last`` (the run's own
+    deadline: without a tiling the long segments keep their sums of singles, and the pricing would
+    grow LPs through them)."""
+    for k, (width, offset) in enumerate(SWEEPS):
+        until = last if k == 0 else deadline
+        lower = hull.sweep(width, offset, until) if time.perf_counter() < until else None
         if lower is None:
             return
         np.maximum(direct, lower * hull.terms.tau, out=direct)
+
+
+class _Pricer:
+    """Each segment's own hull LP (:class:`_HullLP`), one LP per start grown on demand: the
+    segments of a start are priced in order of their last layer, each warm from the one before."""
+
+    def __init__(self, hull: _Hull, n: int):
+        self.hull = hull
+        self.grown: dict[int, _HullLP] = {}
+        self.reach = np.full(n, -1)  # per start: the last layer whose segment has its own LP
+
+    def step(self, instance: Instance, closed: np.ndarray, value: float, direct: np.ndarray,
+             deadline: float) -> bool:
+        """Of the segments without their own LP, the one with the least DP value through it
+        (:func:`_through` on the closed bounds ``closed``) gets it, when that value is the DP's
+        ``value`` (a least plan keeps it): its start's LP is grown up to its last layer, raising
+        ``direct`` (s) at every segment on the way. Whether it priced one."""
+        n = closed.shape[0]
+        through = _through(instance, closed)
+        waiting = np.arange(n)[None, :] > self.reach[:, None]  # b beyond a's reach (through: inf for b < a)
+        least = np.where(waiting, through, math.inf)
+        first, last = (int(k) for k in np.unravel_index(np.argmin(least), least.shape))
+        if not least[first, last] <= value * (1 + PROVEN):
+            return False
+        lp = self.grown.setdefault(first, _HullLP(self.hull, first))
+        while first + lp.count <= last and time.perf_counter() < deadline:
+            lp.add_layer()
+            found = lp.solve(deadline)
+            end = first + lp.count - 1
+            if found is not None:
+                found_s = self.hull.value(first, *found) * self.hull.terms.tau
+                direct[first, end] = max(direct[first, end], found_s)
+            self.reach[first] = end
+        return True
+
+
+def _through(instance: Instance, lower: np.ndarray) -> np.ndarray:
+    """``P[a, b]``: the DP's least value (on the closed lower bounds ``lower``) over the plans that
+    keep segment ``a..b``, ``F(a) + e_a + G(a, b) + B(b + 1)`` with ``F`` the DP forward and ``B``
+    backward (inf for ``a > b``). The DP's value is the least of them."""
+    n = lower.shape[0]
+    exposed = np.array([instance.exposed(l) for l in range(n)])
+    forward = np.full(n + 1, math.inf)
+    forward[0] = 0.0
+    for end in range(1, n + 1):
+        forward[end] = np.min(forward[:end] + exposed[:end] + lower[:end, end - 1])
+    backward = np.full(n + 1, math.inf)
+    backward[n] = 0.0
+    for first in range(n - 1, -1, -1):
+        backward[first] = exposed[first] + np.min(lower[first, first:] + backward[first + 1:])
+    through = forward[:n, None] + exposed[:, None] + lower + backward[None, 1:]
+    through[np.tril_indices(n, -1)] = math.inf
+    return through
 
 
 def _grow(terms: _Terms, floors: list[float], direct: np.ndarray, deadline: float) -> None:
