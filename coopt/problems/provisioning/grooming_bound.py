@@ -98,10 +98,13 @@ def lightpath_kinds(instance: G.Instance) -> list[Kind]:
     return out
 
 
-def plan_model(instance: G.Instance) -> pyo.ConcreteModel:
+def plan_model(instance: G.Instance, kinds: list[Kind] | None = None) -> pyo.ConcreteModel:
     """The plan relaxation (module docstring) as a Pyomo model maximizing W in weight units; its
-    ``kinds`` and ``routes_of`` attributes name the x and lam variables."""
-    kinds = lightpath_kinds(instance)
+    ``kinds`` and ``routes_of`` attributes name the x and lam variables. ``kinds``, a subset of
+    :func:`lightpath_kinds`, builds the model with every other kind's x at 0 (removed, with the
+    virtual routes that then lack a lightpath on a hop): a restriction, not a relaxation, for the
+    plan search of :mod:`.grooming_lns`; the bound uses the whole set."""
+    kinds = lightpath_kinds(instance) if kinds is None else kinds
     reqs = instance.requests
     slack = (1 - G.RATE_TOL) / (1 + G.RATE_TOL)
     model = pyo.ConcreteModel(name="grooming_plan_relaxation")

@@ -1,31 +1,38 @@
-"""``plan_layout_grooming``: the plan relaxation's lightpath graph, laid out by CP-SAT, then filled.
+"""``plan_layout_grooming``: a searched plan of the plan relaxation, laid out by CP-SAT, then filled.
 
 The plan relaxation (:mod:`coopt.problems.provisioning.grooming_bound`) chooses a lightpath kind
 (path, width) per node pair and a virtual route per served request under transponder, per-link
 slot-sum and per-pair capacity rows; it forgets only which slots each lightpath takes. This
-heuristic solves it (HiGHS, :data:`PLAN_SECONDS`), and lays the chosen lightpaths out exactly:
-one optional interval per lightpath (its width, first slot in ``[0, |S| - w]``) on every link of
-its path, the intervals on a link pairwise disjoint (CP-SAT ``NoOverlap``), a planned request
-counted only where every lightpath of its virtual route is laid out, maximizing the served weight
-(hint: first fit, widest footprint first). The laid-out lightpaths are set up, the requests whose
-route they carry are served at their class floor, and every other request is then decided in class
-order by the auxiliary-graph rule of :mod:`.grooming_heuristics` at its floor rate (existing
+heuristic takes the plan point of :func:`.grooming_heuristics.priority_degraded_grooming`'s
+solution and improves it by the fix-and-optimize search of :mod:`.grooming_lns` (HiGHS on
+sub-MILPs that free the lightpaths at a few nodes around an unserved request), then lays the
+chosen lightpaths out exactly: one optional interval per lightpath (its width, first slot
+in ``[0, |S| - w]``) on every link of its path, the intervals on a link pairwise disjoint (CP-SAT
+``NoOverlap``), a planned request counted only where every lightpath of its virtual route is laid
+out, maximizing the served weight (hint: the start's slots for the lightpaths it shares with the
+plan, then first fit, widest footprint first). The laid-out lightpaths are set up, the requests
+whose route they carry are served at their class floor, and every other request is then decided in
+class order by the auxiliary-graph rule of :mod:`.grooming_heuristics` at its floor rate (existing
 lightpaths' residual capacity, else a new lightpath by first fit). The rates are raised last by
 :func:`.grooming_heuristics.reoptimize_rates`.
 
 Why: the order-based heuristics build the lightpath graph one request at a time, and on the
 paper-scale files the requests they block need a different set of lightpaths, not a different
-order (docs/notes/provisioning.md); the plan chooses the set for all requests at once.
+order (docs/notes/provisioning.md); the plan chooses the set for all requests at once. A single
+time-limited HiGHS solve of the whole plan relaxation finds poor incumbents (its root alone takes
+seconds to tens of seconds), and stops on the wall clock; the sub-MILPs of the search are mostly
+proved optimal in under a second.
 
 Guarantee: feasible (every lightpath is placed on free slots, every connection checked against
 the residual capacity of its hops), so the exact optimum bounds it; served rates within the class
-windows. Deterministic for a seed where the plan solve ends within :data:`PLAN_SECONDS`; past it
-the plan is HiGHS' incumbent at the wall-clock limit, which depends on the machine's load. CP-SAT
-runs one worker under a deterministic limit (:data:`LAYOUT_DETERMINISTIC_SECONDS`) with a wall
-guard. Cost: one MILP of sum_q K|W| + R(|V| - 1) binaries, one CP-SAT model of at most |V| T / 2
-intervals, one greedy pass of O(R |V| H K |W| |path| |S|), one LP. Source: ours (relax, then lay
-out exactly; the same scheme as ``capacity_guided_cpsat`` of Models A/B); the interval and
-no-overlap constraints are CP-SAT's (OR-Tools).
+windows; never below ``priority_degraded_grooming`` (its solution is a candidate). Deterministic
+for a seed where every sub-MILP of the search is proved optimal within its limit and the search's
+wall guard is not reached (:mod:`.grooming_lns`); CP-SAT runs one worker under a deterministic
+limit (:data:`LAYOUT_DETERMINISTIC_SECONDS`) with a wall guard. Cost: at most
+:data:`.grooming_lns.MAX_ROUNDS` sub-MILPs, one CP-SAT model of at most |V| T / 2 intervals, one
+greedy pass of O(R |V| H K |W| |path| |S|), one LP. Source: ours (relax, then lay out exactly;
+the same scheme as ``capacity_guided_cpsat`` of Models A/B); the interval and no-overlap
+constraints are CP-SAT's (OR-Tools); the search's sources are in :mod:`.grooming_lns`.
 """
 
 from __future__ import annotations
@@ -39,12 +46,14 @@ from ortools.sat.python import cp_model
 from coopt.problem import Solution, SolveOptions
 from coopt.problems.provisioning import grooming_bound as GB
 from coopt.problems.provisioning import grooming_heuristics as H
+from coopt.problems.provisioning import grooming_lns as LNS
 from coopt.problems.provisioning import grooming_model as G
+from coopt.problems.provisioning.grooming_lns import _kind_key, plan_point
 from coopt.problems.provisioning.layout import solve_one_worker
 from coopt.problems.provisioning.rmsa import lowest_block
 from coopt.solvers.highs import solve_model
 
-#: Wall seconds of the plan relaxation's solve (its incumbent is the plan).
+#: Wall seconds of :func:`solve_plan`'s solve without ``seconds`` (its incumbent is the plan).
 PLAN_SECONDS = 40.0
 #: CP-SAT's deterministic time limit for the layout (its own work units, about seconds).
 LAYOUT_DETERMINISTIC_SECONDS = 5.0
@@ -57,7 +66,8 @@ def solve_plan(instance: G.Instance, seconds: float | None = None, seed: int = 0
     """The plan relaxation's incumbent after ``seconds`` (:data:`PLAN_SECONDS` without): the
     chosen lightpath kinds and, per planned request, its virtual route (empty where HiGHS finds
     no incumbent). ``start``, a feasible solution, is handed to HiGHS as its first incumbent
-    (:func:`plan_point`)."""
+    (:func:`.grooming_lns.plan_point`). Not used by :func:`plan_layout_grooming` (whose plan
+    is :func:`.grooming_lns.searched_plan`'s); kept for offline probes of long plan solves."""
     seconds = PLAN_SECONDS if seconds is None else seconds
     model = GB.plan_model(instance)
     if start is not None:
@@ -70,41 +80,6 @@ def solve_plan(instance: G.Instance, seconds: float | None = None, seed: int = 0
     routes = {r: model.routes_of[r][j] for r, j in model.lam
               if (pyo.value(model.lam[(r, j)], exception=False) or 0) > 0.5}
     return chosen, routes
-
-
-def _kind_key(instance: G.Instance, record: dict) -> tuple[tuple[str, str], int, int] | None:
-    """(pair, candidate path index, width) of a lightpath record, None if its path is no candidate."""
-    q = G.pair(instance, record["path"][0], record["path"][-1])
-    for k, route in enumerate(G.pair_routes(instance, q)):
-        if route.nodes in (tuple(record["path"]), tuple(record["path"][::-1])):
-            return q, k, record["slots"]
-    return None
-
-
-def plan_point(instance: G.Instance, model: pyo.ConcreteModel, solution: Solution) -> None:
-    """Set the plan relaxation's variables to the point of a feasible ``solution`` (the map of
-    :mod:`.grooming_bound`'s validity proof) and mark the model for a warm start."""
-    kind_of = {(kind.ends, kind.route, kind.width): i for i, kind in enumerate(model.kinds)}
-    for i in model.x:
-        model.x[i].set_value(0)
-    for j in model.lam:
-        model.lam[j].set_value(0)
-    records = solution["lightpaths"]
-    for record in records:
-        i = kind_of.get(_kind_key(instance, record))
-        if i is not None:
-            model.x[i].set_value(1)
-    for c in solution["connections"]:
-        r = c["request"]
-        at, route = instance.requests[r].source, [instance.requests[r].source]
-        for h in c["hops"]:
-            a, b = records[h]["path"][0], records[h]["path"][-1]
-            at = b if at == a else a
-            route.append(at)
-        j = model.routes_of[r].index(tuple(route)) if tuple(route) in model.routes_of[r] else None
-        if j is not None and (r, j) in model.lam:
-            model.lam[(r, j)].set_value(1)
-    model.warm_start = True
 
 
 def _hops(instance: G.Instance, route: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -171,14 +146,14 @@ def _union(masks: list[int], links: tuple[int, ...]) -> int:
 
 
 def plan_layout_grooming(instance: G.Instance, seed: int = 0) -> Solution:
-    """The plan relaxation's lightpaths laid out by CP-SAT, its requests served on them at their
-    floors, the rest decided greedily, rates re-optimized (module docstring); the lightpaths the
-    plan shares with :func:`.grooming_heuristics.priority_degraded_grooming` keep that plan's
-    slots in the layout's hint, and that plan is the answer where it serves more weight (ties:
-    the higher value). (Handing it to HiGHS as a starting incumbent made the plans worse on
-    both paper-scale files: 20 s plans on both, and 60 s on NSFNET, 3014 against 3021.)"""
+    """The plan :func:`.grooming_lns.searched_plan` reaches from
+    :func:`.grooming_heuristics.priority_degraded_grooming`'s solution, its lightpaths laid out
+    by CP-SAT, its requests served on them at their floors, the rest decided greedily, rates
+    re-optimized (module docstring); that start keeps its slots in the layout's hint for the
+    lightpaths the plan shares with it, and is the answer where it serves more weight (ties: the
+    higher value)."""
     start = H.priority_degraded_grooming(instance, seed)
-    kinds, routes = solve_plan(instance, seed=seed)
+    kinds, routes = LNS.searched_plan(instance, start, seed)
     return from_plan(instance, kinds, routes, start, seed)
 
 
