@@ -87,7 +87,7 @@ sigma_{j-1,j})`` (None before the first triple); adding j reads the group of the
 and keys the new state by the point's ``sigma_kl``. States with different crossings are never
 compared (their continuations differ), so the Pareto argument above holds per key unchanged.
 
-**What it measured** (docs/pipeline.md, "The triple relaxation"): on the generator's size 16
+**What it measured** (docs/notes/pipeline.md, "The triple relaxation"): on the generator's size 16
 seed 0, stage 2, T(2) = **670** (X({2}) 667, X({2, 10}) 669) in about 2 CPU minutes under load
 (about 3 before the seventh round's speed-ups), so it is benchmarked (``python -m
 research.pipeline.bench --triple``), not part of Model P's cut: it neither reaches the

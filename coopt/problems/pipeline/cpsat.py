@@ -246,7 +246,7 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
     bound, solved by CP-SAT (:func:`search`). A Ctrl-C (:data:`coopt.limits.STOP`) ends the search
     with its incumbent, status ``interrupted``."""
     # probing: 8 s against 16 s on size 16 seed 0, 12.8 against 10.1 on size 12 seed 0; the
-    # larger instance decides (docs/pipeline.md, "Model S")
+    # larger instance decides (docs/notes/pipeline.md)
     return search("Model S", instance, options, watch, incumbent, build,
                   lambda built, solver: extract(instance, built,
                                                 {x: solver.Value(v) for x, v in built.start.items()}),
