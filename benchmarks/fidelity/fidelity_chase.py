@@ -1,4 +1,4 @@
-"""Fidelity rows of the CHASE problems (issue 17): the paper's headline claims from its abstract
+"""Fidelity rows of the CHASE problems: the paper's headline claims from its abstract
 (the body was not readable), each recomputed by benchmarks/figures/chase.py on the quick families.
 
     python benchmarks/fidelity/fidelity.py --only chase

@@ -1,5 +1,5 @@
 """Fidelity rows of the pipeline problem: ChronosPipe's headline claims and the schedule claims of
-Zero Bubble, Controllable Memory and PipeOffload it builds on (issue 18). Each compute() runs our
+Zero Bubble, Controllable Memory and PipeOffload it builds on. Each compute() runs our
 schedules; the slowest (the layer counts) takes a few minutes on an idle 2-core machine.
 
     python benchmarks/fidelity/fidelity.py --only pipeline

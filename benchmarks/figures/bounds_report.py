@@ -1,4 +1,4 @@
-"""The figures issue 9 asks the bounds subsystem to show, with timings.
+"""The figures of docs/bounds.md for the closed-form bounds, with timings.
 
     python benchmarks/figures/bounds_report.py [--samples N] [--write-points OUT.csv]
 

@@ -1,14 +1,14 @@
-"""Pipeline schedules under memory caps: the figures issue 6 asks for.
+"""Pipeline schedules under memory caps: the figures of docs/pipeline.md beside the papers'.
 
-A. Makespan vs activation-memory cap for every schedule and for the exact MILP (keep-only and
-   keep + recompute) on research instance I1 (p = 4, m = 8, T_F = T_B = T_W = T_R = 1, a = 2,
+A. Makespan vs activation-memory cap for every schedule and for the exact route (Model S keep-only,
+   Model M keep + recompute) on research instance I1 (p = 4, m = 8, T_F = T_B = T_W = T_R = 1, a = 2,
    a_W = 1, a_c = 0.5 GB): the memory/time Pareto front, as a table and a PNG.
 B. Largest trainable LLaMA-2-70B-architecture model (layers L, steps of 4) with PP8 x TP8, seq
-   4096, micro-batch 1, m = 32, A100 timing, under the paper's reading (issue 18): the device
+   4096, micro-batch 1, m = 32, A100 timing, under the paper's reading: the device
    memory at which 1F1B tops out at 20 layers, then every schedule's largest L there, at any
    throughput and within 5% of uncapped 1F1B, with PipeOffload's copy size and with ours; the
    ratios beside ChronosPipe's 2.4x (48 / 20) and 1.5x (48 / 32); a sweep over device memory.
-   Per-layer recompute rows (issue 18): L = the virtual stage's layer count, layers / (8 v)
+   Per-layer recompute rows: L = the virtual stage's layer count, layers / (8 v)
    rounded to an integer (recompute_layers), for Chronos-Recomp and for 1F1B with Megatron's block
    recompute; beside them the iteration time at the largest size and at equal sizes.
 C. The closed form ``pipeline.largest_model_layers`` with each schedule's simulated peak.
@@ -101,7 +101,7 @@ def pareto(out: Path, time_limit: float) -> None:
         table[label] = row
     options = SolveOptions(time_limit=time_limit, gap=1e-6)
     timings = []
-    for label, rec in (("MILP keep-only (v=1)", False), ("MILP keep + recompute (v=1)", True)):
+    for label, rec in (("exact keep-only (v=1)", False), ("exact keep + recompute (v=1)", True)):
         row = []
         for cap in caps:
             report = run(PROBLEM, toy(p, m, cap, recompute=rec, offload=False), "exact", options)
@@ -114,7 +114,7 @@ def pareto(out: Path, time_limit: float) -> None:
     print(f"{'schedule':30s}" + "".join(f"{c:>7g}" for c in caps))
     for label, row in table.items():
         print(f"{label:30s}" + "".join(f"{'-' if x is None else round(x, 2):>7}" for x in row))
-    print("\nMILP times (s): build / hand-off / solve, status, bound")
+    print("\nexact times (s): build / hand-off / solve, status, bound")
     for label, cap, status, obj, bound, times in timings:
         print(
             f"  {label:28s} cap {cap:>5g}: {times['build']:.2f} / {times['handoff']:.2f} / "
@@ -136,7 +136,7 @@ def _plot(path: Path, caps: list[float], table: dict[str, list[float | None]]) -
         points = [(c, x) for c, x in zip(caps, row, strict=True) if x is not None]
         if not points:
             continue
-        if label.startswith("MILP"):
+        if label.startswith("exact"):
             style = {"color": "black", "linewidth": 2.5, "linestyle": ":" if "recompute" in label else "-"}
         else:
             style = {
@@ -399,7 +399,7 @@ def closed_form() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/figures", help="directory for pipeline_pareto.png")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP solve")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ HEURISTIC_ROWS: list[str] = []
 
 def heuristic_row(inst: scope_model.Instance, optimum: float, chiplets: int) -> None:
     """Each heuristic's gap to the DP optimum and its certified gap (heuristic - bound) / bound,
-    with the dual bound that needs no optimum (issue 20's large tier)."""
+    with the dual bound that needs no optimum (the large tier)."""
     bound, bound_s = timed(scope_bound.bound, inst, SolveOptions())
     cells = []
     for name in ("search", "search_resegment", "annealing"):

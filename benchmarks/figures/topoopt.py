@@ -10,7 +10,7 @@ Sections (default: all but ``p1``; times are wall clock on a shared machine):
                ``link_swap_search`` at seeds 0-4 on every file and seeds 0-19 on the hardest one.
 ``bench``      the default bench families of ``coopt bench topoopt --seeds 3`` (the ``0-*`` files and
                the generator at sizes 1-3, seeds 0-2): gaps and the speed-up over the exact route on the
-               tasks where it takes 0.5 s or more (issue 19's criteria).
+               tasks where it takes 0.5 s or more (the bench's criteria).
 ``strides``    the geometric SelectPermutations strides against P4 enumeration (uniform all-to-all).
 ``files``      every ``2-model-*`` file: the authors' finder against ours at equal traffic, each
                heuristic's rate, the dual bound and the certified gap of the best (issues 20, 21).
@@ -18,7 +18,7 @@ Sections (default: all but ``p1``; times are wall clock on a shared machine):
                against the similar-cost fat-tree (one NIC per port, and one per server) and an ideal
                switch, beside the paper's "up to 3.4x" (issues 18, 21).
 ``p1``         P1 at generator sizes 3, 6, 12 (seeds 0-2, 60 s, one thread): status, nodes, time, for the
-               plain model, with the bound cap, with the warm start, and with both (issue 20).
+               plain model, with the bound cap, with the warm start, and with both.
 
 ``--write-instances`` (re)writes the exact family, the stride family and the model family (the traffic
 of the strategy the alternating search with the authors' finder finds, per model and grid point).
