@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from test_usability import one_error_line, run
+from test_usability import one_error_line, rest_of_stderr, run, start_coopt
 
 from coopt import registry
 from coopt.errors import InstanceError
@@ -407,8 +407,7 @@ def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, t
     assert coopt("generate", "topoopt", "--size", "16", "--seed", "1", "-o", str(hard)).returncode == 0
     out = tmp_path / "r.json"
     out.write_text("[\"a good earlier result\"]\n")
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", SMALL, str(hard), "--json", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_coopt("solve", SMALL, str(hard), "--json", str(out))
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -418,7 +417,7 @@ def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, t
     for sig in signals:
         proc.send_signal(sig)
         time.sleep(0.3)
-    stderr = "".join(said) + proc.stderr.read()
+    stderr = "".join(said) + rest_of_stderr(proc)
     assert proc.wait(timeout=30) == 130, stderr
     assert out.read_text() == "[\"a good earlier result\"]\n"
     reports = json.loads((tmp_path / "r.interrupted.json").read_text())
@@ -434,9 +433,7 @@ def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
     # chase's exact route is CP-SAT; size 40 runs to its time limit, finding incumbents on the way
     assert coopt("generate", "chase", "--size", "40", "--seed", "1", "-o", str(hard)).returncode == 0
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", str(hard), "--method", "exact",
-                             "--time-limit", "60", "--json", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_coopt("solve", str(hard), "--method", "exact", "--time-limit", "60", "--json", str(out))
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -446,7 +443,7 @@ def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
     for _ in range(2):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)
-    stderr = "".join(said) + proc.stderr.read()
+    stderr = "".join(said) + rest_of_stderr(proc)
     assert proc.wait(timeout=30) == 130, stderr
     [report] = json.loads(out.read_text())
     assert report["status"] == "interrupted" and report["check"]["feasible"], stderr
@@ -460,9 +457,8 @@ def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
 def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_file(presses, tmp_path):
     out = tmp_path / "points.json"
     out.write_text("[]\n")
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "simulate", SIX, "--loads", "8,9,10,11,12",
-                             "--policies", "ksp_first_fit", "--arrivals", "100000", "--json", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_coopt("simulate", SIX, "--loads", "8,9,10,11,12", "--policies", "ksp_first_fit",
+                       "--arrivals", "100000", "--json", str(out))
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -471,7 +467,7 @@ def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_fi
     for _ in range(presses):  # a second Ctrl-C lands while the first one's points are written
         proc.send_signal(signal.SIGINT)
         time.sleep(0.1)
-    stderr = "".join(said) + proc.stderr.read()
+    stderr = "".join(said) + rest_of_stderr(proc)
     assert proc.wait(timeout=60) == 130, stderr
     assert out.read_text() == "[]\n" and "Traceback" not in stderr
     kept = json.loads((tmp_path / "points.interrupted.json").read_text())
@@ -482,9 +478,7 @@ def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_fi
 @pytest.mark.parametrize("jobs, then", [("2", 0.0), ("1", 4.0)])
 def test_ctrl_c_during_bench_writes_the_report_of_the_finished_tasks(jobs, then, tmp_path):
     out = tmp_path / "bench"
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "bench", "topoopt", "--family", "shipped",
-                             "--jobs", jobs, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_coopt("bench", "topoopt", "--family", "shipped", "--jobs", jobs, "--out", str(out))
     results = out / "results.jsonl"
     deadline = time.monotonic() + 60
 
@@ -492,7 +486,7 @@ def test_ctrl_c_during_bench_writes_the_report_of_the_finished_tasks(jobs, then,
         time.sleep(0.2)
     time.sleep(then)  # with --jobs 1 the tasks run in this process: by then HiGHS solves its MILPs
     proc.send_signal(signal.SIGINT)
-    stderr = proc.stderr.read()
+    stderr = rest_of_stderr(proc)
     assert proc.wait(timeout=60) == 130, stderr
     finished = len(results.read_text().splitlines())
     assert f"({finished} rows, interrupted)" in stderr and (out / "report.md").exists()

@@ -42,11 +42,33 @@ def one_error_line(stderr: str) -> str:
 # -- Ctrl-C ---------------------------------------------------------------------------------------
 
 
+def _sigint_as_from_a_terminal() -> None:
+    """In the child, before it runs: SIGINT at its default, so that its Python turns SIGINT into
+    KeyboardInterrupt as under a terminal, also where this suite itself runs as a script's
+    background job (which starts with SIGINT ignored, and a child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_coopt(*args: str) -> subprocess.Popen:
+    """``coopt ARGS`` in a child whose stderr the test reads line by line, SIGINT at its default."""
+    return subprocess.Popen([sys.executable, "-m", "coopt", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_from_a_terminal)
+
+
+def rest_of_stderr(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """What the child still writes to stderr until it exits; a child still running after ``timeout``
+    seconds is killed and the test fails with what it said, rather than waiting for ever."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"coopt still ran {timeout:g} s after the signal; it said:\n{proc.communicate()[1]}")
+
+
 def interrupt_at_the_first_incumbent(args: list[str], on: str = "") -> tuple[int, str, float]:
     """Run ``coopt solve ARGS``, send SIGINT once the progress line (every 5 s) shows an incumbent
     (on a line that contains ``on``); return the exit status, stderr and seconds from the signal."""
-    proc = subprocess.Popen([sys.executable, "-m", "coopt", "solve", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_coopt("solve", *args)
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -55,7 +77,7 @@ def interrupt_at_the_first_incumbent(args: list[str], on: str = "") -> tuple[int
     assert proc.poll() is None, "".join(said)
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
-    stderr = "".join(said) + proc.stderr.read()
+    stderr = "".join(said) + rest_of_stderr(proc)
     proc.wait(timeout=30)
     return proc.returncode, stderr, time.perf_counter() - sent
 

@@ -449,10 +449,12 @@ def _slot_look(slot: int) -> dict[str, Any]:
 
 
 def _assign_slots(names: Iterable[str], peers: dict[str, set[str]], slots: dict[str, int]) -> None:
-    """Give each of ``names`` (in sorted order) a slot not yet in ``slots``: the first free one
-    from the hash of its name on, preferring a colour none of its ``peers`` (the methods that share a
-    plot with it) has yet."""
-    for name in sorted(set(names) - set(slots)):
+    """Give each of ``names`` a slot not yet in ``slots``: the first free one from the hash of its
+    name on, preferring a colour none of its ``peers`` (the methods that share a plot with it) has
+    yet. Names with the most peers go first (greedy colouring in the Welsh-Powell order, ties by
+    name): a method shared by several problems then picks its colour before its many peers have
+    used them up."""
+    for name in sorted(set(names) - set(slots), key=lambda m: (-len(peers.get(m, ())), m)):
         start = zlib.crc32(name.encode()) % SLOTS
         taken = set(slots.values())
         free = [k for k in ((start + j) % SLOTS for j in range(SLOTS)) if k not in taken]
