@@ -19,6 +19,7 @@ from coopt.problems.provisioning import bound, brute, grooming_milp
 from coopt.problems.provisioning import grooming_bound as GB
 from coopt.problems.provisioning import grooming_heuristics as H
 from coopt.problems.provisioning import grooming_layout as L
+from coopt.problems.provisioning import grooming_lns as LNS
 from coopt.problems.provisioning import grooming_model as G
 from coopt.problems.provisioning import model as P
 from coopt.run import run
@@ -330,7 +331,7 @@ def test_plan_relaxation_never_cuts_off_the_optimum_and_tightens_the_bound(degra
         assert report.status == "optimal"
         served = sum(G.served_weight(instance, c["request"]) for c in report.solution["connections"])
         model = GB.plan_model(instance)
-        L.plan_point(instance, model, report.solution)
+        LNS.plan_point(instance, model, report.solution)
         assert _point_is_feasible(model)
         assert GB.plan_bound(instance, SolveOptions()) >= served - 1e-6
         new = GB.grooming_bound(instance, SolveOptions())
@@ -348,7 +349,7 @@ def test_a_heuristic_plan_is_a_point_of_the_plan_relaxation(seed: int) -> None:
     instance = G.generate(seed, 6)
     solution = H.priority_degraded_grooming(instance, seed=seed)
     model = GB.plan_model(instance)
-    L.plan_point(instance, model, solution)
+    LNS.plan_point(instance, model, solution)
     assert _point_is_feasible(model)
     served = sum(G.served_weight(instance, c["request"]) for c in solution["connections"])
     assert pyo.value(model.value) == pytest.approx(served)

@@ -81,7 +81,7 @@ def test_the_search_keeps_a_plan_between_its_start_and_the_plan_optimum() -> Non
         instance = congested(seed)
         start = H.priority_degraded_grooming(instance)
         model = GB.plan_model(instance)
-        L.plan_point(instance, model, start)
+        LNS.plan_point(instance, model, start)
         kinds0, routes0 = LNS.plan_of(model)
         kinds, routes = LNS.improve_plan(instance, kinds0, routes0)
         assert _plan_is_a_point(instance, kinds, routes)

@@ -40,46 +40,21 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
-from coopt.problem import Solution, SolveOptions
+from coopt.problem import Solution
 from coopt.problems.provisioning import grooming_bound as GB
 from coopt.problems.provisioning import grooming_heuristics as H
 from coopt.problems.provisioning import grooming_lns as LNS
 from coopt.problems.provisioning import grooming_model as G
-from coopt.problems.provisioning.grooming_lns import _kind_key, plan_point
+from coopt.problems.provisioning.grooming_lns import _kind_key
 from coopt.problems.provisioning.layout import solve_one_worker
 from coopt.problems.provisioning.rmsa import lowest_block
-from coopt.solvers.highs import solve_model
 
-#: Wall seconds of :func:`solve_plan`'s solve without ``seconds`` (its incumbent is the plan).
-PLAN_SECONDS = 40.0
 #: CP-SAT's deterministic time limit for the layout (its own work units, about seconds).
 LAYOUT_DETERMINISTIC_SECONDS = 5.0
 #: Wall-clock guard of the layout search, seconds.
 GUARD_SECONDS = 20.0
-
-
-def solve_plan(instance: G.Instance, seconds: float | None = None, seed: int = 0,
-               start: Solution | None = None) -> tuple[list[GB.Kind], dict[int, tuple[str, ...]]]:
-    """The plan relaxation's incumbent after ``seconds`` (:data:`PLAN_SECONDS` without): the
-    chosen lightpath kinds and, per planned request, its virtual route (empty where HiGHS finds
-    no incumbent). ``start``, a feasible solution, is handed to HiGHS as its first incumbent
-    (:func:`.grooming_lns.plan_point`). Not used by :func:`plan_layout_grooming` (whose plan
-    is :func:`.grooming_lns.searched_plan`'s); kept for offline probes of long plan solves."""
-    seconds = PLAN_SECONDS if seconds is None else seconds
-    model = GB.plan_model(instance)
-    if start is not None:
-        plan_point(instance, model, start)
-    result = solve_model(model, SolveOptions(time_limit=seconds, seed=seed))
-    if result.objective is None:
-        return [], {}
-    chosen = [kind for i, kind in enumerate(model.kinds)
-              if (pyo.value(model.x[i], exception=False) or 0) > 0.5]
-    routes = {r: model.routes_of[r][j] for r, j in model.lam
-              if (pyo.value(model.lam[(r, j)], exception=False) or 0) > 0.5}
-    return chosen, routes
 
 
 def _hops(instance: G.Instance, route: tuple[str, ...]) -> list[tuple[str, str]]:
