@@ -62,14 +62,19 @@ def test_the_server_tables_give_the_layer_time(seed):
             assert value * terms.tau == pytest.approx(instance.layer_time(layer, x), rel=1e-9)
 
 
+def exact_layer_times(instance) -> np.ndarray:
+    """Each layer's time (rows) on every integer circuit set (columns), by enumeration."""
+    sets = list(every_circuit_set(instance.servers, instance.fabric.alpha))
+    return np.array([[instance.layer_time(l, x) for x in sets] for l in range(len(instance.layers))])
+
+
 @pytest.mark.parametrize("case", range(9))
 def test_the_hull_bound_never_exceeds_a_segment_exact_value(case):
     instance = small_instances()[case]
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
-    sets = list(every_circuit_set(instance.servers, instance.fabric.alpha))
-    times = np.array([[instance.layer_time(l, x) for x in sets] for l in range(n)])
+    times = exact_layer_times(instance)
     tight = 0
     for first in range(n):
         for last in range(first, n):
@@ -129,8 +134,7 @@ def test_the_grown_hull_lp_prices_each_segment_as_its_own_lp_does(case):
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
-    sets = list(every_circuit_set(instance.servers, instance.fabric.alpha))
-    times = np.array([[instance.layer_time(l, x) for x in sets] for l in range(n)])
+    times = exact_layer_times(instance)
     for first in range(n):
         lp = plan_bound._HullLP(hull, first)
         for last in range(first, n):

@@ -636,17 +636,24 @@ def _closure(direct: np.ndarray) -> np.ndarray:
     return closed
 
 
-def _dp(instance: Instance, lower: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
-    """``F(b) = min_a F(a - 1) + e_a + G(a, b)`` on the closed lower bounds: value and segments."""
+def _forward(exposed: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The DP forward on the closed lower bounds: ``F`` over the first ``b`` layers (``F(0) = 0``)
+    and, per ``b``, the first layer of the last segment of a least plan of them."""
     n = lower.shape[0]
-    exposed = np.array([instance.exposed(l) for l in range(n)])
     best = np.full(n + 1, math.inf)
     best[0] = 0.0
     choice = np.zeros(n + 1, dtype=int)
     for end in range(1, n + 1):
-        totals = best[:end] + exposed[:end] + lower[np.arange(end), end - 1]
+        totals = best[:end] + exposed[:end] + lower[:end, end - 1]
         choice[end] = int(np.argmin(totals))
         best[end] = totals[choice[end]]
+    return best, choice
+
+
+def _dp(instance: Instance, lower: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
+    """``F(b) = min_a F(a - 1) + e_a + G(a, b)`` on the closed lower bounds: value and segments."""
+    n = lower.shape[0]
+    best, choice = _forward(np.array([instance.exposed(l) for l in range(n)]), lower)
     segments, end = [], n
     while end > 0:
         segments.insert(0, (int(choice[end]), end - 1))
@@ -776,10 +783,7 @@ def _through(instance: Instance, lower: np.ndarray) -> np.ndarray:
     backward (inf for ``a > b``). The DP's value is the least of them."""
     n = lower.shape[0]
     exposed = np.array([instance.exposed(l) for l in range(n)])
-    forward = np.full(n + 1, math.inf)
-    forward[0] = 0.0
-    for end in range(1, n + 1):
-        forward[end] = np.min(forward[:end] + exposed[:end] + lower[:end, end - 1])
+    forward, _ = _forward(exposed, lower)
     backward = np.full(n + 1, math.inf)
     backward[n] = 0.0
     for first in range(n - 1, -1, -1):

@@ -428,6 +428,11 @@ def _single_machine(instance: Instance, release: Times, tail: Times) -> float:
     return best
 
 
+def _device_load(instance: Instance, d: int) -> float:
+    """Device ``d``'s work in keep mode: the durations of its passes (a mode only adds to them)."""
+    return sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+
+
 def _first_backward(instance: Instance, k: int) -> float:
     """The earliest start of any B(k, j): F(0..K-1), then B(K-1..k+1), keep-mode durations and
     lags (the same for every micro-batch)."""
@@ -469,7 +474,7 @@ def warm_up(instance: Instance) -> float:
             continue
         first_b = min(_first_backward(instance, k) for k in on)
         head = min(_stage_head(instance, k) for k in on)
-        load = sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+        load = _device_load(instance, d)
         n = min(_kept_at_once(instance.cap_room(d), a), instance.microbatches * len(on))
         best = max(best, first_b + load - min(first_b - head, n * max(instance.t_f(k) for k in on)))
     return best
@@ -523,7 +528,7 @@ def _device_idle(instance: Instance, d: int) -> float:
     fill_r = max(instance.t_b(k) + instance.t_r(k) + instance.t_w(k) for k in on) if recompute else 0.0
     if a <= 0:
         return 0.0
-    load = sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
+    load = _device_load(instance, d)
     first_b = min(_first_backward(instance, k) for k in on)
     head = min(_stage_head(instance, k) for k in on)
     # the least time F(k, j)'s end leaves B(k, j)'s start, over the stages of d
@@ -569,8 +574,7 @@ def _device_idle(instance: Instance, d: int) -> float:
 
 def lower_bound(instance: Instance, options: Any = None) -> float:
     """The dual bound (see the module docstring) in the instance's objective."""
-    load = {d: sum(instance.duration(x) for x in instance.passes() if instance.device(x[1]) == d)
-            for d in range(instance.stages)}
+    load = {d: _device_load(instance, d) for d in range(instance.stages)}
     fills = {d: _fill(instance, d) for d in range(instance.stages)}
     if instance.objective == "stage_span":
         best = max(load.values())

@@ -100,8 +100,9 @@ def improve_plan(instance: G.Instance, kinds: list[GB.Kind], routes: dict[int, t
         kept = [kind for kind in chosen if not nodes.intersection(kind.ends)]
         free = [kind for kind in every if nodes.intersection(kind.ends)]
         model = GB.plan_model(instance, kept + free)
+        open_now = set(chosen)
         for i, kind in enumerate(model.kinds):
-            model.x[i].set_value(int(kind in chosen))
+            model.x[i].set_value(int(kind in open_now))
             if i < len(kept):
                 model.x[i].fix(1)
         for r, j in model.lam:
