@@ -13,7 +13,7 @@ from test_mixnet import random_circuits
 from coopt.instance import load
 from coopt.problem import BoundOutcome, SolveOptions
 from coopt.problems.mixnet import exact as mixnet_exact
-from coopt.problems.mixnet import plan_bound, plan_exact, plan_polish
+from coopt.problems.mixnet import plan_bound, plan_exact, plan_polish, plan_search
 from coopt.problems.mixnet import plan_heuristics as P
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet.model import Fabric, throughput
@@ -248,3 +248,41 @@ def test_the_exact_polish_is_registered_and_never_slower_than_the_restart():
     assert PROBLEM.heuristics["segment_dp_exact"] is plan_polish.segment_dp_exact
     assert found.check["feasible"]
     assert found.objective <= P.segment_dp_restart(instance)["objective"] * (1 + 1e-12)
+
+
+# -- the search over segmentations on a pool of circuit sets ------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_pool_search_never_slows_the_restart_down_and_repeats_itself(seed):
+    instance = plan.generate(seed, 3)
+    found = run(PROBLEM, instance, "segment_pool", OPTIONS)
+    assert PROBLEM.heuristics["segment_pool"] is plan_search.segment_pool
+    assert found.check["feasible"]
+    assert found.objective <= P.segment_dp_restart(instance)["objective"] * (1 + 1e-12)
+    again = plan_search.segment_pool(instance)
+    assert again["objective"] == found.objective
+    assert again["segments"] == found.solution["segments"]
+
+
+def test_the_moves_merge_two_segments_when_the_delay_outweighs_the_gain():
+    """Two layers that want different circuits: with a reconfiguration of 1 s (far above either
+    layer's time) one segment is faster than one per layer, and the merge move must find it."""
+    instance = two_layers(delay=1.0)
+    own = P.layer_plans(instance)
+    split = plan.solution_of(instance, [0, 1], own)
+    search = plan_search._Search(instance, split)
+    starts, circuits = search.moves([0, 1], own)
+    merged = plan.solution_of(instance, starts, circuits)
+    assert starts == [0]
+    assert merged["objective"] < split["objective"] - 0.9  # the second delay is gone
+    assert judge(PROBLEM, instance, merged)["feasible"]
+
+
+def test_the_moves_keep_both_segments_when_reconfiguring_is_free():
+    instance = two_layers(delay=0.0)
+    own = P.layer_plans(instance)
+    search = plan_search._Search(instance, plan.solution_of(instance, [0, 1], own))
+    starts, circuits = search.moves([0, 1], own)
+    assert starts == [0, 1]
+    assert plan.plan_time(instance, starts, circuits) <= plan.plan_time(instance, [0, 1], own) * (1 + 1e-12)

@@ -50,6 +50,7 @@ from coopt.problems.mixnet import (
     plan_heuristics,
     plan_milp,
     plan_polish,
+    plan_search,
 )
 from coopt.problems.mixnet import plan_model as plan
 from coopt.problems.mixnet import plot as drawing
@@ -83,7 +84,8 @@ PLAN = Problem(
     **model_fields(plan),
     **exact_fields(plan_milp),
     warm_start=plan_heuristics.segment_dp,
-    heuristics={**plan_heuristics.HEURISTICS, "segment_dp_exact": plan_polish.segment_dp_exact},
+    heuristics={**plan_heuristics.HEURISTICS, "segment_dp_exact": plan_polish.segment_dp_exact,
+                "segment_pool": plan_search.segment_pool},
     exact=plan_exact.exact,
     sizes=(1, 2, 3),
     max_size=plan.MAX_SIZE,
