@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pyomo.environ as pyo
 import pytest
@@ -105,3 +106,41 @@ def test_plan_layout_grooming_is_feasible_between_its_start_and_the_optimum(seed
     exact = run(provisioning.GROOMING, instance, "exact", SolveOptions(gap=1e-9))
     assert exact.status == "optimal"
     assert mine["objective"] <= exact.objective + 1e-6
+
+
+def test_the_search_starts_no_sub_milp_past_its_deadline() -> None:
+    """A deadline already passed leaves the start plan as it is (seed 0 improves without one)."""
+    instance = congested(0)
+    model = GB.plan_model(instance)
+    LNS.plan_point(instance, model, H.priority_degraded_grooming(instance))
+    kinds0, routes0 = LNS.plan_of(model)
+    assert _served(instance, LNS.improve_plan(instance, kinds0, routes0)[1]) > _served(instance, routes0)
+    kinds, routes = LNS.improve_plan(instance, kinds0, routes0, deadline=time.perf_counter())
+    assert (kinds, routes) == (kinds0, routes0)
+
+
+def _two_on_one_link() -> tuple[G.Instance, list[GB.Kind], dict[int, tuple[str, ...]]]:
+    """Gold a-b and a-c (30 Gb/s) planned on a-b and a-b-c at width 3: 6 slots on link a-b of 4."""
+    reqs = (P.Request("a", "b", 30e9, 1.0, 0.0, 1), P.Request("a", "c", 30e9, 1.0, 0.0, 1))
+    instance = G.Instance(NODES, tuple(P.Link(a, b, km * 1e3) for a, b, km in RING), 4, 12.5e9, 1, 2,
+                          FORMATS, CLASSES, (2, 3), 2, 2, True, reqs)
+    every = GB.lightpath_kinds(instance)
+    ab = next(k for k in every if k.ends == ("a", "b") and k.width == 3 and len(k.links) == 1)
+    ac = next(k for k in every if k.ends == ("a", "c") and k.width == 3 and ab.links[0] in k.links)
+    return instance, [ab, ac], {0: ("a", "b"), 1: ("a", "c")}
+
+
+def test_the_layout_gives_a_pair_another_kind_where_the_plan_does_not_fit(monkeypatch) -> None:
+    """The plan's two lightpaths share a link they do not fit on together: laid out as planned one
+    request is lost; with other kinds allowed (path or width) both are served, checked."""
+    instance, kinds, routes = _two_on_one_link()
+    start = G.solution_from(instance, [], [])
+    monkeypatch.setattr(L, "ALTERNATIVES", False)
+    assert len(L.lay_out(instance, kinds, routes)) == 1
+    monkeypatch.setattr(L, "ALTERNATIVES", True)
+    placed = L.lay_out(instance, kinds, routes)
+    assert sorted(kind.ends for kind in placed) == [("a", "b"), ("a", "c")]
+    assert any(kind not in kinds for kind in placed)
+    mine = L.from_plan(instance, kinds, routes, start)
+    assert G.check(instance, mine) == []
+    assert sorted(c["request"] for c in mine["connections"]) == [0, 1]
