@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from coopt.problem import SolveOptions
-from coopt.problems.topoopt import finder, milp, swap
+from coopt.problems.topoopt import PROBLEM, finder, milp, swap
 from coopt.problems.topoopt import heuristics as H
 from coopt.problems.topoopt import model as T
 from coopt.problems.topoopt.routing import SubsetCuts, TopologyLP, route
+from coopt.run import run
 from coopt.solvers.highs import solve_model
 
 OPTIONS = SolveOptions(time_limit=60.0, threads=1)
@@ -179,3 +180,27 @@ def test_where_the_search_stops_at_a_local_optimum_no_single_swap_is_better(seed
     for k in range(len(s)):
         routed = route(inst, swap.swapped_links(links, symmetric, int(s[k]), int(b[k]), int(c[k]), int(t[k])))
         assert routed is None or routed.theta <= solution["objective"] * (1 + 1e-6)
+
+
+def test_the_deep_search_never_falls_below_the_search_nor_rises_above_the_optimum():
+    """Same seed, same walk, later stop: ``link_swap_deep`` is at least ``link_swap_search`` on
+    each instance, strictly better where the search stops at a local optimum the deep one leaves
+    (symmetric seeds 0 and 3: both n = 8), and never above P1's proven optimum."""
+    strictly = []
+    for seed, symmetric in [(0, True), (3, True), (4, False), (6, False)]:
+        inst = instance(seed, symmetric)
+        plain = H.link_swap_search(inst, seed=0)
+        deep = H.link_swap_deep(inst, seed=0)
+        assert T.check(inst, deep) == []
+        assert deep["objective"] >= plain["objective"] * (1 - 1e-9)
+        exact = run(PROBLEM, inst, "exact", OPTIONS)
+        assert exact.status == "optimal"
+        assert deep["objective"] <= exact.objective * (1 + 1e-6)
+        strictly.append(deep["objective"] > plain["objective"] * (1 + 1e-6))
+    assert any(strictly)
+
+
+def test_the_deep_search_applies_where_the_routing_lp_does():
+    assert H.HEURISTICS["link_swap_deep"].applies(T.generate(0, 6))  # 16 servers
+    big = T.generate(0, 30)
+    assert big.servers > swap.LP_SERVERS and not H.HEURISTICS["link_swap_deep"].applies(big)

@@ -79,7 +79,7 @@ from coopt.problems.topoopt.search import (
     switch_comm_time,
     workload_instance,
 )
-from coopt.problems.topoopt.swap import link_swap_search
+from coopt.problems.topoopt.swap import deep_applies, link_swap_deep, link_swap_search
 from coopt.problems.topoopt.workloads import (
     WORKLOADS,
     Op,
@@ -104,6 +104,9 @@ HEURISTICS = {
         scope="even degrees with an AllReduce group whose pre-final degree split the released code accepts"),
     "topology_finder_lp": topology_finder_lp,
     "link_swap_search": link_swap_search,
+    "link_swap_deep": Heuristic(
+        link_swap_deep, applies=deep_applies,
+        scope=f"up to {LP_SERVERS} servers (above, link_swap_search's guided search)"),
     "expander_search": expander_search,
     "topology_finder_cg": Heuristic(
         topology_finder_cg, applies=rerouted_applies,
@@ -113,8 +116,8 @@ HEURISTICS = {
 __all__ = [
     "HEURISTICS", "WORKLOADS", "EcmpRouting", "Fabric", "Op", "Workload", "alternating_search", "bert",
     "candle_uno", "circulant_mean_hops", "degrees", "dlrm", "ecmp_flows", "expander_search", "fattree_cost",
-    "find_topology", "guided_swap_search", "iteration_time", "link_swap_search", "lp_solution",
-    "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
+    "find_topology", "guided_swap_search", "iteration_time", "link_swap_deep", "link_swap_search",
+    "lp_solution", "matching_only", "ncf", "repeated_matching", "resnet50", "ring_shares_on", "rings_only",
     "select_permutations", "similar_cost_fattree", "similar_cost_fattree_gbps", "solve_p2",
     "strategy_traffic", "switch_comm_time", "tier_at", "topoopt_authors", "topoopt_authors_prefinal",
     "topoopt_cost", "topology_finder", "topology_finder_cg", "topology_finder_lp", "vgg16", "warm_start",

@@ -161,6 +161,38 @@ def link_swap_search(
     return lp_routed_solution(instance, walk.best_links, walk.answer)
 
 
+#: Routing LPs per server of :func:`link_swap_deep` (its budget is this times ``n``).
+DEEP_EVALUATIONS = 25
+#: Wall-clock guard of :func:`link_swap_deep`, seconds.
+DEEP_GUARD_SECONDS = 50.0
+
+
+def deep_applies(instance: Instance) -> bool:
+    """:func:`link_swap_deep` runs where the routing LP evaluates (at most ``LP_SERVERS`` servers)."""
+    return instance.servers <= LP_SERVERS
+
+
+def link_swap_deep(instance: Instance, seed: int = 0) -> Solution:
+    """:func:`link_swap_search` given the budget to leave swap-local optima: ``DEEP_EVALUATIONS n``
+    routing LPs, patience half of that, and a restart from the best topology kicked by two random
+    swaps wherever the walk is stuck (a proven swap-local optimum with no plateau step), where the
+    default stops after ``4 n`` LPs, ``max(6, n/2)`` without a strict improvement, and, up to
+    ``CUT_SERVERS`` servers, at the first proven local optimum.
+
+    Guarantee: never below :func:`link_swap_search` for the same ``seed``: the walk is the same
+    deterministic sequence of moves, only its stopping rules differ, and this one stops later, so
+    the best it returns is at least the best the other had when it stopped; a checker-feasible
+    ``d``-regular topology routed by the routing LP. Deterministic for a seed unless the wall-clock
+    guard :data:`DEEP_GUARD_SECONDS` stops it first. Only up to ``LP_SERVERS`` servers
+    (:func:`deep_applies`): above, the guided search given 10x its evaluations gave the same
+    topology on the 32-server NCF and DLRM files. Time: at most ``DEEP_EVALUATIONS n`` routing LPs
+    (about 15-30 s at ``n = 16, d = 6``). Source: ours (iterated local search, Lourenco, Martin and
+    Stuetzle, Handbook of Metaheuristics, 2003, on the search of :func:`link_swap_search`)."""
+    budget = DEEP_EVALUATIONS * instance.servers
+    return link_swap_search(instance, seed, max_evaluations=budget, time_limit=DEEP_GUARD_SECONDS,
+                            patience=budget // 2, kicks=budget)
+
+
 class _Walk:
     """One run of :func:`link_swap_search`: the cuts, the best topology found and its routing, the
     neighbourhoods the plateau walk has left, and the stopping rules."""
