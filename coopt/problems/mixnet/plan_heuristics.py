@@ -240,6 +240,12 @@ def segment_dp_restart(instance: Instance, seed: int = 0) -> Solution:
     return _restarted(instance, segment_dp(instance))
 
 
+def restart_starts(instance: Instance, own: list[np.ndarray], first: int, end: int) -> list[np.ndarray]:
+    """The circuits :func:`segment_dp_restart` polishes segment ``first..end - 1`` from: each of its
+    layers' own (``own``, :func:`layer_plans`' list), then the segment's joint deficit fill."""
+    return [*(own[layer] for layer in range(first, end)), _cheap(_planner(instance, range(first, end)))]
+
+
 def _restarted(instance: Instance, plan: Solution) -> Solution:
     """``plan`` with each kept segment of at most :data:`RESTART_LENGTH` layers polished again from
     each of its layers' own circuits (:func:`layer_plans`, distinct ones once), the fastest kept."""
@@ -252,8 +258,7 @@ def _restarted(instance: Instance, plan: Solution) -> Solution:
         if end - first <= RESTART_LENGTH:
             fastest = plan_time_of(instance, first, end, best)
             seen = {best.tobytes()}
-            for start in [*(own[layer] for layer in range(first, end)),
-                          _cheap(_planner(instance, range(first, end)))]:
+            for start in restart_starts(instance, own, first, end):
                 if start.tobytes() in seen:
                     continue
                 seen.add(start.tobytes())

@@ -102,15 +102,17 @@ class _Search:
         starts, circuits = list(starts), list(circuits)
         e = self.instance.exposed
 
+        def end_of(k: int) -> int:
+            return starts[k + 1] if k + 1 < len(starts) else self.layers
+
         def cost(k: int) -> float:
-            end = starts[k + 1] if k + 1 < len(starts) else self.layers
-            return H.plan_time_of(self.instance, starts[k], end, circuits[k])
+            return H.plan_time_of(self.instance, starts[k], end_of(k), circuits[k])
 
         improved = True
         while improved:
             improved = False
             for k in range(1, len(starts)):  # shift the boundary between segments k - 1 and k
-                first, end = starts[k - 1], starts[k + 1] if k + 1 < len(starts) else self.layers
+                first, end = starts[k - 1], end_of(k)
                 now = cost(k - 1) + cost(k) + e(starts[k])
                 for shift in SHIFTS:
                     middle = starts[k] + shift
@@ -122,14 +124,14 @@ class _Search:
                         starts[k], circuits[k - 1], circuits[k] = middle, left[1], right[1]
                         now, improved = left[0] + right[0] + e(middle), True
             for k in range(len(starts) - 1, 0, -1):  # merge segments k - 1 and k
-                first, end = starts[k - 1], starts[k + 1] if k + 1 < len(starts) else self.layers
+                first, end = starts[k - 1], end_of(k)
                 merged = self.segment(first, end, [circuits[k - 1], circuits[k]])
                 if merged[0] < (cost(k - 1) + cost(k) + e(starts[k])) * (1 - TOLERANCE):
                     del starts[k], circuits[k]
                     circuits[k - 1], improved = merged[1], True
             k = 0
             while k < len(starts):  # split segment k at a quarter point
-                first, end = starts[k], starts[k + 1] if k + 1 < len(starts) else self.layers
+                first, end = starts[k], end_of(k)
                 if end - first >= 4:
                     now = cost(k)
                     for middle in sorted({first + (end - first) * q // 4 for q in (1, 2, 3)}):
@@ -144,7 +146,6 @@ class _Search:
                 k += 1
         return starts, circuits
 
-
     def restart(self, starts: list[int], circuits: list[np.ndarray]) -> list[np.ndarray]:
         """Each segment of at most ``RESTART_LENGTH`` layers polished from its own circuits, from
         each of its layers' own circuits and from its joint deficit fill, the fastest kept (the
@@ -153,8 +154,7 @@ class _Search:
         found = []
         for first, end, x in zip(starts, ends, circuits, strict=True):
             if end - first <= H.RESTART_LENGTH:
-                fill = H._cheap(H._planner(self.instance, range(first, end)))
-                x = self.segment(first, end, [x, *(self.own[l] for l in range(first, end)), fill])[1]
+                x = self.segment(first, end, [x, *H.restart_starts(self.instance, self.own, first, end)])[1]
             found.append(x)
         return found
 
