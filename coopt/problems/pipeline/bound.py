@@ -137,6 +137,21 @@ checker accepts, so none can cut off an optimum.
   and cool-down, as drawn for 1F1B and Zero Bubble by Qi et al., ICLR 2024); the memory-limited
   one-device accounting is ours.
 
+* **Weight-pass cool-down** (:func:`w_tail_idle`; a cap, split backward, ``a_W > 0``, any modes,
+  chunks and placement). Let S be the start of the last B on device d, of item j* on virtual
+  stage k*, and E its end. Every other item of d has passed its B by S (one pass at a time), so
+  at S it holds nothing or, if its W has not ended, ``a_W`` (B's end releases the rest, whatever
+  the mode); j* holds all of ``a`` (a recomputed item re-materialises at B's start, an offloaded
+  one has been reloaded). S is an event the cap checks after the releases at S, so at most
+  ``y = floor((room - min a) / min a_W)`` W passes are pending at S, and after E the device runs
+  only those and j*'s own: at most ``(y + 1) max T_W``. After E the data flow of j* still needs
+  ``q``: the upstream B(k*-1, j*) ... with their lags, and the W after each (the least over the
+  stages of d). So ``[E, C]`` holds at least ``q - (y + 1) max T_W`` of idle time on d, after
+  every other idle window the bounds above count on d (those end at or before the last forward's
+  B, which starts at S at the latest), and ``C >= head_d + load_d + idle`` and ``C >= (stage idle
+  bound of d) + idle``. On the generator's recompute p = 6 seed 2 (device 5: head 6, load 96,
+  ``q`` = 12, two W pending at most, ``T_W`` = 2) this is 6 + 96 + 6 = 108, where the rest give 102.
+
 For the per-stage span objective the bound is the largest of the device loads, the memory fill
 and the chain from a device's first forward to its last pass. O(n + edges) for n passes, plus
 O(m K n_s) for the release times.
@@ -572,6 +587,34 @@ def _device_idle(instance: Instance, d: int) -> float:
     return load + best if math.isfinite(best) else math.inf
 
 
+def _tail_after_backward(instance: Instance, k: int) -> float:
+    """The longest data-flow path from the end of any B(k, j) to a sink's end, off k's own W: the
+    upstream backwards with their lags, each followed by its W (keep-mode durations)."""
+    best = acc = 0.0
+    for i in range(k - 1, -1, -1):
+        acc += instance.lag(i + 1, i) + instance.t_b(i)
+        best = max(best, acc + (instance.t_w(i) if instance.split_backward else 0.0))
+    return best
+
+
+def w_tail_idle(instance: Instance, d: int) -> float:
+    """The least idle time of device ``d`` after its last B ends (module docstring, *weight-pass
+    cool-down*); 0 where its conditions fail (or not one item fits the cap: other bounds say so)."""
+    if (instance.memory_cap_bytes is None or not instance.split_backward
+            or instance.objective != "makespan"):
+        return 0.0
+    on = instance.stages_on(d)
+    a_w = min(instance.a_w(k) for k in on)
+    if a_w <= 0:
+        return 0.0
+    room, a = instance.cap_room(d), min(instance.a(k) for k in on)
+    if a > room:
+        return 0.0
+    pending = math.floor((room - a) / a_w * (1 + 1e-12))  # rounded generously: less idle
+    after = min(pending + 1, instance.microbatches * len(on)) * max(instance.t_w(k) for k in on)
+    return max(0.0, min(_tail_after_backward(instance, k) for k in on) - after)
+
+
 def lower_bound(instance: Instance, options: Any = None) -> float:
     """The dual bound (see the module docstring) in the instance's objective."""
     load = {d: _device_load(instance, d) for d in range(instance.stages)}
@@ -603,6 +646,12 @@ def lower_bound(instance: Instance, options: Any = None) -> float:
             best = max(best, _head(instance, d) + fills[d] + _tail(instance, d))
         if instance.memory_cap_bytes is not None:
             best = max(best, _big_pieces(instance, d, release, tail))
+            idle = w_tail_idle(instance, d)
+            if idle > 0:
+                base = _head(instance, d) + load[d]
+                if _idle_applies(instance):
+                    base = max(base, _device_idle(instance, d))
+                best = max(best, base + idle)
     if instance.memory_cap_bytes is not None:
         for k in range(instance.virtual_stages):
             best = max(best, _hold_chain(instance, k, release, tail),
