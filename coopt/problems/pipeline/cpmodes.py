@@ -148,7 +148,10 @@ the runner as ``incumbent``, already in first-lane form, and CP-SAT's hint), els
 bound: a schedule that long exists. ``C >= LB``, the dual bound of :mod:`.bound`; each pass lies
 in ``[r_x, H - q_x]`` with the release times and tails of :mod:`.bound`, computed on the
 first-lane edges with keep-mode durations (a mode only lengthens a pass), so valid for every
-schedule of the model, and ``C >= S_x + q_x``.
+schedule of the model, and ``C >= S_x + q_x``. Before the search from the warm start, the model
+is first built with ``C <= LB`` (:func:`.cpsat.search` with ``probe``): a schedule found there is
+optimal, and a proof that none exists raises ``LB`` by one grid unit (both on the grid, which
+loses nothing).
 
 None of these restrictions has a checker counterpart, by design.
 """
@@ -587,6 +590,7 @@ def solve(instance: Instance, options: SolveOptions, watch: Watch | None = None,
           incumbent: Solution | None = None) -> ExactOutcome:
     """Model M from the warm start ``incumbent`` (a checked first-lane schedule: horizon and hint;
     without it the serial bound is the horizon) and the dual bound, solved by CP-SAT
-    (:func:`.cpsat.search`, the search Model S runs); a Ctrl-C ends the search with its incumbent."""
+    (:func:`.cpsat.search`, the search Model S runs, here with its probe at the bound); a Ctrl-C
+    ends the search with its incumbent."""
     return search("Model M", instance, options, watch, incumbent, build,
-                  lambda built, solver: extract(instance, built, solver))
+                  lambda built, solver: extract(instance, built, solver), probe=True)
