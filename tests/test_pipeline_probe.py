@@ -37,7 +37,7 @@ def test_a_probe_proven_empty_raises_the_bound_by_one_unit():
     floor = bound.lower_bound(inst)
     assert floor == pytest.approx(108.0) and value > 110
     horizon = cpmodes.build(inst, value, floor, warm).horizon
-    found, solver, raised, _build, _solve, _branches = cpsat._probe(
+    found, solver, raised, _solve, _branches = cpsat._probe(
         inst, OPTIONS, horizon, floor, warm, cpmodes.build, None, budget=5.0)
     assert 109.0 - 1e-9 <= raised <= value
     if found is not None:  # a fast machine may find a schedule at the raised bound
