@@ -1,7 +1,8 @@
 """Dual bounds on TopoOpt's ``theta`` that hold for every topology, at any size (``--method bound``).
 
-Four upper bounds, each valid for every ``d``-regular topology, routing and ring split; the
-registered bound is their minimum:
+Five upper bounds, each valid for every ``d``-regular topology, routing and ring split; the
+registered bound is the least of the first four, lowered by the fifth where it rules out rates
+below it:
 
 * **Port (ideal-switch) bound.** Server ``s`` pushes its ``r_s = sum_t D_st`` bytes out of ``d``
   ports and receives its ``c_s = sum_t D_ts`` bytes through ``d`` ports, so
@@ -26,12 +27,17 @@ registered bound is their minimum:
   links). With directed links it equals the port bound on every instance we have tried (tested),
   so it is solved only for symmetric links, where duplex capacity can be wasted and it is lower,
   and only up to :data:`RELAXATION_SERVERS` servers (its size grows as ``n^3``).
+* **Capacity-aware Moore bound** (:func:`coopt.problems.topoopt.capacity_bound.capacity_bound`):
+  the Moore counting with the capacity of the direct links charged too (a pair's demand beyond its
+  links' capacity travels at least two hops, and parallel links cost neighbours), a small MILP per
+  class of sources whose dual bound is charged, bisected below the least of the four (proof there).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from coopt.problems.topoopt.capacity_bound import capacity_bound
 from coopt.problems.topoopt.distance_bound import pair_distance_bound
 from coopt.problems.topoopt.model import Instance, candidate_strides, mp_matrix, ring_bytes
 from coopt.problems.topoopt.routing import relaxation
@@ -104,8 +110,8 @@ def moore_bound(instance: Instance) -> float:
 
 def dual_bound(instance: Instance, options: object = None) -> float:
     """The registered ``bound``: the least of the port, Moore, pair-distance and (symmetric, small) LP
-    bounds."""
+    bounds, lowered where the capacity-aware count rules out rates below it."""
     bounds = [port_bound(instance), moore_bound(instance), pair_distance_bound(instance)]
     if instance.symmetric and instance.servers <= RELAXATION_SERVERS:
         bounds.append(relaxation(instance))
-    return min(bounds)
+    return capacity_bound(instance, min(bounds))
