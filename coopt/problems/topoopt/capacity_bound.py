@@ -40,7 +40,8 @@ its direct part; ring units elsewhere cost at least 2 (a ring successor is never
 the charge is ``2 R + sum_C (2 p_C a_C - v_C + sum_h h p_C n_Ch + (L + 1) p_C f_C)`` with ``R =
 sum_g c'_g``, the level counts bounded as above; summing ``min(D'_t, m_t)`` over a class is at most
 ``min(sum D', sum m)``, so grouping loses nothing valid. The same count by destination (in-arcs)
-is a second lower bound; the larger is used.
+is a second lower bound, the larger is used; it takes the same offsets, since a group's candidate
+strides hold ``n - q`` with every ``q``, and it is skipped where its classes are the sources'.
 
 The MILP's dual bound (HiGHS' ``mip_dual_bound``) is what is charged, so a stop on its time limit
 only weakens the bound; a ``theta`` is ruled out only when the charge exceeds ``n d`` by a relative
@@ -159,24 +160,24 @@ def source_charge(signature: _Signature, theta: float, instance: Instance, level
     d, u = instance.degree, instance.port_rate
     ring = [theta * ring_bytes(g) / u for g in instance.allreduce]
     m = _Milp()
+    demand = [theta * p / u for p, _, _ in signature]
     one_hop, links, direct, deeper, far, rho = [], [], [], [], [], {}
-    for c, (p, groups, size) in enumerate(signature):
-        demand = theta * p / u
-        one_hop.append(m.var(0, size, 2 * demand, True))
+    for c, (_, groups, size) in enumerate(signature):
+        one_hop.append(m.var(0, size, 2 * demand[c], True))
         links.append(m.var(0, d, 0.0, True))
         direct.append(m.var(0, d, -1.0))
-        deeper.append([m.var(0, size, h * demand, True) for h in range(2, levels + 1)])
-        far.append(m.var(0, size, (levels + 1) * demand, True))
+        deeper.append([m.var(0, size, h * demand[c], True) for h in range(2, levels + 1)])
+        far.append(m.var(0, size, (levels + 1) * demand[c], True))
         for g in groups:
             rho[c, g] = m.var(0, ring[g] * size)
-    for c, (p, groups, size) in enumerate(signature):
+    for c, (_, groups, size) in enumerate(signature):
         m.row({one_hop[c]: 1.0, far[c]: 1.0, **{x: 1.0 for x in deeper[c]}}, size, size)
         m.row({links[c]: 1.0, one_hop[c]: -1.0}, 0, np.inf)
         m.row({links[c]: 1.0, one_hop[c]: -float(d)}, -np.inf, 0)
         m.row({direct[c]: 1.0, links[c]: -1.0}, -np.inf, 0)
         for g in groups:
             m.row({rho[c, g]: 1.0, one_hop[c]: -ring[g]}, -np.inf, 0)
-        m.row({direct[c]: 1.0, one_hop[c]: -theta * p / u, **{rho[c, g]: -1.0 for g in groups}}, -np.inf, 0)
+        m.row({direct[c]: 1.0, one_hop[c]: -demand[c], **{rho[c, g]: -1.0 for g in groups}}, -np.inf, 0)
     m.row({x: 1.0 for x in links}, d, d)
     for g, units in enumerate(ring):
         share = {rho[key]: 1.0 for key in rho if key[1] == g}
@@ -195,11 +196,12 @@ def source_charge(signature: _Signature, theta: float, instance: Instance, level
     return None if bound is None else 2 * sum(ring) + bound
 
 
-def ruled_out(instance: Instance, theta: float, by_source: dict[_Signature, int],
-              by_destination: dict[_Signature, int], levels: int) -> bool:
+def _ruled_out(instance: Instance, theta: float, by_source: dict[_Signature, int],
+               by_destination: dict[_Signature, int], levels: int) -> bool:
     """:func:`rules_out` on the counts of :func:`signatures` (by source and by destination)."""
     capacity = instance.servers * instance.degree * (1 + MARGIN)
-    for counted in (by_source, by_destination):
+    sides = (by_source,) if by_destination == by_source else (by_source, by_destination)
+    for counted in sides:
         total = 0.0
         for signature, sources in counted.items():
             charge = source_charge(signature, theta, instance, levels)
@@ -221,19 +223,19 @@ def _counts(instance: Instance) -> tuple[dict[_Signature, int], dict[_Signature,
 
 def rules_out(instance: Instance, theta: float) -> bool:
     """Whether the count proves that no topology, split and routing reaches ``theta``."""
-    return ruled_out(instance, theta, *_counts(instance))
+    return _ruled_out(instance, theta, *_counts(instance))
 
 
 def capacity_bound(instance: Instance, upper: float) -> float:
     """The least ``theta <= upper`` the count rules out (``upper`` where it rules none out); with
     ``upper`` an upper bound on ``theta``, the result is one too."""
     by_source, by_destination, levels = _counts(instance)
-    if not ruled_out(instance, upper, by_source, by_destination, levels):
+    if not _ruled_out(instance, upper, by_source, by_destination, levels):
         return upper
     lo, hi = 0.0, upper
     while hi - lo > TOLERANCE * hi:
         mid = 0.5 * (lo + hi)
-        if ruled_out(instance, mid, by_source, by_destination, levels):
+        if _ruled_out(instance, mid, by_source, by_destination, levels):
             hi = mid
         else:
             lo = mid
