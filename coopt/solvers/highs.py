@@ -259,7 +259,7 @@ def _warm_start(solver: Highs, highs: Any, model: pyo.ConcreteModel) -> int:
 
 #: Seconds HiGHS gets to stop after a Ctrl-C before the solve is abandoned (it checks for
 #: interrupts during branch and bound, not during presolve, where it has no incumbent to keep).
-STOP_GRACE = 1.0
+STOP_GRACE = 0.5
 
 
 def _interruptible(call: Callable[[], Any]) -> Any:
