@@ -16,8 +16,9 @@ What is checked, per instance and method (heuristics, the exact routes, ``bound`
 * the exact route proves optimality; the MILP and the natural exact method agree; no heuristic beats
   the optimum; the LP relaxation and the dual bound lie on the right side of it, the bound at least as
   tight as the relaxation;
-* the same seed gives the same output; the model exported to LP and MPS re-solves to the same optimum;
-  an instance written to TOML reads back equal;
+* the same seed gives the same output; the model exported to LP and to MPS reads back as one model,
+  with the model's integer variables, that re-solves to the same optimum; an instance written to
+  TOML reads back equal;
 * no non-finite number in a solution passes the checker;
 
 and once per problem: the fields and the objective are declared, the generator is seeded and makes
@@ -38,7 +39,7 @@ from coopt.instance import load, to_toml
 from coopt.problem import Problem, SolveOptions, applies, close
 from coopt.run import SolveReport, judge, run
 from coopt.shipped import small_shipped
-from coopt.solvers.highs import export, lp_relaxation, objective_unit, solve_file
+from coopt.solvers.highs import export, lp_relaxation, objective_unit, solve_file, symbol_map
 
 #: The options of every contract solve: a generous limit, a tight gap, one thread, seed 0.
 OPTIONS = SolveOptions(time_limit=120, gap=1e-9, threads=1, seed=0)
@@ -58,6 +59,7 @@ class Suite:
     paths: list[Path]
     _solved: dict[tuple[Path, str, int], SolveReport] = field(default_factory=dict)
     _loaded: dict[Path, Any] = field(default_factory=dict)
+    _relaxed: dict[Path, float | None] = field(default_factory=dict)
 
     def instance(self, path: Path) -> Any:
         if path not in self._loaded:
@@ -90,6 +92,12 @@ class Suite:
         assert "does not apply" in report.check["violations"][0], report.check["violations"]
         return True
 
+    def relaxed(self, path: Path) -> float | None:
+        """The LP relaxation's optimum (:func:`coopt.solvers.highs.lp_relaxation`), solved once."""
+        if path not in self._relaxed:
+            self._relaxed[path] = lp_relaxation(self.problem, self.instance(path), OPTIONS)
+        return self._relaxed[path]
+
     def optimum(self, path: Path) -> float:
         report = self.solved(path, "exact")
         violations = report.check["violations"]
@@ -111,7 +119,7 @@ def checker_accepts_and_recomputes(suite: Suite, path: Path, method: str) -> Non
 
 
 def same_seed_same_output(suite: Suite, path: Path, method: str) -> None:
-    first, again = suite.solved(path, method, 7), suite.solved(path, method, 7, fresh=True)
+    first, again = suite.solved(path, method), suite.solved(path, method, fresh=True)
     assert first.status == again.status
     assert json.dumps(first.solution, sort_keys=True) == json.dumps(again.solution, sort_keys=True)
 
@@ -145,22 +153,87 @@ def milp_agrees_with_the_natural_exact_method(suite: Suite, path: Path) -> None:
 
 def lp_relaxation_lies_on_the_right_side(suite: Suite, path: Path) -> None:
     best = suite.optimum(path)
-    relaxed = lp_relaxation(suite.problem, suite.instance(path), OPTIONS)
+    relaxed = suite.relaxed(path)
     assert relaxed is not None
     assert not suite.problem.better(best, relaxed), f"LP relaxation {relaxed} is worse than optimum {best}"
 
 
+def _read_back(path: Path) -> dict[str, Any]:
+    """The model in an LP or MPS file as HiGHS reads it, by name: the sense and offset, every column's
+    (cost, lower, upper, integer), every row's (lower, upper) and every nonzero ``(row, column) ->
+    coefficient``. A row that fixes a single column is read as that column's bounds: the LP format
+    writes an objective constant as a fixed column, the MPS format as a column and such a row."""
+    import highspy
+    from pyomo.common.tee import capture_output
+
+    with capture_output(capture_fd=True):  # the constructor prints a banner
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.readModel(str(path))
+    lp = highs.getLp()
+    columns, rows = list(lp.col_names_), list(lp.row_names_)
+    integer = [highspy.HighsVarType.kInteger] * len(columns)
+    integrality = list(lp.integrality_) or [highspy.HighsVarType.kContinuous] * len(columns)
+    matrix = lp.a_matrix_  # each attribute read copies the whole array: read each once
+    assert matrix.format_ == highspy.MatrixFormat.kColwise, matrix.format_
+    start, index, value = list(matrix.start_), list(matrix.index_), [float(v) for v in matrix.value_]
+    entries = {}
+    for j, column in enumerate(columns):
+        for k in range(start[j], start[j + 1]):
+            entries[rows[index[k]], column] = value[k]
+    cost, lower, upper = ([float(v) for v in array] for array in (lp.col_cost_, lp.col_lower_, lp.col_upper_))
+    bounds = {name: [lower[j], upper[j]] for j, name in enumerate(columns)}
+    row_bounds = dict(zip(rows, zip(map(float, lp.row_lower_), map(float, lp.row_upper_), strict=True),
+                          strict=True))
+    by_row: dict[str, list[tuple[str, float]]] = {}
+    for (row, column), value in entries.items():
+        by_row.setdefault(row, []).append((column, value))
+    for row, [(column, value)] in [(row, on) for row, on in by_row.items() if len(on) == 1]:
+        low, high = row_bounds[row]
+        if low == high and value != 0:  # a row that fixes one column (how MPS writes a constant): a bound
+            bounds[column] = [max(bounds[column][0], low / value), min(bounds[column][1], low / value)]
+            del row_bounds[row], entries[row, column]
+    return {
+        "sense": str(lp.sense_),
+        "offset": lp.offset_,
+        "columns": {name: (cost[j], *bounds[name], integrality[j] == integer[j])
+                    for j, name in enumerate(columns)},
+        "rows": row_bounds,
+        "entries": entries,
+    }
+
+
+def _same_numbers(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(map(_same_numbers, a, b))
+    if isinstance(a, float):
+        return isinstance(b, float) and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+    return a == b
+
+
 def exported_model_resolves_to_the_same_optimum(suite: Suite, path: Path) -> None:
+    """The model written as LP and as MPS: both files read back as one and the same model (every
+    column's cost, bounds and integrality, every row's bounds and coefficients, by name), its integer
+    columns are exactly the model's integer variables, and the file re-solves to the optimum. Since
+    the two files hold the same model, one re-solve answers for both."""
     model = suite.problem.build(suite.instance(path))
     reference = suite.solved(path, "milp" if suite.problem.exact else "exact")
-    for fmt in ("lp", "mps"):
-        with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder:
+        read = {}
+        for fmt in ("mps", "lp"):  # the LP file is the one re-solved: HiGHS solves it faster
             target = Path(folder) / f"model.{fmt}"
             export(model, target)
-            value = solve_file(target)
-        assert value is not None, f"the exported {fmt} file has no optimum"
-        resolved = value * objective_unit(model)
-        assert close(resolved, reference.objective, rel=1e-6), (fmt, resolved, reference.objective)
+            read[fmt] = _read_back(target)
+        assert _same_numbers(read["lp"], read["mps"]), "the LP and MPS files hold different models"
+        integers = {name for name, var in symbol_map(model).items() if var.is_integer()}
+        marked = {name for name, column in read["lp"]["columns"].items() if column[3]}
+        assert marked == integers, ("integer columns", sorted(marked ^ integers)[:5])
+        value = solve_file(target)
+    assert value is not None, "the exported file has no optimum"
+    resolved = value * objective_unit(model)
+    assert close(resolved, reference.objective, rel=1e-6), (resolved, reference.objective)
 
 
 def dump_then_load_gives_the_same_instance(suite: Suite, path: Path) -> None:
@@ -181,7 +254,7 @@ def dual_bound_never_cuts_off_the_optimum(suite: Suite, path: Path) -> None:
         assert math.isclose(report.bound, best, rel_tol=1e-6, abs_tol=1e-9), (
             f"bound {report.bound} is reported as the optimum, which is {best}")
     if problem.build is not None:
-        relaxed = lp_relaxation(problem, suite.instance(path), OPTIONS)
+        relaxed = suite.relaxed(path)
         if relaxed is not None:
             assert not problem.better(report.bound, relaxed), (
                 f"bound {report.bound} is weaker than the LP relaxation {relaxed}")
