@@ -21,6 +21,7 @@ import tomli_w
 from test_usability import one_error_line, rest_of_stderr, run, start_coopt
 
 from coopt import registry
+from coopt.cli import main
 from coopt.errors import InstanceError
 from coopt.instance import load
 from coopt.schema import Field
@@ -403,8 +404,8 @@ def test_every_coopt_command_in_the_readme_names_files_that_work_outside_a_check
                          ids=["sigterm", "two-ctrl-c"])  # SIGHUP: the same handler as SIGTERM
 def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, tmp_path):
     hard = tmp_path / "hard.toml"
-    # size 16 runs past a minute (see test_usability): the signal lands during the MILP
-    assert coopt("generate", "topoopt", "--size", "16", "--seed", "1", "-o", str(hard)).returncode == 0
+    # size 14 runs past a minute (see test_usability): the signal lands during the MILP
+    assert main(["generate", "topoopt", "--size", "14", "--seed", "1", "-o", str(hard)]) == 0
     out = tmp_path / "r.json"
     out.write_text("[\"a good earlier result\"]\n")
     proc = start_coopt("solve", SMALL, str(hard), "--json", str(out))
@@ -430,8 +431,10 @@ def test_a_stop_from_outside_keeps_what_finished_and_an_existing_file(signals, t
 @pytest.mark.slow
 def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
     hard = tmp_path / "hard.toml"
-    # chase's exact route is CP-SAT; size 40 runs to its time limit, finding incumbents on the way
-    assert coopt("generate", "chase", "--size", "40", "--seed", "1", "-o", str(hard)).returncode == 0
+    # chase's exact route is CP-SAT; size 10 finds its first incumbent within seconds (size 40 took
+    # about 35 s) and still runs to its time limit (a gap of about 20 % after 40 s), so the two
+    # Ctrl-C land in the search with an incumbent in hand
+    assert main(["generate", "chase", "--size", "10", "--seed", "1", "-o", str(hard)]) == 0
     out = tmp_path / "r.json"
     proc = start_coopt("solve", str(hard), "--method", "exact", "--time-limit", "60", "--json", str(out))
     said = []
@@ -457,8 +460,10 @@ def test_two_ctrl_c_during_a_cp_sat_solve_keep_its_incumbent(tmp_path):
 def test_ctrl_c_during_simulate_writes_the_finished_points_beside_an_existing_file(presses, tmp_path):
     out = tmp_path / "points.json"
     out.write_text("[]\n")
+    # 50,000 arrivals (was 100,000): a point still takes over a second, so the signal, sent as soon
+    # as the second run reports, lands before the last three points are done
     proc = start_coopt("simulate", SIX, "--loads", "8,9,10,11,12", "--policies", "ksp_first_fit",
-                       "--arrivals", "100000", "--json", str(out))
+                       "--arrivals", "50000", "--json", str(out))
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -566,7 +571,8 @@ def test_an_exact_method_that_is_not_a_solver_stops_at_the_time_limit(name, limi
 def test_hecaton_exact_past_the_time_limit_keeps_its_warm_start(tmp_path, capsys):
     hard = tmp_path / "hard.toml"
     # the warm start alone takes longer than the limit; the DP then has no time left
-    assert run(capsys, "generate", "hecaton", "--size", "32768", "--seed", "1", "-o", str(hard))[0] == 0
+    # (size 8192: about a second of CPU, twenty times the limit; size 32768 took four)
+    assert run(capsys, "generate", "hecaton", "--size", "8192", "--seed", "1", "-o", str(hard))[0] == 0
     out = tmp_path / "r.json"
     code, _, err = run(capsys, "solve", str(hard), "--method", "exact", "--time-limit", "0.05",
                        "--json", str(out))
