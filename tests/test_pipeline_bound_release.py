@@ -15,6 +15,7 @@ from coopt.problems.pipeline.bound import lower_bound, memory_rule_applies, rele
 from coopt.problems.pipeline.model import GB
 from coopt.problems.pipeline.order import fifo_relabel
 from coopt.run import run
+from tests import _pipeline_shared
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
 
@@ -106,7 +107,7 @@ def test_bound_never_above_the_enumerated_optimum(seed):
     """On the oracle's keep-only instances with one chunk (where the memory rule applies) the
     bound is at most the optimum of the enumeration, which lets micro-batches overtake."""
     instance = brute.tiny(seed)
-    best = brute.enumerate_optimum(instance)
+    best = _pipeline_shared.enumerate_optimum(instance)
     bound = lower_bound(instance)
     if best is None:
         assert bound == float("inf") or bound > 0
@@ -124,7 +125,7 @@ def test_bound_never_above_the_enumerated_optimum_under_tight_caps(seed):
     micro-batches and whose a_W is 0 or half of a (so every (x, y) case of the rule occurs)."""
     p, m, split = SHAPES[seed % len(SHAPES)]
     instance = keep_only(seed, p, m, split=split)
-    best = brute.enumerate_optimum(instance)
+    best = _pipeline_shared.enumerate_optimum(instance)
     assert best is not None  # every cap holds one micro-batch
     assert lower_bound(instance) <= best + 1e-9
 
@@ -145,7 +146,7 @@ def test_oracle_seed_64_is_exactly_its_optimum():
     instance = brute.tiny(64)
     report = run(PROBLEM, instance, "exact", OPTIONS)
     assert report.status == "optimal" and report.check["feasible"]
-    assert report.objective == pytest.approx(brute.optimum(instance), rel=1e-9)
+    assert report.objective == pytest.approx(_pipeline_shared.optimum(instance), rel=1e-9)
 
 
 def test_polish_removes_a_tolerance_overlap():

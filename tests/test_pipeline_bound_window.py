@@ -8,11 +8,12 @@ import pytest
 from coopt.problems.pipeline import brute
 from coopt.problems.pipeline.warm import incumbent
 from coopt.problems.pipeline.window import applies, window_bound
+from tests import _pipeline_shared
 from tests.test_pipeline_bound_release import SHAPES, keep_only
 
 
 def _check(instance) -> None:
-    best = brute.enumerate_optimum(instance)
+    best = _pipeline_shared.enumerate_optimum(instance)
     assert best is not None
     upper, _ = incumbent(instance)  # a checked schedule's makespan, or the serial bound
     assert upper >= best - 1e-9
@@ -40,7 +41,7 @@ def test_window_bound_never_above_the_enumerated_optimum(seed):
     """The oracle's keep-only instances with one chunk, every window (s, e); an instance without
     a schedule (no cap fits) has nothing to compare."""
     instance = brute.tiny(seed)
-    if brute.enumerate_optimum(instance) is None:
+    if _pipeline_shared.enumerate_optimum(instance) is None:
         pytest.skip("no schedule fits the caps")
     _check(instance)
 

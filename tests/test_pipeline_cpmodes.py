@@ -15,10 +15,10 @@ from coopt.instance import load
 from coopt.problem import SolveOptions, close
 from coopt.problems.pipeline import PROBLEM, cpmodes, cpsat
 from coopt.problems.pipeline import model as pm
-from coopt.problems.pipeline.brute import optimum, tiny
-from coopt.problems.pipeline.warm import incumbent
+from coopt.problems.pipeline.brute import tiny
 from coopt.run import run
 from coopt.shipped import instances_dir
+from tests._pipeline_shared import incumbent, optimum
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
 

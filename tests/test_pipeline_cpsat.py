@@ -16,11 +16,12 @@ from coopt.problem import SolveOptions, close
 from coopt.problems.pipeline import PROBLEM, cpsat
 from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.bound import lower_bound
-from coopt.problems.pipeline.brute import enumerate_optimum, tiny
+from coopt.problems.pipeline.brute import tiny
 from coopt.problems.pipeline.model import GB
 from coopt.problems.pipeline.warm import incumbent
 from coopt.run import run
 from coopt.shipped import shipped
+from tests import _pipeline_shared
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)
 
@@ -65,7 +66,7 @@ def test_model_s_matches_enumeration_over_every_order(seed):
     """Keep-only one-chunk tiny instances (lags, fused and split backward, caps from below one
     micro-batch up): Model S's optimum is the enumeration's and its schedule passes the checker."""
     instance = tiny(seed)
-    best = enumerate_optimum(instance)
+    best = _pipeline_shared.enumerate_optimum(instance)
     outcome = cpsat.solve(instance, OPTIONS)
     if best is None:
         assert outcome.status == "infeasible"
@@ -81,7 +82,7 @@ def test_the_seeds_cover_what_model_s_must_handle():
     assert len(shapes) == 30
     assert any(i.lag_s > 0 for i in shapes)
     assert any(not i.split_backward for i in shapes)
-    assert any(enumerate_optimum(i) is None for i in shapes)  # a cap below one micro-batch
+    assert any(_pipeline_shared.enumerate_optimum(i) is None for i in shapes)  # a cap below one micro-batch
     assert any(i.split_backward and any(i.weight_grad_bytes) for i in shapes)
 
 
@@ -154,8 +155,8 @@ def test_no_relaxation_cuts_off_an_optimum_only_model_s_proves(size, seed):
     from coopt.solvers.highs import solve_model
 
     instance = PROBLEM.generate(seed, size)
-    upper, start = incumbent(instance)
-    outcome = cpsat.solve(instance, OPTIONS, incumbent=start)
+    upper, start = _pipeline_shared.incumbent(instance)
+    outcome = _pipeline_shared.model_s(instance)  # cpsat.solve(instance, OPTIONS, incumbent=start)
     assert outcome.status == "optimal" and pm.check(instance, outcome.solution) == []
     best = pm.objective(instance, outcome.solution)
     assert lower_bound(instance) <= best + 1e-9

@@ -14,6 +14,7 @@ from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.grid import time_unit
 from coopt.problems.pipeline.warm import incumbent
 from coopt.solvers.highs import solve_model
+from tests import _pipeline_shared
 
 
 def test_time_unit_is_the_common_divisor_or_none():
@@ -34,7 +35,7 @@ def test_the_warm_start_is_local_search_relabelled_fifo():
 
     instance = PROBLEM.generate(1, 8)
     searched = local_search(instance)
-    value, start = incumbent(instance)
+    value, start = _pipeline_shared.incumbent(instance)  # shared with tests/test_pipeline_cpsat.py
     assert value <= searched["objective"]
     assert pm.check(instance, start) == []
     t = {(x["kind"], x["stage"], x["microbatch"]): x["start"] for x in start["passes"]}

@@ -15,6 +15,7 @@ from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.bound import releases
 from coopt.problems.pipeline.grid import time_unit
 from coopt.run import run
+from tests import _pipeline_shared
 from tests.test_pipeline_bound_release import keep_only
 
 
@@ -68,7 +69,7 @@ def _never_below(instance, best) -> None:
 
 @pytest.mark.parametrize("index", range(len(SMALL)))
 def test_pattern_schedules_are_checked_and_never_below_the_enumerated_optimum(index):
-    _never_below(SMALL[index], brute.enumerate_optimum(SMALL[index]))
+    _never_below(SMALL[index], _pipeline_shared.enumerate_optimum(SMALL[index]))
 
 
 @pytest.mark.parametrize(("size", "seed"), [(3, 2), (4, 0), (4, 1)])

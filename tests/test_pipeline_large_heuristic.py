@@ -14,6 +14,7 @@ from coopt.problem import NoSolution
 from coopt.problems.pipeline import brute, model
 from coopt.problems.pipeline.bound import lower_bound
 from coopt.problems.pipeline.heuristics import HEURISTICS, guarded_list
+from tests import _pipeline_shared
 
 INSTANCES = Path(__file__).resolve().parents[1] / "coopt" / "instances" / "pipeline"
 LLAMA = INSTANCES / "2-llama70b-l64-pp8-m32.toml"
@@ -31,7 +32,7 @@ def _solve(instance: model.Instance) -> dict:
 def test_never_below_the_brute_force_optimum(seed: int) -> None:
     instance = brute.tiny(seed)
     assert instance.split_backward and not instance.allow_offload
-    optimum = brute.optimum(instance)
+    optimum = _pipeline_shared.optimum(instance)
     assert optimum is not None
     assert _solve(instance)["objective"] >= optimum - 1e-9
 

@@ -17,6 +17,7 @@ from coopt.problems.pipeline import PROBLEM, brute
 from coopt.problems.pipeline import heuristics as schedules
 from coopt.problems.pipeline import model as pm
 from coopt.run import run
+from tests import _pipeline_shared
 from tests.known.test_pipeline_known import toy
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)
@@ -188,7 +189,7 @@ def test_oracle_draws_layered_instances():
 @pytest.mark.parametrize("seed", LAYERED_SEEDS)
 def test_exact_equals_brute_force_with_two_layers(seed):
     instance = brute.tiny(seed)
-    want = brute.optimum(instance)
+    want = _pipeline_shared.optimum(instance)
     report = run(PROBLEM, instance, "exact", OPTIONS)
     if want is None:
         assert report.status == "infeasible"
@@ -202,7 +203,7 @@ def test_enumeration_and_model_t_agree_on_partial_recompute():
         instance = brute.tiny(seed)
         if instance.allow_offload:
             continue
-        assert brute.time_indexed_optimum(instance) == pytest.approx(brute.enumerate_optimum(instance))
+        assert brute.time_indexed_optimum(instance) == pytest.approx(_pipeline_shared.enumerate_optimum(instance))
 
 
 # -- schedules -----------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import pytest
 from coopt.problem import SolveOptions, close
 from coopt.problems.pipeline import PROBLEM, bound, cpmodes
 from coopt.problems.pipeline import model as pm
-from coopt.problems.pipeline.brute import optimum, tiny
-from coopt.problems.pipeline.warm import incumbent
+from coopt.problems.pipeline.brute import tiny
 from coopt.run import run
+from tests._pipeline_shared import incumbent, optimum
 
 GB = pm.GB
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60, threads=1)

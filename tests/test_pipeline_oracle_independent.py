@@ -15,6 +15,7 @@ from coopt.problems.pipeline import brute, oracle_ti
 from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.timeindexed import build_time_indexed
 from coopt.solvers.highs import solve_model
+from tests import _pipeline_shared
 
 #: Tiny seeds without offload (keep, whole-item and per-layer recompute (16, 73), two chunks, infeasible
 #: caps), whose order enumeration takes well under a second.
@@ -38,7 +39,7 @@ def _least(instance: pm.Instance) -> float | None:
 def test_model_o_equals_the_enumeration(seed):
     instance = brute.tiny(seed)
     assert not instance.allow_offload
-    assert _least(instance) == brute.enumerate_optimum(instance)
+    assert _least(instance) == _pipeline_shared.enumerate_optimum(instance)
 
 
 @pytest.mark.parametrize("seed", WITH_T)
@@ -108,7 +109,7 @@ def test_yes_no_answers_bracket_the_optimum():
     assert no.status == "infeasible" and no.solution is None
     assert yes.status == "feasible" and pm.check(instance, yes.solution) == []
     assert yes.makespan <= 21.0
-    assert brute.optimum(instance) == 21.0
+    assert _pipeline_shared.optimum(instance) == 21.0
 
 
 def test_model_o_declines_what_it_cannot_model_exactly():

@@ -15,6 +15,7 @@ from coopt.problems.pipeline import bound, brute, oracle_ti
 from coopt.problems.pipeline import model as pm
 from coopt.problems.pipeline.heuristics import cp_polish, local_search
 from coopt.problems.pipeline.heuristics.polish import _start, keep_only, polish_applies
+from tests import _pipeline_shared
 
 GB = pm.GB
 
@@ -59,7 +60,7 @@ def test_stage_idle_never_exceeds_the_enumerations_optimum():
         assert value >= bound.warm_up(inst) - 1e-9, seed
         if value <= 0 or inst.allow_offload:
             continue
-        best = brute.optimum(inst)
+        best = _pipeline_shared.optimum(inst)
         if best is None:
             continue
         applied += 1
@@ -131,7 +132,7 @@ def test_cp_polish_is_checked_never_below_the_optimum_nor_above_its_start(seed):
         return
     solution = cp_polish(inst)
     assert pm.check(inst, solution) == []
-    best = brute.optimum(inst)
+    best = _pipeline_shared.optimum(inst)
     assert best is not None and solution["objective"] >= best - 1e-9
     for other in (start and start["objective"], searched):
         assert other is None or solution["objective"] <= other + 1e-9
@@ -139,16 +140,17 @@ def test_cp_polish_is_checked_never_below_the_optimum_nor_above_its_start(seed):
 
 def test_the_cool_down_lifts_generator_size_8_seed_1_below_model_ss_optimum(monkeypatch):
     """Keep-only, one chunk: the cool-down lifts the dual bound of the generator's size 8 seed 1
-    above the rest of it (the release times' 123), and stays at most Model S's proven optimum."""
-    from coopt.problem import SolveOptions
+    above the rest of it (the release times' 123), and stays at most Model S's proven optimum
+    (``exact``'s route here: Model S from the warm start, solved once for this file and
+    tests/test_pipeline_cpsat.py)."""
     from coopt.problems.pipeline import PROBLEM
-    from coopt.run import run
 
     inst = PROBLEM.generate(1, 8)
     with monkeypatch.context() as patch:
         patch.setattr(bound, "stage_idle", lambda _: 0.0)
         rest = bound.lower_bound(inst)
-    report = run(PROBLEM, inst, "exact", SolveOptions(gap=1e-9, time_limit=60, threads=1))
-    assert report.status == "optimal" and report.check["feasible"]
-    assert rest + 1 <= bound.stage_idle(inst) <= report.objective + 1e-9
-    assert bound.lower_bound(inst) <= report.objective + 1e-9
+    outcome = _pipeline_shared.model_s(inst)
+    assert outcome.status == "optimal" and pm.check(inst, outcome.solution) == []
+    best = pm.objective(inst, outcome.solution)
+    assert rest + 1 <= bound.stage_idle(inst) <= best + 1e-9
+    assert bound.lower_bound(inst) <= best + 1e-9

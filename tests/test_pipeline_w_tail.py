@@ -11,6 +11,7 @@ import pytest
 
 from coopt.problems.pipeline import bound, brute
 from coopt.problems.pipeline import model as pm
+from tests import _pipeline_shared
 
 GB = pm.GB
 
@@ -56,7 +57,7 @@ def test_never_above_the_enumerations_optimum_and_lifts_where_scanned(monkeypatc
     without it; and on the seeds below 120 where the idle is positive it never exceeds the optimum."""
     for seed in LIFTED:
         inst = brute.tiny(seed)
-        best = brute.optimum(inst)
+        best = _pipeline_shared.optimum(inst)
         assert best is not None, seed
         value = bound.lower_bound(inst)
         assert value <= best + 1e-9, (seed, value, best)
@@ -66,7 +67,7 @@ def test_never_above_the_enumerations_optimum_and_lifts_where_scanned(monkeypatc
         inst = brute.tiny(seed)
         if max(bound.w_tail_idle(inst, d) for d in range(inst.stages)) <= 0:
             continue
-        best = brute.optimum(inst)
+        best = _pipeline_shared.optimum(inst)
         if best is None:
             continue
         checked += 1

@@ -16,12 +16,13 @@ from coopt.instance import load
 from coopt.problem import SolveOptions, close
 from coopt.problems.pipeline import PROBLEM
 from coopt.problems.pipeline import model as pm
-from coopt.problems.pipeline.brute import enumerate_optimum, time_indexed_optimum, tiny
+from coopt.problems.pipeline.brute import time_indexed_optimum, tiny
 from coopt.problems.pipeline.milp import build
 from coopt.problems.pipeline.model import GB
 from coopt.problems.pipeline.timeindexed import build_time_indexed, extract_time_indexed
 from coopt.run import run
 from coopt.solvers.highs import solve_model
+from tests import _pipeline_shared
 
 OPTIONS = SolveOptions(gap=1e-9, time_limit=60)
 
@@ -79,7 +80,7 @@ CASES = {
 def test_model_p_matches_brute_force_over_all_orders(name):
     instance = CASES[name]
     report = run(PROBLEM, instance, "exact", OPTIONS)
-    best = enumerate_optimum(instance)
+    best = _pipeline_shared.enumerate_optimum(instance)
     if best is None:
         assert report.status == "infeasible"
         return
@@ -131,7 +132,7 @@ def test_offload_gap_rule_rejects_too_short_round_trips():
 def test_the_two_oracles_agree_without_offload(seed):
     """Enumeration and Model T are independent; where both apply they give the same optimum."""
     instance = tiny(seed)
-    by_model_t, by_enumeration = time_indexed_optimum(instance), enumerate_optimum(instance)
+    by_model_t, by_enumeration = time_indexed_optimum(instance), _pipeline_shared.enumerate_optimum(instance)
     if by_enumeration is None:
         assert by_model_t is None
     else:
