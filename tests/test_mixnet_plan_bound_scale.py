@@ -7,6 +7,7 @@ segmentations); the pricer (``_Pricer``) raises the DP and stays below the optim
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -68,13 +69,28 @@ def exact_layer_times(instance) -> np.ndarray:
     return np.array([[instance.layer_time(l, x) for x in sets] for l in range(len(instance.layers))])
 
 
+@functools.cache
+def small_case(case: int) -> tuple[plan.Instance, np.ndarray]:
+    """``small_instances()[case]`` and its :func:`exact_layer_times`, enumerated once for the two
+    tests that compare against them (read only)."""
+    instance = small_instances()[case]
+    times = exact_layer_times(instance)
+    times.flags.writeable = False
+    return instance, times
+
+
+@functools.cache
+def optimum_of(seed: int) -> float:
+    """The exact DP's optimum of ``plan.generate(seed, 2)``, solved once for the tests below."""
+    return plan_exact.exact(plan.generate(seed, 2), SolveOptions(gap=1e-9)).solution["objective"]
+
+
 @pytest.mark.parametrize("case", range(9))
 def test_the_hull_bound_never_exceeds_a_segment_exact_value(case):
-    instance = small_instances()[case]
+    instance, times = small_case(case)
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
-    times = exact_layer_times(instance)
     tight = 0
     for first in range(n):
         for last in range(first, n):
@@ -109,7 +125,7 @@ def test_the_dp_on_hull_bounds_sits_between_the_relaxation_dp_and_the_optimum(se
     """On a fixed instance, every segment's bound from the hull (instead of the continuous
     relaxation) gives a DP value at least as high and never above the exact DP's optimum."""
     instance = plan.generate(seed, 2)
-    optimum = plan_exact.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
+    optimum = optimum_of(seed)
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
@@ -130,11 +146,10 @@ def test_the_dp_on_hull_bounds_sits_between_the_relaxation_dp_and_the_optimum(se
 def test_the_grown_hull_lp_prices_each_segment_as_its_own_lp_does(case):
     """``_HullLP`` grown a layer at a time (warm) gives each segment the bound of a fresh LP of that
     segment, and never more than the segment's exact value (brute force)."""
-    instance = small_instances()[case]
+    instance, times = small_case(case)
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
-    times = exact_layer_times(instance)
     for first in range(n):
         lp = plan_bound._HullLP(hull, first)
         for last in range(first, n):
@@ -172,7 +187,7 @@ def test_the_pricer_raises_the_dp_and_stays_below_the_optimum(seed, sweep):
     at least where it started, at most the DP with every segment's own LP, and below the exact
     optimum."""
     instance = plan.generate(seed, 2)
-    optimum = plan_exact.exact(instance, SolveOptions(gap=1e-9)).solution["objective"]
+    optimum = optimum_of(seed)
     terms = plan_bound._Terms(instance)
     hull = plan_bound._Hull(terms)
     n = len(instance.layers)
