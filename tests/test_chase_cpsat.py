@@ -10,14 +10,11 @@ import random
 import pytest
 
 from coopt.instance import load
-from coopt.problem import SolveOptions
 from coopt.problems.chase import PROBLEM, brute, cpsat, mapping
 from coopt.problems.chase.model import Instance, check, platform
 from coopt.problems.chase.schedule import automorphisms
 from coopt.problems.chase.workloads import random_layered
-from coopt.run import run
-
-OPTIONS = SolveOptions(time_limit=30, gap=1e-9, threads=1)
+from tests._chase_shared import OPTIONS, generated_report, shipped_report
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -39,8 +36,8 @@ def test_the_constraint_program_proves_the_enumerated_optimum(seed):
 def test_the_two_exact_models_agree_on_the_small_shipped_files(name):
     inst = load(f"chase/{name}").instance
     assert PROBLEM.runs_exact(inst)
-    by_cp = run(PROBLEM, inst, "exact", OPTIONS)
-    by_milp = run(PROBLEM, inst, "milp", OPTIONS)
+    # run(PROBLEM, inst, "exact" / "milp", OPTIONS), shared with test_chase_energetic
+    by_cp, by_milp = shipped_report(name, "exact"), shipped_report(name, "milp")
     assert by_cp.solver["name"] == "cp-sat" and by_milp.solver["name"] == "highs"
     assert by_cp.status == by_milp.status == "optimal"
     assert by_cp.objective == pytest.approx(by_milp.objective, rel=1e-6)
@@ -105,9 +102,9 @@ def test_on_two_servers_the_constraint_program_proves_the_enumerated_optimum(see
 
 @pytest.mark.parametrize("size,seed", [(3, 1), (2, 5), (3, 9)])
 def test_on_two_servers_the_constraint_program_meets_the_milp(size, seed):
-    inst = PROBLEM.generate(seed, size)
-    by_cp = run(PROBLEM, inst, "exact", OPTIONS)
-    by_milp = run(PROBLEM, inst, "milp", OPTIONS)
+    # run(PROBLEM, PROBLEM.generate(seed, size), "exact" / "milp", OPTIONS), shared with
+    # test_chase_energetic
+    by_cp, by_milp = generated_report(seed, size, "exact"), generated_report(seed, size, "milp")
     assert by_cp.status == by_milp.status == "optimal"
     assert by_cp.objective == pytest.approx(by_milp.objective, rel=1e-6)
 

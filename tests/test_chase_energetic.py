@@ -16,8 +16,7 @@ from coopt.problems.chase.model import Instance
 from coopt.problems.chase.schedule import critical_path_bound, heads, serial_bound, tails
 from coopt.problems.chase.workloads import Edge, Task, Workload
 from coopt.run import run
-
-OPTIONS = SolveOptions(time_limit=30, gap=1e-9, threads=1)
+from tests._chase_shared import OPTIONS, generated_report, shipped_report
 
 
 def star(times: list[tuple[float, ...]], edges: tuple[Edge, ...] = (), kinds: int = 1) -> Instance:
@@ -75,7 +74,7 @@ def test_never_above_the_enumerated_optimum(seed):
 @pytest.mark.parametrize("size,seed", [(size, seed) for size in (1, 2, 3) for seed in range(4)])
 def test_never_above_the_milps_proven_optimum_on_the_generator(size, seed):
     inst = PROBLEM.generate(seed, size)
-    report = run(PROBLEM, inst, "milp", OPTIONS)
+    report = generated_report(seed, size, "milp")  # run(PROBLEM, inst, "milp", OPTIONS), shared
     assert report.status == "optimal"
     value = energetic_bound(inst.tables, float(local_search(inst)["objective"]))
     assert value <= report.objective * (1 + 1e-9)
@@ -95,7 +94,7 @@ def test_the_bound_method_is_valid_and_no_weaker_than_before(name, monkeypatch):
     """``--method bound`` stays under the proven optimum and at least at the critical path and
     the MILP's LP relaxation it had before."""
     inst = load(f"chase/{name}").instance
-    optimum = run(PROBLEM, inst, "exact", OPTIONS)
+    optimum = shipped_report(name, "exact")  # run(PROBLEM, inst, "exact", OPTIONS), shared
     assert optimum.status == "optimal"
     value = bound.mapping_bound(inst, SolveOptions())
     assert value <= optimum.objective * (1 + 1e-9)
@@ -172,7 +171,7 @@ def test_joins_and_forks_raise_the_heads_on_the_servers_platform(size, seed, mon
     pairs = [(v, p) for v in range(tab.n) for p in tab.compatible[v]]
     assert all(head[v][p] >= head0[v][p] and tail[v][p] >= tail0[v][p] for v, p in pairs)
     assert any(head[v][p] > head0[v][p] + 1e-12 or tail[v][p] > tail0[v][p] + 1e-12 for v, p in pairs)
-    report = run(PROBLEM, inst, "milp", OPTIONS)
+    report = generated_report(seed, size, "milp")  # run(PROBLEM, inst, "milp", OPTIONS), shared
     assert report.status == "optimal"
     assert critical_path_bound(tab, head, tail) <= report.objective * (1 + 1e-9)
 

@@ -18,6 +18,7 @@ from coopt.problems.topoopt import strides as topoopt_strides
 from coopt.problems.topoopt.bound import dual_bound
 from coopt.registry import closed_form as get
 from coopt.run import run
+from tests._topoopt_shared import exact_report, tiny_optimum
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 
@@ -112,7 +113,7 @@ def test_power_stride_diameter_bound():
 @pytest.mark.parametrize("path", sorted(INSTANCES.glob("0-*.toml")), ids=lambda p: p.stem)
 def test_port_bound_holds_on_solved_instances(path):
     instance = load(path).instance
-    report = run(topoopt.PROBLEM, instance, "exact", SolveOptions(gap=1e-9))
+    report = exact_report(path.stem)  # P1 at gap 1e-9 on this file, shared with test_topoopt's chain
     port = get("topoopt.port_bound").evaluate(
         {"d": instance.degree, "B": instance.port_rate, "D_max": T.busiest_sender(instance)}
     )
@@ -156,7 +157,7 @@ def test_cost_closed_forms_price_the_similar_cost_fattree(path):
 @pytest.mark.parametrize("seed", range(30))
 def test_dual_bound_holds_on_brute_forced_tiny_instances(seed):
     instance = brute.tiny(seed)
-    best = brute.solve(instance)
+    best = tiny_optimum(seed)  # brute.solve(instance), shared with the other files' tiny-seed tests
     if best is None:
         pytest.skip("no topology routes this demand")
     assert best <= dual_bound(instance) * (1 + 1e-9)
@@ -171,8 +172,9 @@ def test_directed_relaxation_is_the_port_bound(seed):
     n = int(rng.choice([4, 6, 8, 10]))
     instance = T.random_instance(rng, n, int(rng.integers(1, min(5, n))), 100.0,
                                  density=float(rng.uniform(0.05, 0.6)), symmetric=False)
-    assert routing.relaxation(instance) == pytest.approx(bound.port_bound(instance), rel=1e-7)
-    assert dual_bound(instance) <= routing.relaxation(instance) * (1 + 1e-9)
+    relaxation = routing.relaxation(instance)  # one LP solve, used by both claims
+    assert relaxation == pytest.approx(bound.port_bound(instance), rel=1e-7)
+    assert dual_bound(instance) <= relaxation * (1 + 1e-9)
 
 
 def test_moore_bound_is_tight_for_uniform_all_to_all_on_five_servers():

@@ -10,6 +10,7 @@ import pytest
 
 from coopt.instance import load
 from coopt.problems.topoopt import bound, brute, capacity_bound, distance_bound, routing
+from tests._topoopt_shared import tiny_dual_bound, tiny_optimum
 from tests.test_topoopt_scale import EXACT_OPTIMA
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
@@ -30,9 +31,9 @@ def other_bounds(instance) -> float:
 @pytest.mark.parametrize("seed", LIFTED)
 def test_lifted_tiny_bounds_keep_the_brute_force_optimum(seed):
     instance = brute.tiny(seed)
-    best = brute.solve(instance)
+    best = tiny_optimum(seed)
     assert best is not None
-    registered = bound.dual_bound(instance)
+    registered = tiny_dual_bound(seed)  # bound.dual_bound(instance), shared with the bisection test
     assert registered < other_bounds(instance) * (1 - 1e-6)  # the new bound is what binds here
     assert best <= registered * (1 + 1e-9)
 
@@ -40,7 +41,7 @@ def test_lifted_tiny_bounds_keep_the_brute_force_optimum(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_the_count_never_rules_out_the_brute_force_optimum(seed):
     instance = brute.tiny(seed)
-    best = brute.solve(instance)
+    best = tiny_optimum(seed)  # brute.solve(instance), shared with the other files' tiny-seed tests
     if best is None:
         pytest.skip("no topology routes this demand")
     assert not capacity_bound.rules_out(instance, best * (1 - 1e-9))
@@ -58,7 +59,11 @@ def test_the_bisection_stops_at_the_least_rate_the_count_rules_out():
     instance = brute.tiny(177)
     other = other_bounds(instance)
     assert capacity_bound.rules_out(instance, other)
-    value = capacity_bound.capacity_bound(instance, other)
+    # bound.dual_bound(instance) is capacity_bound.capacity_bound(instance, other) (the least of the
+    # same four bounds as its upper end): the bisection's result, computed once for this test and
+    # the lifted seed 177 above
+    value = tiny_dual_bound(177)
+    assert value <= other
     assert capacity_bound.rules_out(instance, value)
     assert not capacity_bound.rules_out(instance, value * (1 - 2 * capacity_bound.TOLERANCE))
 

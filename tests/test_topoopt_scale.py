@@ -14,6 +14,7 @@ from coopt.problem import NoSolution
 from coopt.problems.topoopt import bound, brute, concurrent_flow, distance_bound, expander, rerouted, routing
 from coopt.problems.topoopt import model as T
 from coopt.problems.topoopt.heuristics import HEURISTICS, topology_finder_lp
+from tests._topoopt_shared import tiny_optimum
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "topoopt"
 
@@ -30,7 +31,7 @@ def random_instance(seed: int, symmetric: bool, n: int | None = None) -> T.Insta
 @pytest.mark.parametrize("seed", range(30))
 def test_pair_distance_bound_holds_on_brute_forced_tiny_instances(seed):
     instance = brute.tiny(seed)
-    best = brute.solve(instance)
+    best = tiny_optimum(seed)  # brute.solve(instance), shared with the other files' tiny-seed tests
     value = distance_bound.pair_distance_bound(instance)
     assert value <= bound.moore_bound(instance) * (1 + 1e-9)
     if best is not None:
