@@ -39,7 +39,7 @@ from coopt.instance import load, to_toml
 from coopt.problem import Problem, SolveOptions, applies, close
 from coopt.run import SolveReport, judge, run
 from coopt.shipped import small_shipped
-from coopt.solvers.highs import export, lp_relaxation, objective_unit, solve_file, symbol_map
+from coopt.solvers.highs import export, lp_relaxation, objective_unit, read_file, solve_read, symbol_map
 
 #: The options of every contract solve: a generous limit, a tight gap, one thread, seed 0.
 OPTIONS = SolveOptions(time_limit=120, gap=1e-9, threads=1, seed=0)
@@ -158,22 +158,17 @@ def lp_relaxation_lies_on_the_right_side(suite: Suite, path: Path) -> None:
     assert not suite.problem.better(best, relaxed), f"LP relaxation {relaxed} is worse than optimum {best}"
 
 
-def _read_back(path: Path) -> dict[str, Any]:
-    """The model in an LP or MPS file as HiGHS reads it, by name: the sense and offset, every column's
-    (cost, lower, upper, integer), every row's (lower, upper) and every nonzero ``(row, column) ->
-    coefficient``. A row that fixes a single column is read as that column's bounds: the LP format
-    writes an objective constant as a fixed column, the MPS format as a column and such a row."""
+def _read_back(highs: Any) -> dict[str, Any]:
+    """The model a ``highspy.Highs`` read from a file (:func:`~coopt.solvers.highs.read_file`), by
+    name: the sense and offset, every column's (cost, lower, upper, integer), every row's (lower,
+    upper) and every nonzero ``(row, column) -> coefficient``. A row that fixes a single column is
+    read as that column's bounds: the LP format writes an objective constant as a fixed column, the
+    MPS format as a column and such a row."""
     import highspy
-    from pyomo.common.tee import capture_output
 
-    with capture_output(capture_fd=True):  # the constructor prints a banner
-        highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.readModel(str(path))
     lp = highs.getLp()
     columns, rows = list(lp.col_names_), list(lp.row_names_)
-    integer = [highspy.HighsVarType.kInteger] * len(columns)
-    integrality = list(lp.integrality_) or [highspy.HighsVarType.kContinuous] * len(columns)
+    integer = {j for j, kind in enumerate(lp.integrality_) if kind == highspy.HighsVarType.kInteger}
     matrix = lp.a_matrix_  # each attribute read copies the whole array: read each once
     assert matrix.format_ == highspy.MatrixFormat.kColwise, matrix.format_
     start, index, value = list(matrix.start_), list(matrix.index_), [float(v) for v in matrix.value_]
@@ -196,7 +191,7 @@ def _read_back(path: Path) -> dict[str, Any]:
     return {
         "sense": str(lp.sense_),
         "offset": lp.offset_,
-        "columns": {name: (cost[j], *bounds[name], integrality[j] == integer[j])
+        "columns": {name: (cost[j], *bounds[name], j in integer)
                     for j, name in enumerate(columns)},
         "rows": row_bounds,
         "entries": entries,
@@ -221,16 +216,17 @@ def exported_model_resolves_to_the_same_optimum(suite: Suite, path: Path) -> Non
     model = suite.problem.build(suite.instance(path))
     reference = suite.solved(path, "milp" if suite.problem.exact else "exact")
     with tempfile.TemporaryDirectory() as folder:
-        read = {}
-        for fmt in ("mps", "lp"):  # the LP file is the one re-solved: HiGHS solves it faster
+        files, read = {}, {}
+        for fmt in ("lp", "mps"):
             target = Path(folder) / f"model.{fmt}"
             export(model, target)
-            read[fmt] = _read_back(target)
-        assert _same_numbers(read["lp"], read["mps"]), "the LP and MPS files hold different models"
-        integers = {name for name, var in symbol_map(model).items() if var.is_integer()}
-        marked = {name for name, column in read["lp"]["columns"].items() if column[3]}
-        assert marked == integers, ("integer columns", sorted(marked ^ integers)[:5])
-        value = solve_file(target)
+            files[fmt] = read_file(target)
+            read[fmt] = _read_back(files[fmt])
+    assert _same_numbers(read["lp"], read["mps"]), "the LP and MPS files hold different models"
+    integers = {name for name, var in symbol_map(model).items() if var.is_integer()}
+    marked = {name for name, column in read["lp"]["columns"].items() if column[3]}
+    assert marked == integers, ("integer columns", sorted(marked ^ integers)[:5])
+    value = solve_read(files["lp"])  # the LP file: HiGHS solves it faster than the MPS one
     assert value is not None, "the exported file has no optimum"
     resolved = value * objective_unit(model)
     assert close(resolved, reference.objective, rel=1e-6), (resolved, reference.objective)

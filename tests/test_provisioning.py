@@ -182,7 +182,7 @@ def test_methods_feasible_and_bounded_by_the_optimum(path: Path) -> None:
 
 def test_export_round_trip(static: P.Instance, tmp_path: Path) -> None:
     """The static file's first 10 requests (degradation on, and its optimum degrades one): the same
-    kinds of rows and variables as the whole file, whose two solves from files cost 3.5 s (now 1.9)."""
+    kinds of rows and variables as the whole file, at about half the cost of solving it from files."""
     part = dataclasses.replace(static, requests=static.requests[:10])
     optimum = run(provisioning.PROBLEM, part, "exact")
     assert optimum.status == "optimal"

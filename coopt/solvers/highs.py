@@ -559,8 +559,8 @@ def column_values(text: str) -> tuple[dict[str, float], float | None]:
     return values, objective
 
 
-def solve_file(path: str | Path) -> float | None:
-    """Solve an exported LP/MPS file with HiGHS directly; the optimal objective or None."""
+def read_file(path: str | Path) -> Any:
+    """An LP/MPS file read into a quiet, single-threaded ``highspy.Highs`` with a 1e-9 gap, unsolved."""
     import highspy
     from pyomo.common.tee import capture_output
 
@@ -570,9 +570,21 @@ def solve_file(path: str | Path) -> float | None:
     h.setOptionValue("mip_rel_gap", 1e-9)
     h.setOptionValue("threads", 1)
     h.readModel(str(path))
+    return h
+
+
+def solve_read(h: Any) -> float | None:
+    """Solve a model :func:`read_file` read; the optimal objective or None."""
+    import highspy
+
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     return h.getInfo().objective_function_value
+
+
+def solve_file(path: str | Path) -> float | None:
+    """Solve an exported LP/MPS file with HiGHS directly; the optimal objective or None."""
+    return solve_read(read_file(path))
 
 
